@@ -1,0 +1,9 @@
+/*
+ * block_list.h - every block type, one line each (STYLE R9). blocks/registry.c expands this
+ * list twice: once into extern declarations of the descriptors, once into the sorted table.
+ * Adding a block is its file plus one line here.
+ */
+/* generic blocks (blocks/) */
+BF_BLOCK(identity)
+
+/* convolution family (blocks/nn_ops/) */

@@ -1,0 +1,390 @@
+/*
+ * blockflow.h - the whole public API of libblockflow.
+ *
+ * blockflow runs *pages*: JSON files of connected blocks whose semantics are TensorFlow's raw
+ * ops (Conv2D and its gradients, the depthwise family, and a few generic blocks). A program
+ * embeds it in five steps:
+ *
+ *     bf_context *ctx;  bf_context_new(NULL, &ctx, &err);          limits, threads, devices
+ *     bf_page *page;    bf_page_load_file(ctx, "p.json", &page, diags, &err);
+ *     bf_session *s;    bf_session_new(ctx, page, &s, &err);       the session owns `page`
+ *     bf_session_run(s, &opts, diags, &err);                       validate, infer, execute
+ *     const bf_tensor *t = bf_session_output(s, "dw", NULL);       borrowed result
+ *
+ * Conventions (the same for every function below):
+ * - Every fallible function returns a bf_status (BF_OK == 0, errors negative) and sets its
+ *   out-parameters to NULL on failure.
+ * - The last argument `bf_error *err` is caller-owned and may be NULL. On failure it is filled
+ *   with the status, the block / port / attribute concerned, a JSON pointer into the page and
+ *   one sentence; no allocation is needed to fill it, so it works when memory is exhausted.
+ * - A `bf_diags *` collects *all* problems of a page at once (validation), plus warnings. It
+ *   may be NULL when the caller only wants the first error.
+ * - Whoever calls a _new or _load function calls the matching _free; every _free accepts NULL.
+ *   Getters return borrowed pointers whose lifetime is stated on each.
+ * - Nothing here prints. The CLI and the server present errors with bf_error_format().
+ * - Thread safety: distinct objects may be used from distinct threads. One session is used by
+ *   one thread at a time, except bf_session_cancel(), which any thread may call at any time.
+ */
+#ifndef BLOCKFLOW_H
+#define BLOCKFLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define BF_API __declspec(dllexport)
+#else
+#define BF_API __attribute__((visibility("default")))
+#endif
+
+#define BF_VERSION_MAJOR 0
+#define BF_VERSION_MINOR 1
+#define BF_VERSION_PATCH 0
+#define BF_VERSION_STRING "0.1.0"
+
+/* Largest tensor rank blockflow handles (rank 0 is a scalar). */
+#define BF_MAX_RANK 8
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes. One list expands into the enum, bf_status_name() and bf_strerror(), so they
+ * cannot drift apart (libuv's UV_ERRNO_MAP).
+ */
+#define BF_STATUS_MAP(XX)                                                                       \
+    XX(ENOMEM, -1, "out of memory")                                                             \
+    XX(EPARSE, -2, "page is not valid JSON")                                                    \
+    XX(ESCHEMA, -3, "page does not follow the page format")                                     \
+    XX(EATTR, -4, "invalid attribute")                                                          \
+    XX(ESHAPE, -5, "invalid or mismatched shape")                                               \
+    XX(EDTYPE, -6, "invalid or mismatched dtype")                                               \
+    XX(ELIMIT, -7, "a configured limit was exceeded")                                           \
+    XX(EDEVICE, -8, "device error")                                                             \
+    XX(EUNSUPPORTED, -9, "not supported")                                                       \
+    XX(EIO, -10, "input/output error")                                                          \
+    XX(ECANCELED, -11, "run was cancelled")                                                     \
+    XX(ETIMEDOUT, -12, "run exceeded its time limit")                                           \
+    XX(EINVAL, -13, "invalid argument")                                                         \
+    XX(ENOTFOUND, -14, "no such block, port or output")                                         \
+    XX(EINTERNAL, -15, "internal error")
+
+typedef enum bf_status {
+    BF_OK = 0,
+#define BF_STATUS_ENUM_(name, value, text) BF_##name = (value),
+    BF_STATUS_MAP(BF_STATUS_ENUM_)
+#undef BF_STATUS_ENUM_
+} bf_status;
+
+/* "EATTR" for BF_EATTR, "OK" for BF_OK, "UNKNOWN" otherwise. Static string. */
+BF_API const char *bf_status_name(bf_status status);
+/* A short description of `status` ("invalid attribute"). Static string. */
+BF_API const char *bf_strerror(bf_status status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors and diagnostics.
+ */
+typedef struct bf_error {
+    bf_status status;     /* BF_OK for a warning */
+    char code[32];        /* stable machine code: "missing_input", "bad_attr", "cycle", ... */
+    char page[256];       /* page file name (or "" for pages loaded from a string) */
+    char block_id[64];    /* "" when the error is not about one block */
+    char port[32];        /* input/output port name, or "" */
+    char attr[32];        /* attribute name, or "" */
+    char pointer[256];    /* RFC 6901 JSON Pointer into the page, e.g. "/blocks/3/attrs/strides" */
+    int line, column;     /* 1-based, for JSON syntax errors; 0 when unknown */
+    char message[256];    /* one sentence, no trailing newline */
+} bf_error;
+
+/*
+ * Format `e` as the one line the CLI and the server show, e.g.
+ *   page.json: block "conv3": attribute "strides": strides must have 4 elements, got 3
+ * Writes at most `size` bytes including the NUL; returns the length it wanted (snprintf).
+ */
+BF_API int bf_error_format(const bf_error *e, char *buf, size_t size);
+
+/* Reset `e` to "no error". Accepts NULL. */
+BF_API void bf_error_clear(bf_error *e);
+
+/* A growable list of bf_error records: every validation problem and warning of a page. */
+typedef struct bf_diags bf_diags;
+
+/* A new empty list, or NULL when out of memory. Free with bf_diags_free(). */
+BF_API bf_diags *bf_diags_new(void);
+BF_API void bf_diags_free(bf_diags *d);
+/* Drop every record. */
+BF_API void bf_diags_clear(bf_diags *d);
+/* Number of records (errors and warnings). */
+BF_API size_t bf_diags_count(const bf_diags *d);
+/* Number of records whose status is not BF_OK. */
+BF_API size_t bf_diags_errors(const bf_diags *d);
+/* Record i (0 <= i < count), borrowed until the list is cleared or freed; NULL out of range. */
+BF_API const bf_error *bf_diags_at(const bf_diags *d, size_t i);
+
+/* ---------------------------------------------------------------------------------------------
+ * Allocation. Every allocation of the library (cJSON's included) goes through these hooks.
+ * bf_replace_allocator() must be called before any other blockflow function and is not
+ * thread-safe; it exists for embedding programs and for fault-injection tests.
+ */
+typedef void *(*bf_malloc_fn)(size_t size, void *user);
+typedef void *(*bf_realloc_fn)(void *ptr, size_t size, void *user);
+typedef void (*bf_free_fn)(void *ptr, void *user);
+BF_API void bf_replace_allocator(bf_malloc_fn m, bf_realloc_fn r, bf_free_fn f, void *user);
+
+/* The context (configuration, limits, thread pool, devices) is described further below. */
+typedef struct bf_context bf_context;
+
+/* ---------------------------------------------------------------------------------------------
+ * Dtypes and tensors.
+ */
+typedef enum bf_dtype {
+    BF_DTYPE_INVALID = 0,
+    BF_DTYPE_F16,
+    BF_DTYPE_BF16,
+    BF_DTYPE_F32,
+    BF_DTYPE_F64,
+    BF_DTYPE_I32,
+    BF_DTYPE_I64,
+    BF_DTYPE_COUNT
+} bf_dtype;
+
+/* "float32" for BF_DTYPE_F32 and so on; "invalid" otherwise. Static string. */
+BF_API const char *bf_dtype_name(bf_dtype dt);
+/* Parse a dtype name ("float32", "half", "bfloat16", ...); BF_DTYPE_INVALID if unknown. */
+BF_API bf_dtype bf_dtype_from_name(const char *name);
+/* Bytes per element, 0 for BF_DTYPE_INVALID. */
+BF_API size_t bf_dtype_size(bf_dtype dt);
+
+/* A dense, row-major (C order) tensor in host memory. Opaque. */
+typedef struct bf_tensor bf_tensor;
+
+/*
+ * Allocate a zero-filled host tensor of `rank` dims (0..BF_MAX_RANK). Sizes are
+ * overflow-checked and bounded by the context's max_tensor_bytes (ctx may be NULL: then
+ * the default limits apply). Errors: BF_EINVAL, BF_ELIMIT, BF_ENOMEM.
+ */
+BF_API bf_status bf_tensor_new(const bf_context *ctx, bf_dtype dt, int rank,
+                               const int64_t *dims, bf_tensor **out, bf_error *err);
+/* Free a tensor made by bf_tensor_new / bf_tensor_load_npy / bf_tensor_copy. Accepts NULL. */
+BF_API void bf_tensor_free(bf_tensor *t);
+/* A deep copy of `t` in host memory. */
+BF_API bf_status bf_tensor_copy(const bf_tensor *t, bf_tensor **out, bf_error *err);
+BF_API bf_dtype bf_tensor_dtype(const bf_tensor *t);
+BF_API int bf_tensor_rank(const bf_tensor *t);
+/* Pointer to `rank` dims, borrowed for the tensor's lifetime. */
+BF_API const int64_t *bf_tensor_dims(const bf_tensor *t);
+BF_API int64_t bf_tensor_numel(const bf_tensor *t);
+BF_API size_t bf_tensor_nbytes(const bf_tensor *t);
+/* Host data, row-major. Borrowed for the tensor's lifetime. */
+BF_API void *bf_tensor_data(bf_tensor *t);
+BF_API const void *bf_tensor_cdata(const bf_tensor *t);
+/* Element i converted to double (any dtype). No bounds check beyond i < numel. */
+BF_API double bf_tensor_get_f64(const bf_tensor *t, int64_t i);
+
+/*
+ * Read a .npy file (format 1.0, 2.0 or 3.0; little-endian; C order; dtypes <f2 <f4 <f8 <i4 <i8,
+ * and |V2 / <V2 read as raw bfloat16 bits). The header is parsed strictly and the claimed size
+ * is checked against the limits and the file size before anything is allocated.
+ * Errors: BF_EIO (cannot read), BF_EPARSE (malformed header), BF_EUNSUPPORTED (dtype, order),
+ * BF_ELIMIT, BF_ENOMEM.
+ */
+BF_API bf_status bf_tensor_load_npy(const bf_context *ctx, const char *path,
+                                    bf_tensor **out, bf_error *err);
+/*
+ * Write `t` as .npy atomically: a temporary file in the same folder, fsync, then rename, so a
+ * failure leaves any older file untouched and never a partial one. bfloat16 is written as
+ * float32 (exact widening: numpy has no bfloat16). Errors: BF_EIO, BF_ENOMEM.
+ */
+BF_API bf_status bf_tensor_save_npy(const bf_tensor *t, const char *path, bf_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Context: configuration, limits, the kernel thread pool and the devices. One per program is
+ * typical; sessions borrow it and it must outlive them.
+ */
+
+typedef struct bf_config {
+    uint64_t max_session_bytes; /* tensor memory one session may hold; 0 = 1/2 of RAM */
+    uint64_t max_tensor_elements; /* elements of one tensor; 0 = 2^40 */
+    uint64_t max_page_bytes;    /* size of a page file; 0 = 64 MiB */
+    int max_blocks;             /* blocks in one page; 0 = 100000 */
+    int max_json_depth;         /* JSON nesting; 0 = 64 */
+    int threads;                /* kernel threads; 0 = number of CPU cores */
+    int disable_gpu;            /* 1: never use a GPU even when present */
+} bf_config;
+
+/* Fill `cfg` with the defaults (all zeros mean "default"). */
+BF_API void bf_config_init(bf_config *cfg);
+/* A new context; cfg may be NULL for the defaults. Errors: BF_ENOMEM, BF_EINVAL. */
+BF_API bf_status bf_context_new(const bf_config *cfg, bf_context **out, bf_error *err);
+/* Free the context. Every session made from it must already be freed. Accepts NULL. */
+BF_API void bf_context_free(bf_context *ctx);
+/* The effective configuration (defaults resolved). Borrowed for the context's lifetime. */
+BF_API const bf_config *bf_context_config(const bf_context *ctx);
+/* Whether a GPU can be used: 1 when built with CUDA, a driver and a device are present. */
+BF_API int bf_context_has_gpu(bf_context *ctx);
+/* A one-line description of the devices ("cpu: 2 threads, avx512; gpu: none (no driver)"). */
+BF_API const char *bf_context_devices(bf_context *ctx);
+
+/* ---------------------------------------------------------------------------------------------
+ * Block catalogue (the registry is constant data compiled into the library).
+ */
+/* Number of block types, and the type name of block type i in sorted order (static string). */
+BF_API int bf_block_type_count(void);
+BF_API const char *bf_block_type_name(int i);
+/*
+ * The catalogue as JSON text (graph_schemas/block_catalog.schema.json), for all types when
+ * `type` is NULL, else for that one. The caller frees the string with bf_string_free().
+ * Errors: BF_ENOTFOUND, BF_ENOMEM.
+ */
+BF_API bf_status bf_block_catalog_json(const char *type, char **out, bf_error *err);
+/* The catalogue as text for people (same arguments as bf_block_catalog_json). */
+BF_API bf_status bf_block_catalog_text(const char *type, char **out, bf_error *err);
+/* Free a string returned by the library. Accepts NULL. */
+BF_API void bf_string_free(char *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Pages.
+ */
+typedef struct bf_page bf_page;
+
+/*
+ * Load a page from a file. Structural problems (unknown keys, unknown block types, duplicate
+ * ids, bad links, malformed attributes) are all appended to `diags`; the first is also put in
+ * `err`. A page with errors is not returned. Relative `file` attributes resolve against the
+ * page's folder. Errors: BF_EIO, BF_EPARSE (with line/column), BF_ESCHEMA, BF_EATTR,
+ * BF_ELIMIT, BF_ENOMEM.
+ */
+BF_API bf_status bf_page_load_file(bf_context *ctx, const char *path, bf_page **out,
+                                   bf_diags *diags, bf_error *err);
+/* The same from a string of `len` bytes; `name` is used in messages, `dir` resolves files. */
+BF_API bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len,
+                                     const char *name, const char *dir, bf_page **out,
+                                     bf_diags *diags, bf_error *err);
+BF_API void bf_page_free(bf_page *page);
+/* The page's name, description and file name; borrowed for the page's lifetime. */
+BF_API const char *bf_page_name(const bf_page *page);
+BF_API const char *bf_page_description(const bf_page *page);
+BF_API const char *bf_page_file(const bf_page *page);
+/* Number of blocks, block i's id and type (borrowed). */
+BF_API int bf_page_block_count(const bf_page *page);
+BF_API const char *bf_page_block_id(const bf_page *page, int i);
+BF_API const char *bf_page_block_type(const bf_page *page, int i);
+/* The page's declared outputs ("block" or "block:port"), borrowed. */
+BF_API int bf_page_output_count(const bf_page *page);
+BF_API const char *bf_page_output(const bf_page *page, int i);
+
+/* ---------------------------------------------------------------------------------------------
+ * Sessions.
+ */
+typedef struct bf_session bf_session;
+
+typedef enum bf_device_kind {
+    BF_DEVICE_AUTO = 0, /* the block's own choice: GPU when available and supported, else CPU */
+    BF_DEVICE_CPU,
+    BF_DEVICE_GPU
+} bf_device_kind;
+
+typedef enum bf_event_kind {
+    BF_EVENT_BLOCK_START = 1, /* a block's kernel is about to run */
+    BF_EVENT_BLOCK_DONE,      /* it finished (status BF_OK) or failed */
+    BF_EVENT_BLOCK_REUSED     /* its cached result was reused */
+} bf_event_kind;
+
+/* What a run reports about one block (bf_session_block_stats and events). */
+typedef struct bf_block_stats {
+    const char *id;         /* borrowed: the block id */
+    const char *type;       /* borrowed: the block type */
+    char device[16];        /* "cpu", "gpu:0", or "" when it did not run */
+    char note[96];          /* e.g. why it fell back to the CPU, or the cuDNN algorithm */
+    double ms;              /* kernel wall time of the last execution */
+    int ran;                /* 1 when the last run executed it */
+    int reused;             /* 1 when the last run reused its cached result */
+    int n_outputs;
+    int rank[4];            /* rank and dims of the first 4 outputs (-1 = unknown) */
+    int64_t dims[4][BF_MAX_RANK];
+    bf_dtype dtype[4];
+    bf_status status;
+} bf_block_stats;
+
+/* Called on the thread that runs bf_session_run, between kernels (never concurrently). */
+typedef void (*bf_event_cb)(bf_event_kind kind, const bf_block_stats *stats, void *user);
+
+typedef struct bf_run_options {
+    const char *const *fetches; /* "block" or "block:port"; NULL = the page's outputs */
+    int n_fetches;
+    bf_device_kind device;      /* overrides every block's "device" when not AUTO */
+    double timeout_s;           /* 0 = no limit; else BF_ETIMEDOUT after that long */
+    bf_event_cb on_event;       /* may be NULL */
+    void *user;                 /* passed to on_event */
+} bf_run_options;
+
+/* Fill `o` with the defaults (page outputs, auto device, no timeout, no callback). */
+BF_API void bf_run_options_init(bf_run_options *o);
+
+/*
+ * A session that owns `page` (on success and on failure alike: the page is freed if the
+ * session cannot be made). Errors: BF_ENOMEM.
+ */
+BF_API bf_status bf_session_new(bf_context *ctx, bf_page *page, bf_session **out,
+                                bf_error *err);
+/* Free the session, its page and all its tensors. Must not run concurrently. Accepts NULL. */
+BF_API void bf_session_free(bf_session *s);
+/* The session's page (borrowed). */
+BF_API const bf_page *bf_session_page(const bf_session *s);
+
+/*
+ * Validate the whole graph and infer every port's dtype and shape without running kernels.
+ * Every problem goes to `diags`; the first also to `err`. Shapes that depend on values only
+ * known at run time are reported as unknown (-1). Errors: BF_ESCHEMA, BF_EATTR, BF_ESHAPE,
+ * BF_EDTYPE, BF_ELIMIT.
+ */
+BF_API bf_status bf_session_check(bf_session *s, bf_diags *diags, bf_error *err);
+
+/*
+ * Feed a Placeholder block. The session copies `t` (the caller keeps ownership). Blocks
+ * downstream of the placeholder are recomputed on the next run; nothing else is.
+ * Errors: BF_ENOTFOUND (no such block), BF_EINVAL (not a Placeholder), BF_EDTYPE, BF_ESHAPE.
+ */
+BF_API bf_status bf_session_feed(bf_session *s, const char *block_id, const bf_tensor *t,
+                                 bf_error *err);
+/*
+ * Change one attribute of a block, given as JSON text (e.g. "[1,2,2,1]" or "\"SAME\"").
+ * Invalidates that block and everything downstream. Errors: BF_ENOTFOUND, BF_EATTR, BF_EPARSE.
+ */
+BF_API bf_status bf_session_set_attr(bf_session *s, const char *block_id, const char *attr,
+                                     const char *json_value, bf_error *err);
+
+/*
+ * Run the page: check it (as bf_session_check), then execute the blocks the fetches need and
+ * that are not already up to date, independent blocks concurrently. `opts` may be NULL.
+ * Errors: anything bf_session_check returns, plus BF_ECANCELED, BF_ETIMEDOUT, BF_EDEVICE,
+ * BF_ENOMEM, BF_ELIMIT and kernel errors, each naming the block. After a failed run the
+ * session stays usable; results of blocks that completed are kept.
+ */
+BF_API bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *diags,
+                                bf_error *err);
+/*
+ * Ask a running bf_session_run to stop: blocks not started are skipped and running kernels
+ * stop at their next check. Safe from any thread and from a signal handler; a no-op when
+ * nothing runs.
+ */
+BF_API void bf_session_cancel(bf_session *s);
+
+/*
+ * The tensor of output `port` (NULL = the first) of block `block_id` after the last run, in
+ * host memory. Borrowed until the next run, feed, attribute change or free. NULL when the
+ * block did not produce it.
+ */
+BF_API const bf_tensor *bf_session_output(bf_session *s, const char *block_id,
+                                          const char *port);
+/* Per-block report of the last run/check, in page order (0 <= i < block count). Borrowed. */
+BF_API const bf_block_stats *bf_session_block_stats(const bf_session *s, int i);
+/* Number of output ports of block i, and the name of port j (borrowed). */
+BF_API int bf_session_block_output_count(const bf_session *s, int i);
+BF_API const char *bf_session_block_output_name(const bf_session *s, int i, int j);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BLOCKFLOW_H */

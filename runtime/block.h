@@ -1,0 +1,181 @@
+/*
+ * block.h - what a block type is, as data (STYLE R9). A block file fills one bf_block_desc:
+ * its ports, its attributes, a shape/dtype inference function (which also performs every
+ * check TensorFlow performs, in TensorFlow's words) and one kernel per device. The runtime
+ * reads only this descriptor: it parses attributes by kind, checks port dtypes against the
+ * masks, wires inputs, plans memory and picks the device. It knows nothing of convolutions.
+ */
+#ifndef BF_BLOCK_H
+#define BF_BLOCK_H
+
+#include "common.h"
+#include "exec.h"
+#include "tensor.h"
+
+/* ---- ports ---------------------------------------------------------------------------- */
+
+#define BF_DT(x) (1u << BF_DTYPE_##x)
+#define BF_DT_FLOATS (BF_DT(F16) | BF_DT(BF16) | BF_DT(F32) | BF_DT(F64))
+#define BF_DT_INTS (BF_DT(I32) | BF_DT(I64))
+#define BF_DT_ALL (BF_DT_FLOATS | BF_DT_INTS)
+
+enum {
+    BF_PORT_HOST = 1u << 0, /* the kernel reads this input on the host even when it runs on a
+                               GPU (TensorFlow's HostMemory, e.g. filter_sizes) */
+};
+
+typedef struct bf_port_desc {
+    const char *name;
+    unsigned dtypes; /* mask of BF_DT(...) the port accepts */
+    unsigned flags;  /* BF_PORT_* */
+    const char *doc;
+} bf_port_desc;
+
+/* ---- attributes ----------------------------------------------------------------------- */
+
+typedef enum bf_attr_kind {
+    BF_ATTR_INT,      /* JSON integer                                  -> v.i */
+    BF_ATTR_FLOAT,    /* JSON number                                   -> v.f */
+    BF_ATTR_BOOL,     /* true/false                                    -> v.b */
+    BF_ATTR_ENUM,     /* one of desc.values                            -> v.s, v.i = index */
+    BF_ATTR_STRING,   /* any string                                    -> v.s */
+    BF_ATTR_INT_LIST, /* [1,2,2,1]; also "1,2,2,1" and "{1,2,2,1}"     -> v.list, v.n */
+    BF_ATTR_SHAPE,    /* like INT_LIST, each >= -1 (-1 = unknown dim)  -> v.list, v.n */
+    BF_ATTR_DTYPE,    /* "float32", ...                                -> v.dtype */
+    BF_ATTR_TENSOR,   /* nested or flat list of numbers                -> v.numbers, v.n */
+    BF_ATTR_FILE,     /* path of a .npy file, relative to the page     -> v.s, v.tensor */
+} bf_attr_kind;
+
+enum {
+    BF_ATTR_OPTIONAL = 1u << 0, /* may be absent and has no default (v.set == false) */
+};
+
+typedef struct bf_attr_desc {
+    const char *name;
+    bf_attr_kind kind;
+    const char *def;           /* default as JSON text; NULL: required unless OPTIONAL */
+    const char *const *values; /* ENUM: the allowed values, NULL-terminated */
+    unsigned flags;            /* BF_ATTR_* */
+    const char *doc;
+} bf_attr_desc;
+
+/* A parsed attribute value. Memory belongs to the page (or session) holding it. */
+typedef struct bf_attr_value {
+    bool set;          /* given in the page, or defaulted */
+    bool defaulted;    /* set from desc.def */
+    int64_t i;         /* INT; ENUM index */
+    double f;          /* FLOAT */
+    bool b;            /* BOOL */
+    char *s;           /* ENUM, STRING, FILE: the text */
+    int n;             /* INT_LIST, SHAPE, TENSOR: element count */
+    int64_t *list;     /* INT_LIST, SHAPE */
+    double *numbers;   /* TENSOR, flattened row-major */
+    int nest_rank;     /* TENSOR: rank of the nested JSON list (1 for a flat list) */
+    int64_t nest_dims[BF_MAX_RANK];
+    bf_dtype dtype;    /* DTYPE */
+    bf_tensor *tensor; /* FILE: the loaded .npy (host) */
+} bf_attr_value;
+
+/* ---- nodes: one block instance as blocks see it --------------------------------------- */
+
+struct bf_block_desc;
+
+typedef struct bf_node {
+    const char *id;                    /* the block id from the page */
+    const struct bf_block_desc *desc;
+    const bf_attr_value *attrs;        /* desc->n_attrs values, in desc->attrs order */
+    const bf_tensor *feed;             /* FEEDABLE blocks: the fed tensor, or NULL */
+    void *state;                       /* owned by the block: made by init, freed by fini */
+    bf_budget *budget;                 /* the session's memory account */
+    uint64_t max_elements;             /* the context's per-tensor element limit */
+} bf_node;
+
+/*
+ * What is known about one port before running: dtype, rank and dims (-1 where unknown) and,
+ * when the producing block knows it before running (Const, a fed Placeholder, Identity of
+ * those), its host value. Blocks such as Conv2DBackpropFilter use that value (filter_sizes)
+ * to infer their output shape at check time, as TensorFlow's constant folding does.
+ */
+typedef struct bf_port_info {
+    bf_dtype dtype;            /* BF_DTYPE_INVALID when unknown */
+    int rank;                  /* -1 when unknown */
+    int64_t dims[BF_MAX_RANK]; /* -1 where unknown */
+    const bf_tensor *value;    /* host value known before running, or NULL */
+} bf_port_info;
+
+/* ---- the descriptor ------------------------------------------------------------------- */
+
+enum {
+    BF_BLOCK_FEEDABLE = 1u << 0, /* takes bf_session_feed() (Placeholder) */
+};
+
+typedef struct bf_block_desc {
+    const char *type;       /* "Conv2DBackpropFilter" */
+    const char *category;   /* "nn", "generic", "check" */
+    const char *synopsis;   /* one line: the formula */
+    const char *doc;        /* a paragraph for the catalogue */
+    unsigned flags;         /* BF_BLOCK_* */
+
+    const bf_port_desc *inputs;
+    int n_inputs;
+    const bf_port_desc *outputs;
+    int n_outputs;
+    const bf_attr_desc *attrs;
+    int n_attrs;
+
+    /*
+     * Optional. Derive per-node state from the attributes (e.g. Const builds its tensor),
+     * after loading and after each attribute change. On error, fills err (naming the attr)
+     * and leaves node->state NULL. fini frees node->state (called with NULL state too).
+     */
+    bf_status (*init)(bf_node *node, bf_error *err);
+    void (*fini)(bf_node *node);
+
+    /*
+     * Required. Check the attributes and the input infos and fill the output infos. Called at
+     * check time with partial knowledge (unknown dims are -1: check what can be checked, and
+     * leave unknown what cannot be inferred), and again right before the kernel runs with
+     * every input known (rank >= 0, all dims >= 0, `value` set for BF_PORT_HOST inputs). The
+     * outputs are then allocated exactly as inferred. On error: fill err with the status, code
+     * and message, and bf_err_at() the port or attribute.
+     */
+    bf_status (*infer)(const bf_node *node, const bf_port_info *in, bf_port_info *out,
+                       bf_error *err);
+
+    /* Optional. Scratch bytes the kernel needs for these (fully known) shapes on the CPU. */
+    size_t (*workspace_cpu)(const bf_node *node, const bf_port_info *in,
+                            const bf_port_info *out);
+    /* Required. The CPU kernel: inputs and outputs are host tensors of the inferred shapes. */
+    bf_status (*run_cpu)(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
+                         const bf_exec *ex, bf_error *err);
+
+    /*
+     * Optional GPU kernel (NULL: the block always runs on the CPU). Inputs and outputs are
+     * device tensors except BF_PORT_HOST inputs. gpu_unsupported returns NULL when run_cuda
+     * handles these shapes/attrs, or a short reason ("float64 depthwise") to fall back to the
+     * CPU, which the run report shows.
+     */
+    const char *(*gpu_unsupported)(const bf_node *node, const bf_port_info *in);
+    size_t (*workspace_cuda)(const bf_node *node, const bf_port_info *in,
+                             const bf_port_info *out);
+    bf_status (*run_cuda)(const bf_node *node, const bf_tensor *const *in,
+                          bf_tensor *const *out, const bf_exec *ex, bf_error *err);
+} bf_block_desc;
+
+/* ---- registry (blocks/registry.c) ----------------------------------------------------- */
+
+/* The descriptor of `type`, or NULL. The table is constant and sorted by type. */
+const bf_block_desc *bf_registry_find(const char *type);
+int bf_registry_count(void);
+const bf_block_desc *bf_registry_at(int i);
+
+/* ---- helpers for block code (runtime/attr.c) ------------------------------------------ */
+
+/* True when every dim of `p` is known (rank >= 0 and all dims >= 0). */
+bool bf_port_known(const bf_port_info *p);
+/* Set `p` to (dt, rank, dims) with no value. dims may be NULL for all-unknown. */
+void bf_port_set(bf_port_info *p, bf_dtype dt, int rank, const int64_t *dims);
+/* Element count of a known port; -1 when unknown. */
+int64_t bf_port_numel(const bf_port_info *p);
+
+#endif /* BF_BLOCK_H */

@@ -1,0 +1,28 @@
+/*
+ * context.h - the internal layout of bf_context: resolved configuration, the kernel thread
+ * pool and the devices found. Sessions borrow all of it.
+ */
+#ifndef BF_CONTEXT_H
+#define BF_CONTEXT_H
+
+#include "device.h"
+#include "exec.h"
+#include "tensor.h"
+
+#define BF_MAX_GPUS 16
+
+struct bf_context {
+    bf_config cfg;          /* defaults resolved */
+    bf_pool *pool;          /* kernel threads */
+    int gpu_probed;         /* devices are probed lazily, on the first GPU question */
+    int n_gpus;
+    bf_device gpus[BF_MAX_GPUS];
+    char gpu_why[128];      /* why there is no GPU, when n_gpus == 0 */
+    char devices_text[256];
+    int cpu_avx512, cpu_avx2;
+};
+
+/* Probe the GPUs once (thread-compatible: call from the thread that owns the context). */
+void bf_context_probe_gpus(bf_context *ctx);
+
+#endif /* BF_CONTEXT_H */

@@ -1,0 +1,61 @@
+/*
+ * tensor.h - the internal layout of bf_tensor and the allocation entry points the session and
+ * the devices use. A tensor is dense and row-major. Its bytes live on one device: the host
+ * (device == NULL) or a GPU (device points at that device's ops). Every byte is charged to a
+ * bf_budget (the session's), so a page cannot allocate past its configured memory limit.
+ */
+#ifndef BF_TENSOR_H
+#define BF_TENSOR_H
+
+#include "common.h"
+
+#include <stdatomic.h>
+
+struct bf_device;
+
+/* A memory account: bytes in use and the ceiling. Shared by threads, hence atomic. */
+typedef struct bf_budget {
+    _Atomic uint64_t used;
+    uint64_t limit;
+} bf_budget;
+
+struct bf_tensor {
+    bf_dtype dtype;
+    int rank;
+    int64_t dims[BF_MAX_RANK];
+    int64_t numel;
+    size_t nbytes;
+    void *data;                /* host pointer, or device pointer when device != NULL */
+    struct bf_device *device;  /* NULL: host memory */
+    bf_budget *budget;         /* charged nbytes; NULL: only the absolute limits apply */
+};
+
+/*
+ * Compute numel and nbytes of (dt, rank, dims) with overflow checks, and check them against
+ * `max_elements` (0 = no limit). Errors: BF_EINVAL (negative dim, bad rank or dtype),
+ * BF_ELIMIT (overflow or above the limit) with a message naming the shape.
+ */
+bf_status bf_shape_size(bf_dtype dt, int rank, const int64_t *dims, uint64_t max_elements,
+                        int64_t *numel, size_t *nbytes, bf_error *err);
+
+/* Format a shape as "[1, 4, 4, 1]" into buf. Returns buf. */
+char *bf_shape_str(int rank, const int64_t *dims, char *buf, size_t size);
+
+/* Charge / release `bytes` on `b` (may be NULL). Charge fails with BF_ELIMIT past the limit. */
+bf_status bf_budget_charge(bf_budget *b, size_t bytes, bf_error *err);
+void bf_budget_release(bf_budget *b, size_t bytes);
+
+/*
+ * Allocate a host tensor charged to `budget` (may be NULL). `zero` requests zero-filled data.
+ * Errors: BF_EINVAL, BF_ELIMIT, BF_ENOMEM.
+ */
+bf_status bf_tensor_alloc(bf_budget *budget, uint64_t max_elements, bf_dtype dt, int rank,
+                          const int64_t *dims, bool zero, bf_tensor **out, bf_error *err);
+
+/* True when a and b have the same dtype, rank and dims. */
+bool bf_tensor_same_shape(const bf_tensor *a, const bf_tensor *b);
+
+/* The absolute limits used when no context is given (bf_tensor_new(NULL, ...)). */
+#define BF_DEFAULT_MAX_ELEMENTS ((uint64_t)1 << 40)
+
+#endif /* BF_TENSOR_H */
