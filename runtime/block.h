@@ -178,4 +178,16 @@ void bf_port_set(bf_port_info *p, bf_dtype dt, int rank, const int64_t *dims);
 /* Element count of a known port; -1 when unknown. */
 int64_t bf_port_numel(const bf_port_info *p);
 
+/* ---- nodes outside a page (tests, tools; runtime/attr.c) --------------------------- */
+
+/*
+ * A standalone node of type `desc` with attributes from `attrs_json` (a JSON object, or the
+ * enuSpace attribute text as a JSON string; NULL or "" for none); defaults applied and
+ * desc->init called. For tests and tools that drive a block without a page.
+ * Errors: BF_EPARSE, BF_EATTR (err names the attribute), BF_ENOMEM.
+ */
+bf_status bf_node_make(const bf_block_desc *desc, const char *attrs_json, bf_node **out,
+                       bf_error *err);
+void bf_node_destroy(bf_node *node);
+
 #endif /* BF_BLOCK_H */
