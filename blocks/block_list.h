@@ -7,3 +7,9 @@
 BF_BLOCK(identity)
 
 /* convolution family (blocks/nn_ops/) */
+BF_BLOCK(conv2d)
+BF_BLOCK(conv2d_backprop_filter)
+BF_BLOCK(conv2d_backprop_input)
+BF_BLOCK(depthwise_conv2d_native)
+BF_BLOCK(depthwise_conv2d_native_backprop_filter)
+BF_BLOCK(depthwise_conv2d_native_backprop_input)
