@@ -66,8 +66,7 @@ const bf_block_desc bf_block_depthwise_conv2d_native = {
     .type = "DepthwiseConv2dNative",
     .category = "nn",
     .synopsis = "y[n,oh,ow,k*M+q] = sum_{kh,kw} x[n, oh*s+kh*dh-pt, ow*s+kw*dw-pl, k] * "
-        "w[kh,kw,k,q]"
-        "y[n,oh,ow,k*M+q] = sum_{kh,kw} x[n, oh*s+kh*dh-pt, ow*s+kw*dw-pl, k] * w[kh,kw,k,q]",
+        "w[kh,kw,k,q]",
     .doc = "Depthwise 2-D convolution: each input channel is convolved with its own "
         "channel_multiplier filters.",
     .inputs = inputs,

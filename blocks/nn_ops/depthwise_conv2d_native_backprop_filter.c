@@ -65,8 +65,7 @@ const bf_block_desc bf_block_depthwise_conv2d_native_backprop_filter = {
     .type = "DepthwiseConv2dNativeBackpropFilter",
     .category = "nn",
     .synopsis = "dW[kh,kw,k,q] = sum_{n,oh,ow} x[n, oh*s+kh*dh-pt, ow*s+kw*dw-pl, k] * "
-        "dy[n,oh,ow,k*M+q]"
-        "dW[kh,kw,k,q] = sum_{n,oh,ow} x[n, oh*s+kh*dh-pt, ow*s+kw*dw-pl, k] * dy[n,oh,ow,k*M+q]",
+        "dy[n,oh,ow,k*M+q]",
     .doc = "Gradient of DepthwiseConv2dNative with respect to the filter; the result has the shape "
         "given by filter_sizes.",
     .inputs = inputs,
