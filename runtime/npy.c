@@ -265,7 +265,7 @@ static bf_status load_from(const bf_context *ctx, FILE *f, const char *path, bf_
         return bf_err(err, BF_EPARSE, "bad_npy",
                       "%s: .npy header claims %llu bytes but the file has only %llu after "
                       "the header length", path, (unsigned long long)hlen,
-                      (unsigned long long)(file_size - prefix));
+                      (unsigned long long)(file_size >= prefix ? file_size - prefix : 0));
 
     /* The header dict. */
     char *text = bf_malloc((size_t)hlen + 1);

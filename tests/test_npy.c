@@ -153,7 +153,7 @@ static void write_npy(const char *path, int major, const char *header, size_t da
     free(buf);
 }
 
-/* ---- reading the images ----------------------------------------------------------------------- */
+/* ---- reading the images ---------------------------------------------------------------- */
 
 static bf_tensor *load_image(const char *img, size_t n) {
     const char *p = spath("img.npy");
@@ -538,7 +538,7 @@ START_TEST(out_of_memory_loop) {
 }
 END_TEST
 
-/* ---- atomic saving ------------------------------------------------------------------------------ */
+/* ---- atomic saving --------------------------------------------------------------------- */
 
 static bf_tensor *small_tensor(float v) {
     int64_t d[2] = {2, 2};
