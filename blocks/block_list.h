@@ -4,7 +4,11 @@
  * Adding a block is its file plus one line here.
  */
 /* generic blocks (blocks/) */
+BF_BLOCK(placeholder)
+BF_BLOCK(const)
 BF_BLOCK(identity)
+BF_BLOCK(random_normal)
+BF_BLOCK(random_uniform)
 
 /* convolution family (blocks/nn_ops/) */
 BF_BLOCK(conv2d)

@@ -1,4 +1,422 @@
-/* placeholder until the CLI lands */
+/*
+ * main.c - the `blockflow` program: run, check, blocks and bench.
+ *
+ * Everything here is presentation: the library returns errors and results, and this file
+ * prints them (errors one per line on stderr, as PAGE: block "id": port "p": message) and
+ * writes result files. Exit codes are documented in `blockflow --help` and the README.
+ */
 #include "blockflow.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <signal.h>
 #include <stdio.h>
-int main(void) { printf("blockflow %s\n", BF_VERSION_STRING); return 0; }
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum {
+    EXIT_OK = 0,
+    EXIT_USAGE = 2,   /* bad command line */
+    EXIT_INVALID = 3, /* the page (or a feed) is invalid: nothing ran */
+    EXIT_RUN = 4,     /* a block failed at run time (kernel, device, limit, timeout) */
+    EXIT_OUTPUT = 5,  /* results could not be written */
+    EXIT_CANCEL = 130 /* interrupted (Ctrl-C) */
+};
+
+int bf_bench_main(int argc, char **argv) __attribute__((weak)); /* TEMP until bench lands */
+
+static const char usage[] =
+    "usage: blockflow COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  run PAGE [--feed ID=FILE.npy]... [--fetch ID[:PORT]]... [--out DIR] [--no-save]\n"
+    "           [--device auto|cpu|gpu] [--print] [--timeout SECONDS] [--threads N]\n"
+    "           [--mem-limit BYTES]\n"
+    "      run the page; write each fetched tensor to DIR/ID.npy (DIR/ID.PORT.npy for a\n"
+    "      non-default port; DIR defaults to the current folder) and print a table per block\n"
+    "  check PAGE      validate the page and print the inferred dtype and shape of every port\n"
+    "  blocks [--json] [TYPE]   the block catalogue\n"
+    "  bench [--cases FILE] [--ops LIST] [--threads N] [--json] [--device cpu|gpu]\n"
+    "      benchmark the convolution kernels (see bench/RESULTS.md)\n"
+    "  version\n"
+    "\n"
+    "exit status: 0 success, 2 usage error, 3 invalid page or feed, 4 run-time failure,\n"
+    "             5 results could not be written, 130 interrupted\n";
+
+static void print_error(const bf_error *e) {
+    char line[1200];
+    bf_error_format(e, line, sizeof(line));
+    fprintf(stderr, "%s\n", line);
+}
+
+/* Print every record of `d`; when it holds none, `e`. */
+static void print_diags(const bf_diags *d, const bf_error *e) {
+    size_t n = bf_diags_count(d);
+    for (size_t i = 0; i < n; i++) print_error(bf_diags_at(d, i));
+    if (!bf_diags_errors(d) && e && e->status) print_error(e);
+}
+
+static void shape_text(int rank, const int64_t *dims, char *buf, size_t size) {
+    size_t n = (size_t)snprintf(buf, size, "[");
+    if (rank < 0) {
+        snprintf(buf, size, "?");
+        return;
+    }
+    for (int i = 0; i < rank && n < size; i++)
+        n += dims[i] < 0 ? (size_t)snprintf(buf + n, size - n, "%s?", i ? "," : "")
+                         : (size_t)snprintf(buf + n, size - n, "%s%lld", i ? "," : "",
+                                            (long long)dims[i]);
+    if (n < size) snprintf(buf + n, size - n, "]");
+}
+
+/* ---- small tensors as text (for teachers) ------------------------------------------------ */
+
+static void print_tensor(const char *name, const bf_tensor *t) {
+    int rank = bf_tensor_rank(t);
+    const int64_t *dims = bf_tensor_dims(t);
+    char s[128];
+    shape_text(rank, dims, s, sizeof(s));
+    printf("%s: %s %s\n", name, bf_dtype_name(bf_tensor_dtype(t)), s);
+    int64_t n = bf_tensor_numel(t);
+    if (n > 1024) {
+        printf("  (%lld elements: too many to print; read the .npy file)\n", (long long)n);
+        return;
+    }
+    /* Squeeze size-1 dims, then print the last two as a matrix per leading index. */
+    int64_t sq[BF_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < rank; i++)
+        if (dims[i] != 1) sq[r++] = dims[i];
+    int64_t cols = r >= 1 ? sq[r - 1] : 1, rows = r >= 2 ? sq[r - 2] : 1;
+    int64_t mats = (cols * rows) != 0 ? n / (cols * rows) : 0;
+    bool integral = bf_tensor_dtype(t) == BF_DTYPE_I32 || bf_tensor_dtype(t) == BF_DTYPE_I64;
+    for (int64_t m = 0; m < mats; m++) {
+        if (mats > 1) printf("  [%lld]\n", (long long)m);
+        for (int64_t i = 0; i < rows; i++) {
+            printf("   ");
+            for (int64_t j = 0; j < cols; j++) {
+                double v = bf_tensor_get_f64(t, (m * rows + i) * cols + j);
+                if (integral)
+                    printf(" %8lld", (long long)v);
+                else
+                    printf(" %10.4g", v);
+            }
+            printf("\n");
+        }
+    }
+}
+
+/* ---- run -------------------------------------------------------------------------------- */
+
+static bf_session *volatile running_session;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    bf_session *s = running_session;
+    if (s) bf_session_cancel(s); /* an atomic store: async-signal-safe */
+}
+
+static bool parse_u64(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return false;
+    if (*end == 'K' || *end == 'k') v <<= 10, end++;
+    else if (*end == 'M' || *end == 'm') v <<= 20, end++;
+    else if (*end == 'G' || *end == 'g') v <<= 30, end++;
+    if (*end) return false;
+    *out = v;
+    return true;
+}
+
+/* File name of a fetch: "dw" -> dw.npy, "dw:grad" -> dw.grad.npy. */
+static void fetch_file(const char *dir, const char *fetch, char *buf, size_t size,
+                       const char *prefix) {
+    char name[256];
+    snprintf(name, sizeof(name), "%s", fetch);
+    char *colon = strchr(name, ':');
+    if (colon) *colon = '.';
+    snprintf(buf, size, "%s/%s%s.npy", dir, prefix, name);
+}
+
+/*
+ * Write all fetched tensors: first each to a staging file beside its target (each written
+ * atomically), then rename them all into place. A failure before the renames leaves every
+ * older result untouched and no partial file.
+ */
+static int write_outputs(bf_session *s, const char *dir, const char *const *fetches, int nf) {
+    char staged[64][4096];
+    int ok = 1, n = 0;
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        if (mkdir(dir, 0777) != 0) {
+            fprintf(stderr, "blockflow: cannot create the output folder %s: %s\n", dir,
+                    strerror(errno));
+            return EXIT_OUTPUT;
+        }
+    }
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), ".blockflow-%ld.", (long)getpid());
+    for (n = 0; n < nf && n < 64 && ok; n++) {
+        char id[256];
+        snprintf(id, sizeof(id), "%s", fetches[n]);
+        char *colon = strchr(id, ':');
+        if (colon) *colon++ = '\0';
+        const bf_tensor *t = bf_session_output(s, id, colon);
+        fetch_file(dir, fetches[n], staged[n], sizeof(staged[n]), prefix);
+        bf_error e = {0};
+        if (!t || bf_tensor_save_npy(t, staged[n], &e) != BF_OK) {
+            if (!t) fprintf(stderr, "blockflow: no result for %s\n", fetches[n]);
+            else print_error(&e);
+            ok = 0;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        char final[4096];
+        fetch_file(dir, fetches[i], final, sizeof(final), "");
+        if (ok && rename(staged[i], final) != 0) {
+            fprintf(stderr, "blockflow: cannot write %s: %s\n", final, strerror(errno));
+            ok = 0;
+        }
+        if (!ok) unlink(staged[i]);
+    }
+    return ok ? EXIT_OK : EXIT_OUTPUT;
+}
+
+static void print_table(bf_session *s, bool only_needed) {
+    const bf_page *page = bf_session_page(s);
+    printf("%-16s %-36s %-6s %-18s %9s  %s\n", "block", "type", "device", "shape", "ms",
+           "status");
+    for (int i = 0; i < bf_page_block_count(page); i++) {
+        const bf_block_stats *st = bf_session_block_stats(s, i);
+        if (only_needed && !st->ran && !st->reused && st->status == BF_OK) continue;
+        char shape[96] = "-";
+        if (st->n_outputs > 0) shape_text(st->rank[0], st->dims[0], shape, sizeof(shape));
+        const char *status = st->status ? bf_status_name(st->status)
+                             : st->reused ? "reused"
+                             : st->ran    ? "ran"
+                                          : "-";
+        char ms[32] = "-";
+        if (st->ran) snprintf(ms, sizeof(ms), "%.3f", st->ms);
+        printf("%-16s %-36s %-6s %-18s %9s  %s%s%s\n", st->id, st->type,
+               st->device[0] ? st->device : "-", shape, ms, status, st->note[0] ? "  " : "",
+               st->note);
+    }
+}
+
+static int cmd_run(int argc, char **argv) {
+    const char *page_path = NULL, *out_dir = ".", *device = "auto";
+    const char *feeds[64], *fetches[64];
+    int n_feeds = 0, n_fetches = 0, print = 0, save = 1;
+    double timeout = 0;
+    bf_config cfg;
+    bf_config_init(&cfg);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--feed") && v && n_feeds < 64) feeds[n_feeds++] = argv[++i];
+        else if (!strcmp(a, "--fetch") && v && n_fetches < 64) fetches[n_fetches++] = argv[++i];
+        else if (!strcmp(a, "--out") && v) out_dir = argv[++i];
+        else if (!strcmp(a, "--device") && v) device = argv[++i];
+        else if (!strcmp(a, "--timeout") && v) timeout = atof(argv[++i]);
+        else if (!strcmp(a, "--threads") && v) cfg.threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--mem-limit") && v) {
+            if (!parse_u64(argv[++i], &cfg.max_session_bytes)) {
+                fprintf(stderr, "blockflow: --mem-limit takes bytes (e.g. 512M)\n");
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--print")) print = 1;
+        else if (!strcmp(a, "--no-save")) save = 0;
+        else if (a[0] != '-' && !page_path) page_path = a;
+        else {
+            fprintf(stderr, "blockflow run: unexpected argument \"%s\"\n\n%s", a, usage);
+            return EXIT_USAGE;
+        }
+    }
+    bf_device_kind dev = !strcmp(device, "cpu") ? BF_DEVICE_CPU
+                         : !strcmp(device, "gpu") ? BF_DEVICE_GPU
+                         : !strcmp(device, "auto") ? BF_DEVICE_AUTO
+                                                   : (bf_device_kind)-1;
+    if (!page_path || (int)dev < 0 || timeout < 0 || cfg.threads < 0) {
+        fprintf(stderr, "%s", usage);
+        return EXIT_USAGE;
+    }
+    bf_error e = {0};
+    bf_context *ctx = NULL;
+    bf_page *page = NULL;
+    bf_session *s = NULL;
+    bf_diags *diags = bf_diags_new();
+    int rc = EXIT_OK;
+    if (!diags || bf_context_new(&cfg, &ctx, &e)) {
+        print_error(&e);
+        bf_diags_free(diags);
+        return EXIT_RUN;
+    }
+    if (bf_page_load_file(ctx, page_path, &page, diags, &e) ||
+        bf_session_new(ctx, page, &s, &e)) {
+        print_diags(diags, &e);
+        rc = EXIT_INVALID;
+        goto done;
+    }
+    for (int i = 0; i < n_feeds; i++) {
+        char id[256];
+        snprintf(id, sizeof(id), "%s", feeds[i]);
+        char *eq = strchr(id, '=');
+        if (!eq) {
+            fprintf(stderr, "blockflow: --feed takes ID=FILE.npy, got \"%s\"\n", feeds[i]);
+            rc = EXIT_USAGE;
+            goto done;
+        }
+        *eq = '\0';
+        bf_tensor *t = NULL;
+        if (bf_tensor_load_npy(ctx, eq + 1, &t, &e) || bf_session_feed(s, id, t, &e)) {
+            print_error(&e);
+            bf_tensor_free(t);
+            rc = EXIT_INVALID;
+            goto done;
+        }
+        bf_tensor_free(t);
+    }
+    bf_run_options opts;
+    bf_run_options_init(&opts);
+    opts.fetches = n_fetches ? fetches : NULL;
+    opts.n_fetches = n_fetches;
+    opts.device = dev;
+    opts.timeout_s = timeout;
+    running_session = s;
+    signal(SIGINT, on_sigint);
+    bf_status st = bf_session_run(s, &opts, diags, &e);
+    signal(SIGINT, SIG_DFL);
+    running_session = NULL;
+    if (st == BF_OK || bf_diags_errors(diags) == 0 || st == BF_ECANCELED || st == BF_ETIMEDOUT)
+        print_table(s, true);
+    for (size_t i = 0; i < bf_diags_count(diags); i++)
+        if (bf_diags_at(diags, i)->status == BF_OK) print_error(bf_diags_at(diags, i));
+    if (st) {
+        print_diags(diags, &e);
+        bool invalid = st == BF_ESCHEMA || st == BF_EATTR || st == BF_ESHAPE ||
+                       st == BF_EDTYPE || st == BF_EPARSE;
+        /* a shape error found only when running (values known late) is still a bad page */
+        rc = st == BF_ECANCELED ? EXIT_CANCEL : invalid ? EXIT_INVALID : EXIT_RUN;
+        goto done;
+    }
+    const char *const *names = n_fetches ? fetches : NULL;
+    const char *defaults[64];
+    int nf = n_fetches;
+    if (!names) {
+        nf = bf_page_output_count(page) < 64 ? bf_page_output_count(page) : 64;
+        for (int i = 0; i < nf; i++) defaults[i] = bf_page_output(page, i);
+        names = defaults;
+    }
+    if (print)
+        for (int i = 0; i < nf; i++) {
+            char id[256];
+            snprintf(id, sizeof(id), "%s", names[i]);
+            char *colon = strchr(id, ':');
+            if (colon) *colon++ = '\0';
+            const bf_tensor *t = bf_session_output(s, id, colon);
+            if (t) print_tensor(names[i], t);
+        }
+    if (save) {
+        rc = write_outputs(s, out_dir, names, nf);
+        if (rc == EXIT_OK)
+            for (int i = 0; i < nf; i++) {
+                char f[4096];
+                fetch_file(out_dir, names[i], f, sizeof(f), "");
+                printf("wrote %s\n", f);
+            }
+    }
+done:
+    bf_session_free(s); /* frees the page */
+    if (!s) bf_page_free(page);
+    bf_diags_free(diags);
+    bf_context_free(ctx);
+    return rc;
+}
+
+static int cmd_check(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "%s", usage);
+        return EXIT_USAGE;
+    }
+    bf_error e = {0};
+    bf_context *ctx = NULL;
+    bf_page *page = NULL;
+    bf_session *s = NULL;
+    bf_diags *diags = bf_diags_new();
+    int rc = EXIT_OK;
+    if (!diags || bf_context_new(NULL, &ctx, &e)) {
+        print_error(&e);
+        bf_diags_free(diags);
+        return EXIT_RUN;
+    }
+    bf_status st = bf_page_load_file(ctx, argv[1], &page, diags, &e);
+    if (st == BF_OK) st = bf_session_new(ctx, page, &s, &e);
+    if (st == BF_OK) st = bf_session_check(s, diags, &e);
+    if (s) {
+        printf("%-16s %-36s %-10s %-10s %s\n", "block", "type", "port", "dtype", "shape");
+        for (int i = 0; i < bf_page_block_count(page); i++) {
+            const bf_block_stats *bs = bf_session_block_stats(s, i);
+            for (int p = 0; p < bs->n_outputs && p < 4; p++) {
+                char shape[96];
+                shape_text(bs->rank[p], bs->dims[p], shape, sizeof(shape));
+                printf("%-16s %-36s %-10s %-10s %s\n", p ? "" : bs->id, p ? "" : bs->type,
+                       bf_session_block_output_name(s, i, p),
+                       bs->dtype[p] ? bf_dtype_name(bs->dtype[p]) : "?", shape);
+            }
+        }
+    }
+    print_diags(diags, &e);
+    if (st) rc = EXIT_INVALID;
+    else printf("%s: ok\n", argv[1]);
+    bf_session_free(s);
+    bf_diags_free(diags);
+    bf_context_free(ctx);
+    return rc;
+}
+
+static int cmd_blocks(int argc, char **argv) {
+    int json = 0;
+    const char *type = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = 1;
+        else if (argv[i][0] != '-' && !type) type = argv[i];
+        else {
+            fprintf(stderr, "%s", usage);
+            return EXIT_USAGE;
+        }
+    }
+    char *text = NULL;
+    bf_error e = {0};
+    bf_status st = json ? bf_block_catalog_json(type, &text, &e)
+                        : bf_block_catalog_text(type, &text, &e);
+    if (st) {
+        print_error(&e);
+        return st == BF_ENOTFOUND ? EXIT_USAGE : EXIT_RUN;
+    }
+    fputs(text, stdout);
+    if (json) fputc('\n', stdout);
+    bf_string_free(text);
+    return EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : EXIT_OK;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
+    if (!strcmp(cmd, "blocks")) return cmd_blocks(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench") && bf_bench_main) return bf_bench_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("blockflow %s\n", BF_VERSION_STRING);
+        return EXIT_OK;
+    }
+    fprintf(stderr, "blockflow: unknown command \"%s\"\n\n%s", cmd, usage);
+    return EXIT_USAGE;
+}

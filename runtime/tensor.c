@@ -189,3 +189,49 @@ bool bf_tensor_same_shape(const bf_tensor *a, const bf_tensor *b) {
         if (a->dims[i] != b->dims[i]) return false;
     return true;
 }
+
+bf_status bf_tensor_set_f64(bf_tensor *t, int64_t i, double v, bf_error *err) {
+    void *d = t->data;
+    switch (t->dtype) {
+    case BF_DTYPE_F16: ((uint16_t *)d)[i] = bf_f32_to_f16((float)v); break;
+    case BF_DTYPE_BF16: ((uint16_t *)d)[i] = bf_f32_to_bf16((float)v); break;
+    case BF_DTYPE_F32: ((float *)d)[i] = (float)v; break;
+    case BF_DTYPE_F64: ((double *)d)[i] = v; break;
+    case BF_DTYPE_I32:
+        if (!(v > -2147483649.0 && v < 2147483648.0))
+            return bf_err(err, BF_EDTYPE, "dtype_mismatch", "%g does not fit in int32", v);
+        ((int32_t *)d)[i] = (int32_t)v;
+        break;
+    case BF_DTYPE_I64:
+        if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+            return bf_err(err, BF_EDTYPE, "dtype_mismatch", "%g does not fit in int64", v);
+        ((int64_t *)d)[i] = (int64_t)v;
+        break;
+    default: return bf_err(err, BF_EINVAL, "bad_dtype", "invalid dtype");
+    }
+    return BF_OK;
+}
+
+bf_status bf_tensor_convert(const bf_tensor *src, bf_tensor *dst, bf_error *err) {
+    BF_ASSERT(src->numel == dst->numel);
+    if (src->dtype == dst->dtype) {
+        memcpy(dst->data, src->data, src->nbytes);
+        return BF_OK;
+    }
+    if (src->dtype == BF_DTYPE_I64 && dst->dtype == BF_DTYPE_I32) {
+        for (int64_t i = 0; i < src->numel; i++) {
+            int64_t v = ((const int64_t *)src->data)[i];
+            if (v < INT32_MIN || v > INT32_MAX)
+                return bf_err(err, BF_EDTYPE, "dtype_mismatch",
+                              "element %lld (%lld) does not fit in int32", (long long)i,
+                              (long long)v);
+            ((int32_t *)dst->data)[i] = (int32_t)v;
+        }
+        return BF_OK;
+    }
+    for (int64_t i = 0; i < src->numel; i++) {
+        bf_status st = bf_tensor_set_f64(dst, i, bf_tensor_get_f64(src, i), err);
+        if (st) return st;
+    }
+    return BF_OK;
+}

@@ -55,6 +55,16 @@ bf_status bf_tensor_alloc(bf_budget *budget, uint64_t max_elements, bf_dtype dt,
 /* True when a and b have the same dtype, rank and dims. */
 bool bf_tensor_same_shape(const bf_tensor *a, const bf_tensor *b);
 
+/*
+ * Convert src's elements to dtype `dt` into dst (same element count, host memory). Floats
+ * round to nearest even (Inf on overflow for half/bfloat16); float to int truncates toward
+ * zero and fails with BF_EDTYPE when a value is not finite or out of range.
+ */
+bf_status bf_tensor_convert(const bf_tensor *src, bf_tensor *dst, bf_error *err);
+
+/* Store `v` (a double) as element i of t, converted as bf_tensor_convert does. */
+bf_status bf_tensor_set_f64(bf_tensor *t, int64_t i, double v, bf_error *err);
+
 /* The absolute limits used when no context is given (bf_tensor_new(NULL, ...)). */
 #define BF_DEFAULT_MAX_ELEMENTS ((uint64_t)1 << 40)
 

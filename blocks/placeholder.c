@@ -1,0 +1,80 @@
+/*
+ * Block:    Placeholder
+ * Synopsis: output = the tensor fed at run time (bf_session_feed, blockflow run --feed)
+ * Padding:  none.
+ * Example:  {"id": "x", "type": "Placeholder", "attrs": {"dtype": "float32",
+ *           "shape": [1, 5, 5, -1]}} accepts any 1x5x5xC float32 tensor.
+ *
+ * placeholder.c - an input of the page, as in TensorFlow. `shape` may leave dimensions
+ * unknown (-1); a feed must match the known ones and the dtype exactly. Feeding a placeholder
+ * invalidates only the blocks downstream of it.
+ */
+#include "../runtime/block.h"
+
+#include <string.h>
+
+enum { A_DTYPE, A_SHAPE };
+static const bf_attr_desc attrs[] = {
+    [A_DTYPE] = {"dtype", BF_ATTR_DTYPE, "\"float32\"", NULL, 0, "dtype of the fed tensor"},
+    [A_SHAPE] = {"shape", BF_ATTR_SHAPE, NULL, NULL, BF_ATTR_OPTIONAL,
+                 "expected shape; -1 marks an unknown dimension; absent: any shape"},
+};
+static const bf_port_desc outputs[] = {{"output", BF_DT_ALL, 0, "the fed tensor"}};
+
+static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info *out,
+                       bf_error *err) {
+    (void)in;
+    const bf_attr_value *dt = &node->attrs[A_DTYPE], *shape = &node->attrs[A_SHAPE];
+    const bf_tensor *feed = node->feed;
+    if (!feed) {
+        bf_port_set(&out[0], dt->dtype, shape->set ? shape->n : -1, shape->list);
+        return BF_OK;
+    }
+    if (feed->dtype != dt->dtype) {
+        bf_err_at(err, "output", "dtype");
+        return bf_err(err, BF_EDTYPE, "dtype_mismatch", "fed a %s tensor, expected %s",
+                      bf_dtype_name(feed->dtype), bf_dtype_name(dt->dtype));
+    }
+    if (shape->set) {
+        bool ok = shape->n == feed->rank;
+        for (int i = 0; ok && i < feed->rank; i++)
+            ok = shape->list[i] < 0 || shape->list[i] == feed->dims[i];
+        if (!ok) {
+            char a[128], b[128];
+            bf_err_at(err, "output", "shape");
+            return bf_err(err, BF_ESHAPE, "shape_mismatch", "fed shape %s, expected %s",
+                          bf_shape_str(feed->rank, feed->dims, a, sizeof(a)),
+                          bf_shape_str(shape->n, shape->list, b, sizeof(b)));
+        }
+    }
+    bf_port_set(&out[0], feed->dtype, feed->rank, feed->dims);
+    out[0].value = feed;
+    return BF_OK;
+}
+
+static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
+                         const bf_exec *ex, bf_error *err) {
+    (void)in, (void)ex;
+    if (!node->feed) {
+        bf_err_at(err, "output", NULL);
+        return bf_err(err, BF_EINVAL, "missing_feed",
+                      "placeholder \"%s\" was not fed (blockflow run --feed %s=FILE.npy)",
+                      node->id, node->id);
+    }
+    memcpy(out[0]->data, node->feed->data, node->feed->nbytes);
+    return BF_OK;
+}
+
+const bf_block_desc bf_block_placeholder = {
+    .type = "Placeholder",
+    .category = "generic",
+    .synopsis = "output = the tensor fed at run time",
+    .doc = "An input of the page, fed with bf_session_feed() or `blockflow run --feed ID=FILE.npy`.",
+    .flags = BF_BLOCK_FEEDABLE,
+    .outputs = outputs,
+    .n_outputs = BF_COUNT(outputs),
+    .attrs = attrs,
+    .n_attrs = BF_COUNT(attrs),
+    .infer = infer,
+    .run_cpu = run_cpu,
+};
