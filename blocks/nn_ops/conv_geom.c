@@ -417,12 +417,12 @@ bf_status bf_conv_infer(const bf_node *node, const bf_conv_spec *spec, const bf_
         }
         if (known(x[3]) && known(w[2]) && known(w[3])) {
             int64_t groups = x[3] / w[2];
-            if (op == BF_CONV_FWD && groups <= 0)
-                return shape_err(err, "input", "bad_shape",
+            if (groups <= 0)
+                return shape_err(err, x_port, "bad_shape",
                                  "number of groups must be stricly positive, got %" PRId64
                                  " (input depth %" PRId64 ", filter depth %" PRId64 ")",
                                  groups, x[3], w[2]);
-            if (groups > 0 && (w[3] % groups != 0 || (op == BF_CONV_FWD && w[3] < groups)))
+            if (w[3] % groups != 0 || (op == BF_CONV_FWD && w[3] < groups))
                 return shape_err(err, w_port, "shape_mismatch",
                                  "output depth must be evenly divisible by number of groups: "
                                  "%" PRId64 " vs %" PRId64,
