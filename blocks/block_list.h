@@ -9,6 +9,11 @@ BF_BLOCK(const)
 BF_BLOCK(identity)
 BF_BLOCK(random_normal)
 BF_BLOCK(random_uniform)
+BF_BLOCK(add)
+BF_BLOCK(sub)
+BF_BLOCK(mul)
+BF_BLOCK(sum)
+BF_BLOCK(relative_error)
 
 /* convolution family (blocks/nn_ops/) */
 BF_BLOCK(conv2d)

@@ -297,7 +297,7 @@ static int cmd_run(int argc, char **argv) {
     if (st) {
         print_diags(diags, &e);
         bool invalid = st == BF_ESCHEMA || st == BF_EATTR || st == BF_ESHAPE ||
-                       st == BF_EDTYPE || st == BF_EPARSE;
+                       st == BF_EDTYPE || st == BF_EPARSE || st == BF_EINVAL;
         /* a shape error found only when running (values known late) is still a bad page */
         rc = st == BF_ECANCELED ? EXIT_CANCEL : invalid ? EXIT_INVALID : EXIT_RUN;
         goto done;

@@ -867,6 +867,20 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
         }
         if ((st = mark_needed(s, b, err))) return st;
     }
+    /* Every input the fetches need must have been fed. */
+    for (int i = 0; i < s->n; i++) {
+        snode *n = &s->nodes[i];
+        if (n->needed && (n->pb->desc->flags & BF_BLOCK_FEEDABLE) && !n->feed) {
+            bf_error e = {0};
+            bf_err(&e, BF_EINVAL, "missing_feed",
+                   "\"%s\" is needed but was not fed (blockflow run --feed %s=FILE.npy)",
+                   n->pb->id, n->pb->id);
+            where(s, i, &e);
+            if (err) *err = e;
+            bf_diags_push(diags, &e);
+            return BF_EINVAL;
+        }
+    }
     /* Placement and dependency counts, in topological order. */
     bf_port_info in[16];
     for (int k = 0; k < s->n_order; k++) {
