@@ -128,7 +128,10 @@ bf_status bf_conv_block_run_cpu(const bf_node *node, const bf_conv_spec *spec,
         break;
     case BF_DTYPE_F16:
     case BF_DTYPE_BF16: {
-        float *fa = (float *)ws, *fb = (float *)(ws + p.off_b), *fo = (float *)(ws + p.off_o);
+        /* float32 copies of the operands and the result, laid out as the tensors are */
+        float *fa = (float *)ws;              /* operand a (x or dy) */
+        float *fb = (float *)(ws + p.off_b);  /* operand b (w or dy) */
+        float *fo = (float *)(ws + p.off_o);  /* the result, rounded once into o */
         widen(o->dtype, a->data, fa, a->numel);
         widen(o->dtype, b->data, fb, b->numel);
         bf_conv_cpu_f32(spec->op, &g, fa, fb, fo, &kex);

@@ -55,6 +55,12 @@ static const char *list_str(const bf_attr_value *v, char *buf, size_t size) {
     return bf_shape_str(v->n < BF_MAX_RANK ? v->n : BF_MAX_RANK, v->list, buf, size);
 }
 
+/*
+ * The checks follow TF's kernel constructors (§5.1): lengths first, then the N/C entries, then
+ * the H/W entries, so that a page gets the same first complaint TF would give. The attribute
+ * parser has already checked kinds and enum values; the enum ranges are re-checked here because
+ * tests may hand-build nodes. Indices depend on data_format, so it is read early.
+ */
 bf_status bf_conv_parse_attrs(const bf_node *node, const bf_conv_spec *spec, bf_conv_attrs *a,
                               bf_error *err) {
     const bf_attr_value *v = node->attrs;
@@ -129,6 +135,8 @@ bf_status bf_conv_parse_attrs(const bf_node *node, const bf_conv_spec *spec, bf_
         return attr_err(err, "dilations", "dilations must be at most %d, got %" PRId64,
                         INT32_MAX, BF_MAX(dl->list[ih], dl->list[iw]));
 
+    /* Padding (TF's CheckValidPadding): an EXPLICIT list is 8 non-negative values in
+     * data_format order, zero on N and C; any other padding takes no list at all. */
     if (!pd->set || pd->i < 0 || pd->i > 2) {
         bf_err(err, BF_EATTR, "bad_attr",
                "padding is not an allowed padding type: expected SAME, VALID or EXPLICIT");
@@ -193,6 +201,7 @@ bf_status bf_conv_out_size(const char *dim_name, int64_t in, int64_t f, int64_t 
     if (f <= 0)
         return bf_err(err, BF_ESHAPE, "bad_shape",
                       "filter %s must be > 0, got %" PRId64, dim_name, f);
+    /* eff = (f - 1) * dil + 1, the span of the dilated filter; may overflow for hostile attrs. */
     int64_t eff;
     if (!bf_i64_mul(f - 1, dil, &eff) || !bf_i64_add(eff, 1, &eff))
         return bf_err(err, BF_ELIMIT, "too_large",
@@ -228,7 +237,10 @@ bf_status bf_conv_out_size(const char *dim_name, int64_t in, int64_t f, int64_t 
 
 /* ---- inference --------------------------------------------------------------------------- */
 
-/* Logical NHWC index of data_format position i. */
+/*
+ * Inside the inference everything is logical NHWC (activations) or HWIO (filters); only the
+ * ports and the output are in data_format order. These convert a 4-vector of dims.
+ */
 static void to_nhwc(const int64_t *d, int nchw, int64_t *o) {
     if (nchw) {
         o[0] = d[0], o[1] = d[2], o[2] = d[3], o[3] = d[1];
@@ -256,6 +268,7 @@ static bf_status shape_err(bf_error *err, const char *port, const char *code, co
     return BF_ESHAPE;
 }
 
+/* A dim is known when >= 0; -1 marks "not known yet" at check time. */
 static bool known(int64_t d) { return d >= 0; }
 
 /* Check a 4-D activation/filter port: rank 4 when known. dims -> o (all -1 when unknown). */
@@ -286,7 +299,11 @@ bf_status bf_conv_infer(const bf_node *node, const bf_conv_spec *spec, const bf_
     const bf_conv_op op = spec->op;
     const char *lab = op == BF_CONV_FWD ? NULL : spec->label;
 
-    /* Which port plays which role. */
+    /*
+     * Which port plays which role. x, w, dy are the three tensors of the convolution; one of
+     * them is given as a host shape vector (filter_sizes / input_sizes) by the backprop ops.
+     * -1 means "this op has no such port".
+     */
     const int ix = op == BF_CONV_BWD_INPUT ? -1 : 0;     /* input x */
     const int iw = op == BF_CONV_BWD_FILTER ? -1 : 1;    /* filter w */
     const int idy = op == BF_CONV_FWD ? -1 : 2;          /* out_backprop dy */
@@ -369,7 +386,10 @@ bf_status bf_conv_infer(const bf_node *node, const bf_conv_spec *spec, const bf_
         }
     }
 
-    /* The three operands in logical order, TF's rank checks in TF's order. */
+    /*
+     * The three operands in logical order, TF's rank checks in TF's order. An operand given
+     * by a shape vector takes its dims from the vector's value (unknown until it is known).
+     */
     if (ix >= 0) {
         if ((st = rank4(&in[ix], "input", lab, a.nchw, x, err))) return st;
     } else {
@@ -392,7 +412,12 @@ bf_status bf_conv_infer(const bf_node *node, const bf_conv_spec *spec, const bf_
         }
     }
 
-    /* Depth rules (§5.2-§5.5). */
+    /*
+     * Depth rules (§5.2-§5.5). Each divisor is checked > 0 before it divides (CVE-2021-29526,
+     * -29524, -37675). For Conv2D* the group count is in_c / filter_in_c and the out depth must
+     * split evenly into groups; the same rules hold for the gradients, which is what makes
+     * grouped gradients well defined (TF's CPU kernels refuse them; its GPU kernels agree).
+     */
     int64_t out_c = -1;
     if (!spec->depthwise) {
         if (known(w[2]) && w[2] <= 0) {
@@ -464,7 +489,11 @@ bf_status bf_conv_infer(const bf_node *node, const bf_conv_spec *spec, const bf_
         }
     }
 
-    /* Spatial sizes (§3), then the backprop agreement with out_backprop (§3 bookkeeping). */
+    /*
+     * Spatial sizes (§3), then the backprop agreement with out_backprop (§3 bookkeeping): the
+     * gradient ops recompute the forward output size and require out_backprop to have it,
+     * which is what keeps every kernel index inside its buffer (the CVE-2021-29540 class).
+     */
     const int sh = a.nchw ? 2 : 1, sw = a.nchw ? 3 : 2;
     int64_t y[4] = {x[0], -1, -1, out_c}, pads[4] = {0, 0, 0, 0};
     const char *dim_names[2] = {"rows", "cols"};
@@ -488,7 +517,10 @@ bf_status bf_conv_infer(const bf_node *node, const bf_conv_spec *spec, const bf_
                              a.strides[fi], a.dilations[fi]);
     }
 
-    /* The output port. */
+    /*
+     * The output port, in data_format order. Its element count is checked against the limit
+     * here, before anyone allocates it: input_sizes / filter_sizes are user data.
+     */
     int64_t o[4];
     const char *size_port;
     if (op == BF_CONV_FWD) {
@@ -512,7 +544,7 @@ bf_status bf_conv_infer(const bf_node *node, const bf_conv_spec *spec, const bf_
         }
     }
 
-    /* Everything known: the geometry the kernels run. */
+    /* Everything known: the geometry the kernels run (depthwise as groups == in_c). */
     bool full = all && dt != BF_DTYPE_INVALID;
     for (int i = 0; i < 4; i++) full = full && known(x[i]) && known(w[i]) && known(y[i]);
     if (!full) return BF_OK;
