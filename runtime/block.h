@@ -142,9 +142,13 @@ typedef struct bf_block_desc {
     bf_status (*infer)(const bf_node *node, const bf_port_info *in, bf_port_info *out,
                        bf_error *err);
 
-    /* Optional. Scratch bytes the kernel needs for these (fully known) shapes on the CPU. */
+    /*
+     * Optional. Scratch bytes the kernel needs for these (fully known) shapes on the CPU,
+     * when run with `ex` (its thread count; ex->workspace is not set yet). The session keeps
+     * the buffer across runs and hands it to run_cpu in ex->workspace.
+     */
     size_t (*workspace_cpu)(const bf_node *node, const bf_port_info *in,
-                            const bf_port_info *out);
+                            const bf_port_info *out, const bf_exec *ex);
     /* Required. The CPU kernel: inputs and outputs are host tensors of the inferred shapes. */
     bf_status (*run_cpu)(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
                          const bf_exec *ex, bf_error *err);
@@ -157,7 +161,7 @@ typedef struct bf_block_desc {
      */
     const char *(*gpu_unsupported)(const bf_node *node, const bf_port_info *in);
     size_t (*workspace_cuda)(const bf_node *node, const bf_port_info *in,
-                             const bf_port_info *out);
+                             const bf_port_info *out, const bf_exec *ex);
     bf_status (*run_cuda)(const bf_node *node, const bf_tensor *const *in,
                           bf_tensor *const *out, const bf_exec *ex, bf_error *err);
 } bf_block_desc;

@@ -698,20 +698,20 @@ static void execute(snode *n) {
         st = tensor_alloc(s, n->dev, &out_info[i], &n->outs[i], e);
         if (st) goto unlock;
     }
-    size_t ws = 0;
-    if (!n->dev && d->workspace_cpu) ws = d->workspace_cpu(&n->node, info, out_info);
-    if (n->dev && d->workspace_cuda) ws = d->workspace_cuda(&n->node, info, out_info);
-    if (ws && (st = ensure_workspace(s, n, ws, e))) goto unlock;
     bf_exec ex = {.pool = s->ctx->pool,
                   .n_threads = s->ctx->cfg.threads,
                   .cancel = &s->cancel,
-                  .workspace = n->dev ? n->dws : n->ws,
-                  .workspace_size = ws,
                   .device = n->dev,
                   .stream = g ? g->stream : NULL,
                   .device_ctx = g ? g->ctx : NULL,
                   .note = n->stats.note,
                   .note_size = sizeof(n->stats.note)};
+    size_t ws = 0;
+    if (!n->dev && d->workspace_cpu) ws = d->workspace_cpu(&n->node, info, out_info, &ex);
+    if (n->dev && d->workspace_cuda) ws = d->workspace_cuda(&n->node, info, out_info, &ex);
+    if (ws && (st = ensure_workspace(s, n, ws, e))) goto unlock;
+    ex.workspace = ws ? (n->dev ? n->dws : n->ws) : NULL;
+    ex.workspace_size = ws;
     double t0 = bf_now();
     st = n->dev ? d->run_cuda(&n->node, in, n->outs, &ex, e) : d->run_cpu(&n->node, in, n->outs,
                                                                            &ex, e);

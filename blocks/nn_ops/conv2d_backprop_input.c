@@ -43,8 +43,8 @@ static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info
 }
 
 static size_t workspace_cpu(const bf_node *node, const bf_port_info *in,
-                            const bf_port_info *out) {
-    return bf_conv_block_workspace_cpu(node, &spec, in, out);
+                            const bf_port_info *out, const bf_exec *ex) {
+    return bf_conv_block_workspace_cpu(node, &spec, in, out, ex);
 }
 
 static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
@@ -57,8 +57,8 @@ static const char *gpu_unsupported(const bf_node *node, const bf_port_info *in) 
 }
 
 static size_t workspace_cuda(const bf_node *node, const bf_port_info *in,
-                             const bf_port_info *out) {
-    return bf_conv_block_workspace_cuda(node, &spec, in, out);
+                             const bf_port_info *out, const bf_exec *ex) {
+    return bf_conv_block_workspace_cuda(node, &spec, in, out, ex);
 }
 
 static bf_status run_cuda(const bf_node *node, const bf_tensor *const *in,

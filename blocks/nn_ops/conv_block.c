@@ -10,18 +10,6 @@
 #include "../../runtime/half.h"
 
 #include <string.h>
-#include <unistd.h>
-
-/*
- * The CPU workspace is sized before the kernel knows its thread count (workspace_cpu gets no
- * bf_exec), so it is planned for as many threads as the machine has cores, which is the
- * context's default; run_cpu re-plans with the real count and, only if the planned buffer is
- * too small (a context configured with more threads than cores), allocates the difference.
- */
-static int planned_threads(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)BF_MIN(n, 256) : 1;
-}
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
@@ -63,7 +51,8 @@ static void operand_infos(bf_conv_op op, const bf_port_info *in, const bf_port_i
 }
 
 size_t bf_conv_block_workspace_cpu(const bf_node *node, const bf_conv_spec *spec,
-                                   const bf_port_info *in, const bf_port_info *out) {
+                                   const bf_port_info *in, const bf_port_info *out,
+                                   const bf_exec *ex) {
     bf_conv_geom g;
     bf_port_info o;
     int complete = 0;
@@ -72,7 +61,7 @@ size_t bf_conv_block_workspace_cpu(const bf_node *node, const bf_conv_spec *spec
     operand_infos(spec->op, in, &a, &b);
     ws_plan p;
     if (!plan(spec, &g, out[0].dtype, bf_port_numel(a), bf_port_numel(b), bf_port_numel(&out[0]),
-              planned_threads(), &p))
+              ex && ex->n_threads > 0 ? ex->n_threads : 1, &p))
         return SIZE_MAX; /* the session's limits then refuse it with a clear error */
     return p.total;
 }
@@ -106,10 +95,17 @@ bf_status bf_conv_block_run_cpu(const bf_node *node, const bf_conv_spec *spec,
     if (!plan(spec, &g, o->dtype, a->numel, b->numel, o->numel, threads, &p))
         return bf_err(err, BF_ELIMIT, "too_large", "convolution workspace size overflows");
 
-    /* The planned workspace, or (rarely, see planned_threads) a larger one of our own. */
+    /*
+     * The session plans the workspace with workspace_cpu for this very bf_exec, so it fits. A
+     * caller driving the block directly (a test, a tool) may pass no workspace at all: then,
+     * and only then, the block allocates one for the call.
+     */
     bf_exec kex = ex ? *ex : (bf_exec){.n_threads = 1};
     char *ws = kex.workspace, *own = NULL;
-    if (p.total > kex.workspace_size || !ws) {
+    if (ws && p.total > kex.workspace_size)
+        return bf_err(err, BF_EINTERNAL, "workspace", "planned workspace of %zu bytes is "
+                      "smaller than the %zu this call needs", kex.workspace_size, p.total);
+    if (!ws) {
         own = bf_aligned_alloc(p.total ? p.total : 64, false);
         if (!own)
             return bf_err(err, BF_ENOMEM, "oom", "out of memory for %zu bytes of workspace",
@@ -176,14 +172,14 @@ const char *bf_conv_block_gpu_unsupported(const bf_node *node, const bf_conv_spe
 }
 
 size_t bf_conv_block_workspace_cuda(const bf_node *node, const bf_conv_spec *spec,
-                                    const bf_port_info *in, const bf_port_info *out) {
+                                    const bf_port_info *in, const bf_port_info *out,
+                                    const bf_exec *ex) {
     (void)out;
     bf_conv_geom g;
     bf_dtype dt;
     int use_cudnn;
     if (!gpu_geom(node, spec, in, &g, &dt, &use_cudnn)) return 0;
-    /* No bf_exec exists at planning time; the CUDA side treats NULL as "default device". */
-    return bf_conv_cuda_workspace(spec->op, &g, dt, use_cudnn, NULL);
+    return bf_conv_cuda_workspace(spec->op, &g, dt, use_cudnn, ex);
 }
 
 bf_status bf_conv_block_run_cuda(const bf_node *node, const bf_conv_spec *spec,

@@ -98,7 +98,8 @@ bf_status bf_conv_geom_from_tensors(const bf_node *node, const bf_conv_spec *spe
 
 /* CPU scratch for the kernel plus, for float16/bfloat16, the float32 copies of a, b and out. */
 size_t bf_conv_block_workspace_cpu(const bf_node *node, const bf_conv_spec *spec,
-                                   const bf_port_info *in, const bf_port_info *out);
+                                   const bf_port_info *in, const bf_port_info *out,
+                                   const bf_exec *ex);
 /* Run on the CPU: geometry from the tensors, dtype conversion, bf_conv_cpu_f32/_f64. */
 bf_status bf_conv_block_run_cpu(const bf_node *node, const bf_conv_spec *spec,
                                 const bf_tensor *const *in, bf_tensor *const *out,
@@ -107,7 +108,8 @@ bf_status bf_conv_block_run_cpu(const bf_node *node, const bf_conv_spec *spec,
 const char *bf_conv_block_gpu_unsupported(const bf_node *node, const bf_conv_spec *spec,
                                           const bf_port_info *in);
 size_t bf_conv_block_workspace_cuda(const bf_node *node, const bf_conv_spec *spec,
-                                    const bf_port_info *in, const bf_port_info *out);
+                                    const bf_port_info *in, const bf_port_info *out,
+                                    const bf_exec *ex);
 bf_status bf_conv_block_run_cuda(const bf_node *node, const bf_conv_spec *spec,
                                  const bf_tensor *const *in, bf_tensor *const *out,
                                  const bf_exec *ex, bf_error *err);

@@ -85,13 +85,15 @@ bf_status ct_run(const bf_block_desc *d, const char *attrs_json, bf_tensor *cons
         goto done;
     /* Poison the output so that an element the kernel forgets to write is noticed. */
     memset(o->data, 0x7f, o->nbytes);
-    size_t wsz = d->workspace_cpu ? d->workspace_cpu(node, info, oinfo) : 0;
+    if ((st = bf_pool_new(threads, &pool, err))) goto done;
+    bf_exec ex = {.pool = pool, .n_threads = threads};
+    size_t wsz = d->workspace_cpu ? d->workspace_cpu(node, info, oinfo, &ex) : 0;
     if (wsz && !(ws = bf_aligned_alloc(wsz, false))) {
         st = bf_err(err, BF_ENOMEM, "oom", "workspace");
         goto done;
     }
-    if ((st = bf_pool_new(threads, &pool, err))) goto done;
-    bf_exec ex = {.pool = pool, .n_threads = threads, .workspace = ws, .workspace_size = wsz};
+    ex.workspace = ws;
+    ex.workspace_size = wsz;
     const bf_tensor *cin[4];
     for (int i = 0; i < d->n_inputs; i++) cin[i] = in[i];
     bf_tensor *outs[1] = {o};
