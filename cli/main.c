@@ -101,7 +101,7 @@ static void print_tensor(const char *name, const bf_tensor *t) {
                 if (integral)
                     printf(" %8lld", (long long)v);
                 else
-                    printf(" %10.4g", v);
+                    printf(" %11.6g", v);
             }
             printf("\n");
         }
@@ -185,9 +185,20 @@ static int write_outputs(bf_session *s, const char *dir, const char *const *fetc
     return ok ? EXIT_OK : EXIT_OUTPUT;
 }
 
+/* Width of the widest block id (at least `min`), for aligned tables. */
+static int id_width(const bf_page *page, int min) {
+    int w = min;
+    for (int i = 0; i < bf_page_block_count(page); i++) {
+        int n = (int)strlen(bf_page_block_id(page, i));
+        if (n > w) w = n;
+    }
+    return w;
+}
+
 static void print_table(bf_session *s, bool only_needed) {
     const bf_page *page = bf_session_page(s);
-    printf("%-16s %-36s %-6s %-18s %9s  %s\n", "block", "type", "device", "shape", "ms",
+    int w = id_width(page, 5);
+    printf("%-*s %-36s %-6s %-18s %9s  %s\n", w, "block", "type", "device", "shape", "ms",
            "status");
     for (int i = 0; i < bf_page_block_count(page); i++) {
         const bf_block_stats *st = bf_session_block_stats(s, i);
@@ -200,7 +211,7 @@ static void print_table(bf_session *s, bool only_needed) {
                                           : "-";
         char ms[32] = "-";
         if (st->ran) snprintf(ms, sizeof(ms), "%.3f", st->ms);
-        printf("%-16s %-36s %-6s %-18s %9s  %s%s%s\n", st->id, st->type,
+        printf("%-*s %-36s %-6s %-18s %9s  %s%s%s\n", w, st->id, st->type,
                st->device[0] ? st->device : "-", shape, ms, status, st->note[0] ? "  " : "",
                st->note);
     }
@@ -356,13 +367,14 @@ static int cmd_check(int argc, char **argv) {
     if (st == BF_OK) st = bf_session_new(ctx, page, &s, &e);
     if (st == BF_OK) st = bf_session_check(s, diags, &e);
     if (s) {
-        printf("%-16s %-36s %-10s %-10s %s\n", "block", "type", "port", "dtype", "shape");
+        int w = id_width(page, 5);
+        printf("%-*s %-36s %-10s %-10s %s\n", w, "block", "type", "port", "dtype", "shape");
         for (int i = 0; i < bf_page_block_count(page); i++) {
             const bf_block_stats *bs = bf_session_block_stats(s, i);
             for (int p = 0; p < bs->n_outputs && p < 4; p++) {
                 char shape[96];
                 shape_text(bs->rank[p], bs->dims[p], shape, sizeof(shape));
-                printf("%-16s %-36s %-10s %-10s %s\n", p ? "" : bs->id, p ? "" : bs->type,
+                printf("%-*s %-36s %-10s %-10s %s\n", w, p ? "" : bs->id, p ? "" : bs->type,
                        bf_session_block_output_name(s, i, p),
                        bs->dtype[p] ? bf_dtype_name(bs->dtype[p]) : "?", shape);
             }
