@@ -672,6 +672,35 @@ START_TEST(node_make) {
     ck_assert_double_eq(bf_tensor_get_f64(t, 2), 3);
     bf_node_destroy(node);
     bf_node_destroy(NULL);
+
+    /* A value that does not fill its shape: the message names both counts. */
+    ck_assert_int_eq(bf_node_make(cn, "{\"value\":[1,2,3],\"shape\":[2,2]}", &node, &e),
+                     BF_ESHAPE);
+    ck_assert_str_eq(e.code, "shape_mismatch");
+    ck_assert_str_eq(e.attr, "value");
+    ck_assert_str_eq(e.message, "value has 3 numbers but the shape holds 4");
+}
+END_TEST
+
+START_TEST(const_file_shape_mismatch) {
+    save_npy("x.npy"); /* 6 elements */
+    bf_context *ctx = ctx_with(0, 0, 0);
+    const char *json = HEAD "\"blocks\":[{\"id\":\"x\",\"type\":\"Const\",\"attrs\":"
+                            "{\"file\":\"x.npy\",\"shape\":[5]}}]}";
+    bf_page *page = NULL;
+    bf_error e = {0};
+    ck_assert_int_eq(bf_page_load_string(ctx, json, strlen(json), "s", scratch, &page, NULL,
+                                         &e),
+                     BF_OK);
+    bf_session *s = NULL;
+    ck_assert_int_eq(bf_session_new(ctx, page, &s, &e), BF_ESHAPE);
+    ck_assert_ptr_null(s);
+    ck_assert_str_eq(e.code, "shape_mismatch");
+    ck_assert_str_eq(e.block_id, "x");
+    ck_assert_str_eq(e.attr, "shape");
+    ck_assert_str_eq(e.pointer, "/blocks/0/attrs/shape");
+    ck_assert_str_eq(e.message, "the file has 6 elements, the shape 5");
+    bf_context_free(ctx);
 }
 END_TEST
 
@@ -697,6 +726,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, legacy_int_list_forms);
     tcase_add_test(tc, legacy_attribute_text);
     tcase_add_test(tc, node_make);
+    tcase_add_test(tc, const_file_shape_mismatch);
     suite_add_tcase(s, tc);
     return s;
 }
