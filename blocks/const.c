@@ -59,9 +59,10 @@ static bf_status init(bf_node *node, bf_error *err) {
         int rank = shape->set ? shape->n : src->rank;
         st = bf_tensor_alloc(NULL, node->max_elements, want, rank, dims, false, &t, err);
         if (st == BF_OK && t->numel != src->numel) {
+            long long want_n = (long long)t->numel; /* read before t is freed */
             bf_tensor_free(t);
             return shape_error(err, "shape", "the file has %lld elements, the shape %lld",
-                               (long long)src->numel, (long long)t->numel);
+                               (long long)src->numel, want_n);
         }
         if (st == BF_OK) st = bf_tensor_convert(src, t, err);
     } else {
@@ -71,9 +72,10 @@ static bf_status init(bf_node *node, bf_error *err) {
         if (!shape->set && value->nest_rank == 0) rank = 0; /* a bare number: a scalar */
         st = bf_tensor_alloc(NULL, node->max_elements, want, rank, dims, false, &t, err);
         if (st == BF_OK && value->n != t->numel && value->n != 1) {
+            long long holds = (long long)t->numel; /* read before t is freed */
             bf_tensor_free(t);
             return shape_error(err, "value", "value has %lld numbers but the shape holds %lld",
-                               (long long)value->n, (long long)t->numel);
+                               (long long)value->n, holds);
         }
         for (int64_t i = 0; st == BF_OK && i < t->numel; i++) {
             double v = value->numbers[value->n == 1 ? 0 : i];

@@ -219,8 +219,9 @@ bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, const char *d
     v->set = true;
     return BF_OK;
 wrong_kind:
-    return bf_err(err, BF_EATTR, "bad_attr", "must be %s %s", d->kind == BF_ATTR_INT_LIST ||
-                  d->kind == BF_ATTR_ENUM ? "an" : "a", kind_name(d->kind));
+    return bf_err(err, BF_EATTR, "bad_attr", "must be %s %s", d->kind == BF_ATTR_INT ||
+                  d->kind == BF_ATTR_INT_LIST || d->kind == BF_ATTR_ENUM ? "an" : "a",
+                  kind_name(d->kind));
 oom:
     return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
 }
@@ -292,6 +293,8 @@ static void warn_legacy(bf_attr_report *rep, const bf_attr_desc *d, const bf_att
         if (n < sizeof(canon)) snprintf(canon + n, sizeof(canon) - n, "]");
     } else if (d->kind == BF_ATTR_BOOL) {
         snprintf(canon, sizeof(canon), "%s", v->b ? "true" : "false");
+    } else if (d->kind == BF_ATTR_DTYPE) {
+        snprintf(canon, sizeof(canon), "\"%s\"", bf_dtype_name(v->dtype));
     } else if (v->s) {
         snprintf(canon, sizeof(canon), "\"%s\"", v->s);
     } else if (d->kind == BF_ATTR_INT) {
@@ -312,7 +315,8 @@ static int find_attr(const bf_block_desc *desc, const char *name) {
 
 /* Parse "key_ = value; key2 = {1,2};" into vals. */
 static void parse_legacy_text(const bf_block_desc *desc, const char *text, const char *dir,
-                              uint64_t max_el, bf_attr_value *vals, bf_attr_report *rep) {
+                              uint64_t max_el, bf_attr_value *vals, bool *given,
+                              bf_attr_report *rep) {
     size_t len = strlen(text);
     char *buf = bf_malloc(len + 1);
     if (!buf) {
@@ -328,7 +332,7 @@ static void parse_legacy_text(const bf_block_desc *desc, const char *text, const
         char *eq = strchr(item, '=');
         if (!eq) {
             bf_err(&e, BF_EATTR, "bad_attr", "\"%.60s\" is not of the form key = value", item);
-            report(rep, &e, "");
+            report(rep, &e, "/attrs");
             continue;
         }
         *eq = '\0';
@@ -342,10 +346,11 @@ static void parse_legacy_text(const bf_block_desc *desc, const char *text, const
             bf_err(&e, BF_EATTR, "unknown_attr", "%s has no attribute \"%.40s\"", desc->type,
                    key);
             bf_err_at(&e, NULL, key);
-            report(rep, &e, "");
+            report(rep, &e, "/attrs");
             continue;
         }
         const bf_attr_desc *d = &desc->attrs[idx];
+        given[idx] = true;
         cJSON *j = legacy_value(d->kind, val);
         bf_status st = j ? bf_attr_parse_one(d, j, dir, max_el, &vals[idx], NULL, &e)
                          : bf_err(&e, BF_EATTR, "bad_attr", "\"%.60s\" is not a valid %s", val,
@@ -353,9 +358,9 @@ static void parse_legacy_text(const bf_block_desc *desc, const char *text, const
         bf_err_at(&e, NULL, d->name);
         cJSON_Delete(j);
         if (st)
-            report(rep, &e, "");
+            report(rep, &e, "/attrs");
         else
-            warn_legacy(rep, d, &vals[idx], "");
+            warn_legacy(rep, d, &vals[idx], "/attrs");
     }
     bf_free(buf);
 }
@@ -376,8 +381,12 @@ static void pointer_token(char *dst, size_t size, const char *tok) {
 
 bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs, const char *dir,
                          uint64_t max_elements, bf_attr_value *vals, bf_attr_report *rep) {
+    /* Attributes present in the page, parsed or not: a malformed one is reported as such,
+     * never also as missing, and never silently replaced by its default. */
+    bool given[64] = {false};
+    BF_ASSERT(desc->n_attrs <= BF_COUNT(given));
     if (attrs && cJSON_IsString(attrs)) {
-        parse_legacy_text(desc, attrs->valuestring, dir, max_elements, vals, rep);
+        parse_legacy_text(desc, attrs->valuestring, dir, max_elements, vals, given, rep);
         bf_error w = {0};
         bf_strlcpy(w.code, "legacy_attr_form", sizeof(w.code));
         bf_strlcpy(w.message, "enuSpace attribute text accepted; write \"attrs\" as a JSON "
@@ -399,6 +408,7 @@ bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs, const ch
                 continue;
             }
             bool legacy = false;
+            given[idx] = true;
             if (bf_attr_parse_one(&desc->attrs[idx], j, dir, max_elements, &vals[idx], &legacy,
                                   &e))
                 report(rep, &e, suffix);
@@ -413,7 +423,7 @@ bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs, const ch
     /* Defaults, and required attributes that are missing. */
     for (int i = 0; i < desc->n_attrs; i++) {
         const bf_attr_desc *d = &desc->attrs[i];
-        if (vals[i].set) continue;
+        if (vals[i].set || given[i]) continue;
         if (d->def) {
             cJSON *j = cJSON_Parse(d->def);
             bf_error e = {0};

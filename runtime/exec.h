@@ -38,7 +38,8 @@ typedef struct bf_exec {
 /*
  * Run fn(arg, i, slot) for i in [0, n) on up to ex->n_threads threads, the caller included,
  * and return when all are done. Safe to call from several threads at once (each call is its
- * own job). Tasks must not call bf_parallel_for themselves.
+ * own job). Tasks must not call bf_parallel_for themselves. Once ex->cancel is set, no further
+ * tasks start: the kernel's outputs are then incomplete, and the session discards them.
  */
 void bf_parallel_for(const bf_exec *ex, int64_t n, bf_task_fn fn, void *arg);
 

@@ -233,6 +233,7 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
             problem(L, BF_ESCHEMA, "bad_link", id, k->string, NULL,
                     "an input names its source as \"block\" or \"block:port\" (one string)",
                     p3);
+            b->inputs[port].src_block = -2; /* reported: not also "missing_input" */
             continue;
         }
         if (!(b->inputs[port].text = bf_strdup(k->valuestring))) L->oom = true;
@@ -250,6 +251,7 @@ static void link_inputs(loader *L) {
             snprintf(ptr, sizeof(ptr), "/blocks/%d/inputs/%s", b->json_index,
                      b->desc->inputs[i].name);
             bf_page_input *in = &b->inputs[i];
+            if (!in->text && in->src_block == -2) continue; /* bad_link reported */
             if (!in->text) {
                 snprintf(ptr, sizeof(ptr), "/blocks/%d/inputs", b->json_index);
                 problem(L, BF_ESCHEMA, "missing_input", b->id, b->desc->inputs[i].name, NULL,

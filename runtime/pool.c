@@ -16,6 +16,7 @@ typedef struct bf_job {
     bf_task_fn fn;
     void *arg;
     int64_t n;
+    const atomic_int *cancel; /* nonzero: hand out no more tasks (may be NULL) */
     _Atomic int64_t next; /* next task index to hand out */
     int max_slots;        /* participants allowed, the caller included */
     int slots;            /* participants so far (under the pool mutex) */
@@ -33,9 +34,21 @@ struct bf_pool {
     uv_thread_t *threads;
 };
 
+/*
+ * Take tasks until none are left or the run is cancelled. A cancelled kernel's outputs are
+ * incomplete, and the session discards them (execute() turns the kernel's status into
+ * BF_ECANCELED), so skipping the remaining tasks is what makes cancellation prompt for every
+ * kernel built on bf_parallel_for, without each kernel polling the flag itself.
+ */
 static void job_work(bf_job *j, int slot) {
     int64_t i;
-    while ((i = atomic_fetch_add(&j->next, 1)) < j->n) j->fn(j->arg, i, slot);
+    while ((i = atomic_fetch_add(&j->next, 1)) < j->n) {
+        if (j->cancel && atomic_load_explicit(j->cancel, memory_order_relaxed)) {
+            atomic_store(&j->next, j->n);
+            break;
+        }
+        j->fn(j->arg, i, slot);
+    }
 }
 
 /* Remove `j` from the queue if it is there. Caller holds the mutex. */
@@ -75,10 +88,11 @@ void bf_parallel_for(const bf_exec *ex, int64_t n, bf_task_fn fn, void *arg) {
     int threads = ex ? ex->n_threads : 1;
     if (n <= 0) return;
     if (!p || threads <= 1 || n == 1 || p->n_workers == 0) {
-        for (int64_t i = 0; i < n; i++) fn(arg, i, 0);
+        for (int64_t i = 0; i < n && !bf_exec_cancelled(ex); i++) fn(arg, i, 0);
         return;
     }
-    bf_job j = {.fn = fn, .arg = arg, .n = n, .max_slots = (int)BF_MIN(threads, n), .slots = 1};
+    bf_job j = {.fn = fn, .arg = arg, .n = n, .cancel = ex->cancel,
+                .max_slots = (int)BF_MIN(threads, n), .slots = 1};
     atomic_init(&j.next, 0);
     uv_mutex_lock(&p->mu);
     if (p->tail)
