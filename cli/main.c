@@ -142,14 +142,22 @@ static void fetch_file(const char *dir, const char *fetch, char *buf, size_t siz
 }
 
 /*
- * Write all fetched tensors: first each to a staging file beside its target (each written
- * atomically), then rename them all into place. A failure before the renames leaves every
- * older result untouched and no partial file.
+ * Write all fetched tensors, all or nothing: first each to a staging file beside its target
+ * (each written atomically: temporary file, fsync, rename), then each older result is kept
+ * as a hard-linked backup while the staged files are renamed into place. If any step fails,
+ * the targets already replaced get their backups back, so older results survive intact and
+ * no partial file is left.
  */
 static int write_outputs(bf_session *s, const char *dir, const char *const *fetches, int nf) {
-    char staged[64][4096];
-    int ok = 1, n = 0;
+    enum { MAX_OUT = 64 };
+    static char staged[MAX_OUT][4096], final[MAX_OUT][4096], backup[MAX_OUT][4096];
+    bool had_old[MAX_OUT] = {0};
+    int ok = 1, n = 0, placed = 0;
     struct stat sb;
+    if (nf > MAX_OUT) {
+        fprintf(stderr, "blockflow: at most %d fetches can be written at once\n", MAX_OUT);
+        return EXIT_USAGE;
+    }
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         if (mkdir(dir, 0777) != 0) {
             fprintf(stderr, "blockflow: cannot create the output folder %s: %s\n", dir,
@@ -157,30 +165,43 @@ static int write_outputs(bf_session *s, const char *dir, const char *const *fetc
             return EXIT_OUTPUT;
         }
     }
-    char prefix[64];
+    char prefix[64], bprefix[64];
     snprintf(prefix, sizeof(prefix), ".blockflow-%ld.", (long)getpid());
-    for (n = 0; n < nf && n < 64 && ok; n++) {
+    snprintf(bprefix, sizeof(bprefix), ".blockflow-%ld.old.", (long)getpid());
+    for (n = 0; n < nf && ok; n++) {
         char id[256];
         snprintf(id, sizeof(id), "%s", fetches[n]);
         char *colon = strchr(id, ':');
         if (colon) *colon++ = '\0';
         const bf_tensor *t = bf_session_output(s, id, colon);
         fetch_file(dir, fetches[n], staged[n], sizeof(staged[n]), prefix);
+        fetch_file(dir, fetches[n], final[n], sizeof(final[n]), "");
+        fetch_file(dir, fetches[n], backup[n], sizeof(backup[n]), bprefix);
         bf_error e = {0};
         if (!t || bf_tensor_save_npy(t, staged[n], &e) != BF_OK) {
             if (!t) fprintf(stderr, "blockflow: no result for %s\n", fetches[n]);
             else print_error(&e);
             ok = 0;
+            n++; /* its staging file may exist: remove it below */
+            break;
         }
     }
-    for (int i = 0; i < n; i++) {
-        char final[4096];
-        fetch_file(dir, fetches[i], final, sizeof(final), "");
-        if (ok && rename(staged[i], final) != 0) {
-            fprintf(stderr, "blockflow: cannot write %s: %s\n", final, strerror(errno));
+    for (; ok && placed < n; placed++) {
+        had_old[placed] = link(final[placed], backup[placed]) == 0;
+        if (rename(staged[placed], final[placed]) != 0) {
+            fprintf(stderr, "blockflow: cannot write %s: %s\n", final[placed], strerror(errno));
             ok = 0;
+            break;
         }
-        if (!ok) unlink(staged[i]);
+    }
+    if (!ok) /* put back what was replaced */
+        for (int i = 0; i < placed; i++) {
+            if (had_old[i]) rename(backup[i], final[i]);
+            else unlink(final[i]);
+        }
+    for (int i = 0; i < n; i++) {
+        unlink(staged[i]);
+        unlink(backup[i]);
     }
     return ok ? EXIT_OK : EXIT_OUTPUT;
 }
@@ -197,7 +218,12 @@ static int id_width(const bf_page *page, int min) {
 
 static void print_table(bf_session *s, bool only_needed) {
     const bf_page *page = bf_session_page(s);
-    int w = id_width(page, 5);
+    int w = id_width(page, 5), shown = 0;
+    for (int i = 0; i < bf_page_block_count(page); i++) {
+        const bf_block_stats *st = bf_session_block_stats(s, i);
+        shown += !only_needed || st->ran || st->reused || st->status != BF_OK;
+    }
+    if (!shown) return;
     printf("%-*s %-36s %-6s %-18s %9s  %s\n", w, "block", "type", "device", "shape", "ms",
            "status");
     for (int i = 0; i < bf_page_block_count(page); i++) {
@@ -310,7 +336,10 @@ static int cmd_run(int argc, char **argv) {
         bool invalid = st == BF_ESCHEMA || st == BF_EATTR || st == BF_ESHAPE ||
                        st == BF_EDTYPE || st == BF_EPARSE || st == BF_EINVAL;
         /* a shape error found only when running (values known late) is still a bad page */
-        rc = st == BF_ECANCELED ? EXIT_CANCEL : invalid ? EXIT_INVALID : EXIT_RUN;
+        rc = st == BF_ECANCELED ? EXIT_CANCEL
+             : st == BF_ENOTFOUND ? EXIT_USAGE /* --fetch names nothing */
+             : invalid ? EXIT_INVALID
+                       : EXIT_RUN;
         goto done;
     }
     const char *const *names = n_fetches ? fetches : NULL;

@@ -343,6 +343,60 @@ START_TEST(fan_out_runs_the_source_once) {
 }
 END_TEST
 
+START_TEST(diamond_joins_once) {
+    /* a -> b, a -> c, (b, c) -> d: d starts only after both, a runs once, d = 2a + 1. */
+    bf_context *ctx = ctx_cfg(2, 0, 0);
+    bf_session *s = session(
+        ctx, HEAD "\"blocks\":["
+                  "{\"id\":\"d\",\"type\":\"Add\",\"inputs\":{\"x\":\"b\",\"y\":\"c\"}},"
+                  "{\"id\":\"b\",\"type\":\"Identity\",\"inputs\":{\"input\":\"a\"}},"
+                  "{\"id\":\"one\",\"type\":\"Const\",\"attrs\":{\"value\":1}},"
+                  "{\"id\":\"c\",\"type\":\"Add\",\"inputs\":{\"x\":\"a\",\"y\":\"one\"}},"
+                  "{\"id\":\"a\",\"type\":\"RandomUniform\",\"attrs\":{\"shape\":[5],"
+                  "\"seed\":9}}],\"outputs\":[\"d\"]}");
+    event_log log = {0};
+    bf_run_options o;
+    bf_run_options_init(&o);
+    o.on_event = log_event;
+    o.user = &log;
+    ck_assert_int_eq(bf_session_run(s, &o, NULL, NULL), BF_OK);
+    ck_assert_int_eq(count_events(&log, BF_EVENT_BLOCK_START, "a"), 1);
+    ck_assert_int_lt(position(&log, BF_EVENT_BLOCK_DONE, "b"),
+                     position(&log, BF_EVENT_BLOCK_START, "d"));
+    ck_assert_int_lt(position(&log, BF_EVENT_BLOCK_DONE, "c"),
+                     position(&log, BF_EVENT_BLOCK_START, "d"));
+    const bf_tensor *a = bf_session_output(s, "a", NULL), *d = bf_session_output(s, "d", NULL);
+    for (int i = 0; i < 5; i++)
+        ck_assert_float_eq_tol(((const float *)bf_tensor_cdata(d))[i],
+                               2 * ((const float *)bf_tensor_cdata(a))[i] + 1, 1e-6);
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+END_TEST
+
+START_TEST(port_dtype_mask) {
+    /* Conv2D takes floating tensors only: an int32 input is refused at check time. */
+    bf_context *ctx = ctx_cfg(1, 0, 0);
+    bf_session *s = session(
+        ctx, HEAD "\"blocks\":["
+                  "{\"id\":\"x\",\"type\":\"Const\",\"attrs\":{\"dtype\":\"int32\","
+                  "\"shape\":[1,2,2,1],\"value\":1}},"
+                  "{\"id\":\"w\",\"type\":\"Const\",\"attrs\":{\"shape\":[1,1,1,1],"
+                  "\"value\":1}},"
+                  "{\"id\":\"y\",\"type\":\"Conv2D\",\"inputs\":{\"input\":\"x\","
+                  "\"filter\":\"w\"},\"attrs\":{\"strides\":[1,1,1,1],\"padding\":\"VALID\"}}"
+                  "],\"outputs\":[\"y\"]}");
+    bf_error e = {0};
+    ck_assert_int_eq(bf_session_check(s, NULL, &e), BF_EDTYPE);
+    ck_assert_str_eq(e.code, "dtype_mismatch");
+    ck_assert_str_eq(e.block_id, "y");
+    ck_assert_str_eq(e.port, "input");
+    ck_assert_str_eq(e.pointer, "/blocks/2/inputs/input");
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+END_TEST
+
 START_TEST(wide_page) {
     enum { N = 64 };
     size_t cap = 64 + N * 200;
@@ -789,6 +843,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, feed_errors);
     tcase_add_test(tc, fan_out_runs_the_source_once);
     tcase_add_test(tc, wide_page);
+    tcase_add_test(tc, diamond_joins_once);
+    tcase_add_test(tc, port_dtype_mask);
     tcase_add_test(tc, fetch_pruning_and_ports);
     tcase_add_test(tc, feed_reruns_only_downstream);
     tcase_add_test(tc, set_attr_reruns_it_and_downstream);
