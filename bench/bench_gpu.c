@@ -118,7 +118,7 @@ typedef struct direct {
     bf_dtype dt;
     int algo;
     size_t ws_bytes;
-    void *ws, *dx, *dw, *dy;   /* x (padded size), filter (cuDNN layout), y */
+    void *ws, *dx, *dw, *dy; /* x (padded size), filter (cuDNN layout), y */
     char algo_name[24];
 } direct;
 
@@ -131,17 +131,17 @@ static void direct_free(direct *d) {
     memset(d, 0, sizeof *d);
 }
 
-#define DTRY(call)                                                                             \
-    do {                                                                                       \
-        cudnnStatus_t s_ = (call);                                                             \
-        if (s_ != CUDNN_STATUS_SUCCESS)                                                        \
-            return bf_err(err, BF_EDEVICE, "cudnn", "%s: %s", #call, cudnnGetErrorString(s_)); \
+#define DTRY(call)                                                                                 \
+    do {                                                                                           \
+        cudnnStatus_t s_ = (call);                                                                 \
+        if (s_ != CUDNN_STATUS_SUCCESS)                                                            \
+            return bf_err(err, BF_EDEVICE, "cudnn", "%s: %s", #call, cudnnGetErrorString(s_));     \
     } while (0)
-#define CTRY(call)                                                                             \
-    do {                                                                                       \
-        cudaError_t e_ = (call);                                                               \
-        if (e_ != cudaSuccess)                                                                 \
-            return bf_err(err, BF_EDEVICE, "cuda", "%s: %s", #call, cudaGetErrorString(e_));   \
+#define CTRY(call)                                                                                 \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return bf_err(err, BF_EDEVICE, "cuda", "%s: %s", #call, cudaGetErrorString(e_));       \
     } while (0)
 
 /* Describe the case to cuDNN (asymmetric pads as a padded input with the common padding),
@@ -150,8 +150,8 @@ static bf_status direct_make(direct *d, cudnnHandle_t h, bf_conv_op op, const bf
                              bf_dtype dt, bf_error *err) {
     memset(d, 0, sizeof *d);
     d->h = h, d->op = op, d->dt = dt;
-    cudnnDataType_t data = dt == BF_DTYPE_F64   ? CUDNN_DATA_DOUBLE
-                           : dt == BF_DTYPE_F16 ? CUDNN_DATA_HALF
+    cudnnDataType_t data = dt == BF_DTYPE_F64    ? CUDNN_DATA_DOUBLE
+                           : dt == BF_DTYPE_F16  ? CUDNN_DATA_HALF
                            : dt == BF_DTYPE_BF16 ? CUDNN_DATA_BFLOAT16
                                                  : CUDNN_DATA_FLOAT;
     cudnnDataType_t comp = dt == BF_DTYPE_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
@@ -265,9 +265,21 @@ static double measure_bandwidth(cudaStream_t st, bf_error *err) {
 /* Multiply-add rate (MAC/s) of the dtype: cuDNN's best algorithm on a 1x1 convolution, which
  * is the GEMM [32*32*32, 1024] x [1024, 1024]. */
 static double measure_mac_rate(cudnnHandle_t h, cudaStream_t st, bf_dtype dt, bf_error *err) {
-    bf_conv_geom g = {.n = 32, .in_h = 32, .in_w = 32, .in_c = 1024, .k_h = 1, .k_w = 1,
-                      .k_in_c = 1024, .out_c = 1024, .out_h = 32, .out_w = 32, .stride_h = 1,
-                      .stride_w = 1, .dil_h = 1, .dil_w = 1, .groups = 1};
+    bf_conv_geom g = {.n = 32,
+                      .in_h = 32,
+                      .in_w = 32,
+                      .in_c = 1024,
+                      .k_h = 1,
+                      .k_w = 1,
+                      .k_in_c = 1024,
+                      .out_c = 1024,
+                      .out_h = 32,
+                      .out_w = 32,
+                      .stride_h = 1,
+                      .stride_w = 1,
+                      .dil_h = 1,
+                      .dil_w = 1,
+                      .groups = 1};
     direct d;
     double ms = -1;
     if (direct_make(&d, h, BF_CONV_FWD, &g, dt, err) == BF_OK)
@@ -434,15 +446,19 @@ print:
 }
 
 int bf_bench_gpu_main(int argc, char **argv) {
-    gbench_opts o = {.cases = "bench/shapes.json", .rounds = 10, .warmup = 3,
-                     .dt = BF_DTYPE_F32};
+    gbench_opts o = {.cases = "bench/shapes.json", .rounds = 10, .warmup = 3, .dt = BF_DTYPE_F32};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--cases") && v) o.cases = v, i++;
-        else if (!strcmp(a, "--ops") && v) o.ops = v, i++;
-        else if (!strcmp(a, "--rounds") && v) o.rounds = BF_MAX(atoi(v), 1), i++;
-        else if (!strcmp(a, "--warmup") && v) o.warmup = BF_MAX(atoi(v), 0), i++;
-        else if (!strcmp(a, "--dtype") && v) o.dt = bf_dtype_from_name(v), i++;
+        if (!strcmp(a, "--cases") && v)
+            o.cases = v, i++;
+        else if (!strcmp(a, "--ops") && v)
+            o.ops = v, i++;
+        else if (!strcmp(a, "--rounds") && v)
+            o.rounds = BF_MAX(atoi(v), 1), i++;
+        else if (!strcmp(a, "--warmup") && v)
+            o.warmup = BF_MAX(atoi(v), 0), i++;
+        else if (!strcmp(a, "--dtype") && v)
+            o.dt = bf_dtype_from_name(v), i++;
         else if ((!strcmp(a, "--device") || !strcmp(a, "--threads") || !strcmp(a, "--time")) && v)
             i++;
     }
@@ -495,10 +511,10 @@ int bf_bench_gpu_main(int argc, char **argv) {
            "(cuDNN 1x1 conv, %s)\n",
            dev->description, bf_dtype_name(o.dt), bw * 1e-9, bf_dtype_name(o.dt), rate * 1e-12,
            o.dt == BF_DTYPE_F32 ? "FMA math, no TF32" : "tensor-op math allowed");
-    printf("times: median of %d runs after %d warmup, milliseconds (-1: did not run)\n",
-           o.rounds, o.warmup);
-    printf("%-24s %-36s %10s %10s %10s %10s  %s\n", "case", "op", "cudnn", "own", "best",
-           "floor", "notes (cudnn | own | best)");
+    printf("times: median of %d runs after %d warmup, milliseconds (-1: did not run)\n", o.rounds,
+           o.warmup);
+    printf("%-24s %-36s %10s %10s %10s %10s  %s\n", "case", "op", "cudnn", "own", "best", "floor",
+           "notes (cudnn | own | best)");
     const cJSON *c;
     cJSON_ArrayForEach(c, cases) {
         const cJSON *name = cJSON_GetObjectItem(c, "name"), *ops = cJSON_GetObjectItem(c, "ops");

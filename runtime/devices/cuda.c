@@ -25,10 +25,10 @@ static bf_status cuda_fail(bf_error *err, cudaError_t e, const char *what) {
                   cudaGetErrorName(e));
 }
 
-#define CUDA_TRY(call, what)                                                                   \
-    do {                                                                                       \
-        cudaError_t e_ = (call);                                                               \
-        if (e_ != cudaSuccess) return cuda_fail(err, e_, what);                                \
+#define CUDA_TRY(call, what)                                                                       \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) return cuda_fail(err, e_, what);                                    \
     } while (0)
 
 static void *cuda_alloc(bf_device *dev, size_t bytes, bf_error *err) {
@@ -60,8 +60,8 @@ static bf_status cuda_memset0(bf_device *dev, void *ptr, size_t bytes, void *str
 
 /* Copies complete before returning (the stream is synchronised), so host buffers may be
  * reused or read at once. */
-static bf_status cuda_copy(bf_device *dev, void *dst, const void *src, size_t bytes,
-                           void *stream, enum cudaMemcpyKind kind, bf_error *err) {
+static bf_status cuda_copy(bf_device *dev, void *dst, const void *src, size_t bytes, void *stream,
+                           enum cudaMemcpyKind kind, bf_error *err) {
     if (bytes == 0) return BF_OK;
     CUDA_TRY(cudaSetDevice(dev->ordinal), "cudaSetDevice");
     CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, (cudaStream_t)stream), "cudaMemcpyAsync");
@@ -69,8 +69,8 @@ static bf_status cuda_copy(bf_device *dev, void *dst, const void *src, size_t by
     return BF_OK;
 }
 
-static bf_status cuda_upload(bf_device *dev, void *dst, const void *src, size_t bytes,
-                             void *stream, bf_error *err) {
+static bf_status cuda_upload(bf_device *dev, void *dst, const void *src, size_t bytes, void *stream,
+                             bf_error *err) {
     return cuda_copy(dev, dst, src, bytes, stream, cudaMemcpyHostToDevice, err);
 }
 
@@ -125,8 +125,8 @@ static bf_status cuda_session_init(bf_device *dev, void **stream, void **device_
         long mb = strtol(cap, NULL, 10);
         if (mb >= 0 && mb <= (1L << 20)) c->ws_cap = (size_t)mb << 20;
     }
-    cudaError_t e = cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount,
-                                           dev->ordinal);
+    cudaError_t e =
+        cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, dev->ordinal);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
         cuda_session_free(dev, NULL, c);
@@ -192,17 +192,17 @@ int bf_cuda_probe(bf_device *devs, int cap, char *why, size_t why_size) {
         snprintf(d->label, sizeof d->label, "gpu:%d", n);
         char name[64];
         bf_strlcpy(name, p.name, sizeof name);
-        snprintf(d->description, sizeof d->description, "%s (sm_%d%d, %.1f GiB, cuDNN %u)",
-                 name, p.major % 100, p.minor % 100,
-                 (double)p.totalGlobalMem / (1024.0 * 1024 * 1024), (unsigned)(cudnn_ver % 1000000));
+        snprintf(d->description, sizeof d->description, "%s (sm_%d%d, %.1f GiB, cuDNN %u)", name,
+                 p.major % 100, p.minor % 100, (double)p.totalGlobalMem / (1024.0 * 1024 * 1024),
+                 (unsigned)(cudnn_ver % 1000000));
         n++;
     }
-    if (n == 0)
-        snprintf(why, why_size, "%s", count == 0 ? "no CUDA device" : skipped);
+    if (n == 0) snprintf(why, why_size, "%s", count == 0 ? "no CUDA device" : skipped);
     return n;
 }
 
 void bf_cuda_release(bf_device *devs, int n) {
     /* The probe keeps no per-device state (impl stays NULL); sessions own their streams. */
-    for (int i = 0; i < n; i++) devs[i].impl = NULL;
+    for (int i = 0; i < n; i++)
+        devs[i].impl = NULL;
 }

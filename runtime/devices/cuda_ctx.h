@@ -24,21 +24,21 @@ extern "C" {
 /* One remembered algorithm choice (cuDNN enum values stored as int). */
 typedef struct bf_cuda_algo_entry {
     int64_t key[BF_CUDA_KEY_WORDS];
-    int algo;          /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
-    int math;          /* cudnnMathType_t the algorithm was found with */
-    size_t ws_bytes;   /* its cuDNN workspace */
-    float ms;          /* measured time (autotune) or -1 (heuristic) */
+    int algo;        /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
+    int math;        /* cudnnMathType_t the algorithm was found with */
+    size_t ws_bytes; /* its cuDNN workspace */
+    float ms;        /* measured time (autotune) or -1 (heuristic) */
 } bf_cuda_algo_entry;
 
 typedef struct bf_cuda_ctx {
-    int ordinal;                 /* the GPU this session runs on */
-    cudaStream_t stream;         /* the session's stream (also bf_exec.stream) */
-    cudnnHandle_t cudnn;         /* bound to `stream` */
-    int autotune;                /* BF_CUDNN_AUTOTUNE=1 at session_init: benchmark and cache */
-    size_t ws_cap;               /* most cuDNN workspace an algorithm may use (bytes) */
-    int sm_count;                /* multiprocessors, for grid sizing */
-    pthread_mutex_t lock;        /* guards the cuDNN handle and the cache */
-    bf_cuda_algo_entry *cache;   /* bf_malloc'd, n_cache used of cap_cache */
+    int ordinal;               /* the GPU this session runs on */
+    cudaStream_t stream;       /* the session's stream (also bf_exec.stream) */
+    cudnnHandle_t cudnn;       /* bound to `stream` */
+    int autotune;              /* BF_CUDNN_AUTOTUNE=1 at session_init: benchmark and cache */
+    size_t ws_cap;             /* most cuDNN workspace an algorithm may use (bytes) */
+    int sm_count;              /* multiprocessors, for grid sizing */
+    pthread_mutex_t lock;      /* guards the cuDNN handle and the cache */
+    bf_cuda_algo_entry *cache; /* bf_malloc'd, n_cache used of cap_cache */
     int n_cache, cap_cache;
 } bf_cuda_ctx;
 

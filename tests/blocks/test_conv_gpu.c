@@ -43,8 +43,8 @@
 
 /* ---- the float64 reference --------------------------------------------------------------- */
 
-static int64_t act_off(const bf_conv_geom *g, int64_t n, int64_t y, int64_t x, int64_t c,
-                       int64_t H, int64_t W, int64_t C) {
+static int64_t act_off(const bf_conv_geom *g, int64_t n, int64_t y, int64_t x, int64_t c, int64_t H,
+                       int64_t W, int64_t C) {
     return g->nchw ? ((n * C + c) * H + y) * W + x : ((n * H + y) * W + x) * C + c;
 }
 
@@ -131,10 +131,10 @@ static void random_geom(int seed, bf_conv_geom *g) {
         g->dil_h = bf_rng_int(&r, 1, 2);
         g->dil_w = bf_rng_int(&r, 1, 2);
         int mode = (int)bf_rng_int(&r, 0, 2);
-        g->out_h = pads_for(mode, g->in_h, g->k_h, g->stride_h, g->dil_h, &r, &g->pad_top,
-                            &g->pad_bottom);
-        g->out_w = pads_for(mode, g->in_w, g->k_w, g->stride_w, g->dil_w, &r, &g->pad_left,
-                            &g->pad_right);
+        g->out_h =
+            pads_for(mode, g->in_h, g->k_h, g->stride_h, g->dil_h, &r, &g->pad_top, &g->pad_bottom);
+        g->out_w =
+            pads_for(mode, g->in_w, g->k_w, g->stride_w, g->dil_w, &r, &g->pad_left, &g->pad_right);
         if (g->out_h > 0 && g->out_w > 0) return;
     }
 }
@@ -210,9 +210,15 @@ static void sizes(bf_conv_op op, const bf_conv_geom *g, int64_t *na, int64_t *nb
     int64_t nx = g->n * g->in_h * g->in_w * g->in_c, ny = g->n * g->out_h * g->out_w * g->out_c;
     int64_t nw = g->k_h * g->k_w * g->k_in_c * g->out_c;
     switch (op) {
-    case BF_CONV_FWD: *na = nx, *nb = nw, *no = ny, *k = (double)(g->k_h * g->k_w * g->k_in_c); break;
-    case BF_CONV_BWD_FILTER: *na = nx, *nb = ny, *no = nw, *k = (double)(g->n * g->out_h * g->out_w); break;
-    default: *na = ny, *nb = nw, *no = nx, *k = (double)(g->k_h * g->k_w * (g->out_c / g->groups)); break;
+    case BF_CONV_FWD:
+        *na = nx, *nb = nw, *no = ny, *k = (double)(g->k_h * g->k_w * g->k_in_c);
+        break;
+    case BF_CONV_BWD_FILTER:
+        *na = nx, *nb = ny, *no = nw, *k = (double)(g->n * g->out_h * g->out_w);
+        break;
+    default:
+        *na = ny, *nb = nw, *no = nx, *k = (double)(g->k_h * g->k_w * (g->out_c / g->groups));
+        break;
     }
     if (*k < 1) *k = 1;
 }
@@ -233,14 +239,21 @@ static double run_case(gpu *G, bf_conv_op op, const bf_conv_geom *g, bf_dtype dt
     double *ref = malloc((size_t)BF_MAX(no, 1) * 8), *got = malloc((size_t)BF_MAX(no, 1) * 8);
     ck_assert(ha && hb && ho && ho2 && da && db && ref && got);
     bf_rng r = {(uint64_t)seed * 7919u + (uint64_t)op * 31u + (uint64_t)dt};
-    for (int64_t i = 0; i < na; i++) da[i] = put(dt, ha, i, bf_rng_uniform(&r, -1, 1));
-    for (int64_t i = 0; i < nb; i++) db[i] = put(dt, hb, i, bf_rng_uniform(&r, -1, 1));
+    for (int64_t i = 0; i < na; i++)
+        da[i] = put(dt, ha, i, bf_rng_uniform(&r, -1, 1));
+    for (int64_t i = 0; i < nb; i++)
+        db[i] = put(dt, hb, i, bf_rng_uniform(&r, -1, 1));
     ref_conv(op, g, da, db, ref, no);
 
     ck_assert_msg(bf_conv_cuda_unsupported(op, g, dt, use_cudnn) == NULL, "unsupported: %s",
                   bf_conv_cuda_unsupported(op, g, dt, use_cudnn));
-    bf_exec ex = {.pool = NULL, .n_threads = 1, .device = &G->dev, .stream = G->stream,
-                  .device_ctx = G->ctx, .note = note, .note_size = note_size};
+    bf_exec ex = {.pool = NULL,
+                  .n_threads = 1,
+                  .device = &G->dev,
+                  .stream = G->stream,
+                  .device_ctx = G->ctx,
+                  .note = note,
+                  .note_size = note_size};
     ex.workspace_size = bf_conv_cuda_workspace(op, g, dt, use_cudnn, &ex);
     void *ws = ex.workspace_size ? dev_alloc(G, ex.workspace_size) : NULL;
     ex.workspace = ws;
@@ -257,7 +270,8 @@ static double run_case(gpu *G, bf_conv_op op, const bf_conv_geom *g, bf_dtype dt
     ck_assert_msg(st == BF_OK, "bf_conv_cuda: %s", err.message);
     ck_assert_msg(ops->download(&G->dev, ho, o, (size_t)no * es, G->stream, &err) == BF_OK,
                   "download: %s", err.message);
-    for (int64_t i = 0; i < no; i++) got[i] = get(dt, ho, i);
+    for (int64_t i = 0; i < no; i++)
+        got[i] = get(dt, ho, i);
     double excess = bf_test_rel_excess(got, ref, no, tol_atol(dt, k), tol_rtol(dt));
     if (!use_cudnn && no > 0) { /* our kernels are deterministic: a second run is identical */
         ck_assert(bf_conv_cuda(op, g, dt, 0, a, b, o, &ex, &err) == BF_OK);
@@ -278,21 +292,20 @@ static void check_geom(gpu *G, const bf_conv_geom *g, int seed) {
         for (int d = 0; d < BF_COUNT(dtypes); d++)
             for (int use_cudnn = 0; use_cudnn <= 1; use_cudnn++) {
                 char note[256];
-                double e = run_case(G, (bf_conv_op)op, g, dtypes[d], use_cudnn, seed, note,
-                                    sizeof note);
-                ck_assert_msg(e <= 1.0,
-                              "case %d %s %s %s: error %.3g x tolerance; geometry n%lld h%lld "
-                              "w%lld c%lld k%lldx%lld cg%lld o%lld out%lldx%lld s%lld,%lld "
-                              "d%lld,%lld pads t%lld b%lld l%lld r%lld groups %lld %s; note: %s",
-                              seed, op_names[op], bf_dtype_name(dtypes[d]),
-                              use_cudnn ? "cudnn" : "own", e, (long long)g->n, (long long)g->in_h,
-                              (long long)g->in_w, (long long)g->in_c, (long long)g->k_h,
-                              (long long)g->k_w, (long long)g->k_in_c, (long long)g->out_c,
-                              (long long)g->out_h, (long long)g->out_w, (long long)g->stride_h,
-                              (long long)g->stride_w, (long long)g->dil_h, (long long)g->dil_w,
-                              (long long)g->pad_top, (long long)g->pad_bottom,
-                              (long long)g->pad_left, (long long)g->pad_right,
-                              (long long)g->groups, g->nchw ? "NCHW" : "NHWC", note);
+                double e =
+                    run_case(G, (bf_conv_op)op, g, dtypes[d], use_cudnn, seed, note, sizeof note);
+                ck_assert_msg(
+                    e <= 1.0,
+                    "case %d %s %s %s: error %.3g x tolerance; geometry n%lld h%lld "
+                    "w%lld c%lld k%lldx%lld cg%lld o%lld out%lldx%lld s%lld,%lld "
+                    "d%lld,%lld pads t%lld b%lld l%lld r%lld groups %lld %s; note: %s",
+                    seed, op_names[op], bf_dtype_name(dtypes[d]), use_cudnn ? "cudnn" : "own", e,
+                    (long long)g->n, (long long)g->in_h, (long long)g->in_w, (long long)g->in_c,
+                    (long long)g->k_h, (long long)g->k_w, (long long)g->k_in_c, (long long)g->out_c,
+                    (long long)g->out_h, (long long)g->out_w, (long long)g->stride_h,
+                    (long long)g->stride_w, (long long)g->dil_h, (long long)g->dil_w,
+                    (long long)g->pad_top, (long long)g->pad_bottom, (long long)g->pad_left,
+                    (long long)g->pad_right, (long long)g->groups, g->nchw ? "NCHW" : "NHWC", note);
                 ck_assert_msg(note[0] != '\0', "no kernel note");
             }
 }
@@ -316,10 +329,26 @@ START_TEST(asymmetric_same_both_layouts) {
     gpu G;
     gpu_open(&G);
     for (int nchw = 0; nchw <= 1; nchw++) {
-        bf_conv_geom g = {.n = 2, .in_h = 6, .in_w = 7, .in_c = 3, .k_h = 3, .k_w = 2,
-                          .k_in_c = 3, .out_c = 5, .out_h = 3, .out_w = 4, .stride_h = 2,
-                          .stride_w = 2, .dil_h = 1, .dil_w = 1, .pad_top = 0, .pad_bottom = 1,
-                          .pad_left = 0, .pad_right = 1, .groups = 1, .nchw = nchw};
+        bf_conv_geom g = {.n = 2,
+                          .in_h = 6,
+                          .in_w = 7,
+                          .in_c = 3,
+                          .k_h = 3,
+                          .k_w = 2,
+                          .k_in_c = 3,
+                          .out_c = 5,
+                          .out_h = 3,
+                          .out_w = 4,
+                          .stride_h = 2,
+                          .stride_w = 2,
+                          .dil_h = 1,
+                          .dil_w = 1,
+                          .pad_top = 0,
+                          .pad_bottom = 1,
+                          .pad_left = 0,
+                          .pad_right = 1,
+                          .groups = 1,
+                          .nchw = nchw};
         check_geom(&G, &g, 1000 + nchw);
     }
     gpu_close(&G);
@@ -330,13 +359,25 @@ END_TEST
 START_TEST(empty_batch_gives_zero_filter_gradient) {
     gpu G;
     gpu_open(&G);
-    bf_conv_geom g = {.n = 0, .in_h = 5, .in_w = 5, .in_c = 2, .k_h = 3, .k_w = 3, .k_in_c = 2,
-                      .out_c = 4, .out_h = 3, .out_w = 3, .stride_h = 1, .stride_w = 1,
-                      .dil_h = 1, .dil_w = 1, .groups = 1};
+    bf_conv_geom g = {.n = 0,
+                      .in_h = 5,
+                      .in_w = 5,
+                      .in_c = 2,
+                      .k_h = 3,
+                      .k_w = 3,
+                      .k_in_c = 2,
+                      .out_c = 4,
+                      .out_h = 3,
+                      .out_w = 3,
+                      .stride_h = 1,
+                      .stride_w = 1,
+                      .dil_h = 1,
+                      .dil_w = 1,
+                      .groups = 1};
     for (int use_cudnn = 0; use_cudnn <= 1; use_cudnn++) {
         char note[256];
-        double e = run_case(&G, BF_CONV_BWD_FILTER, &g, BF_DTYPE_F32, use_cudnn, 7, note,
-                            sizeof note);
+        double e =
+            run_case(&G, BF_CONV_BWD_FILTER, &g, BF_DTYPE_F32, use_cudnn, 7, note, sizeof note);
         ck_assert_msg(e <= 1.0, "empty batch: %g (%s)", e, note);
     }
     gpu_close(&G);

@@ -38,9 +38,9 @@ static size_t align_up(size_t x) { return (x + ALIGN_BYTES - 1) & ~(ALIGN_BYTES 
 /* ---- geometry helpers -------------------------------------------------------------------- */
 
 struct pad_plan {
-    int ct, cl;          /* common padding passed to cuDNN */
-    int et, eb, el, er;  /* extra padding we apply */
-    int hp, wp;          /* padded input size */
+    int ct, cl;         /* common padding passed to cuDNN */
+    int et, eb, el, er; /* extra padding we apply */
+    int hp, wp;         /* padded input size */
     bool padded;
 };
 
@@ -81,8 +81,8 @@ static int ctx_sms(const bf_exec *ex) {
     return c && c->sm_count > 0 ? c->sm_count : 0;
 }
 
-extern "C" const char *bf_conv_cuda_unsupported(bf_conv_op op, const bf_conv_geom *g,
-                                                bf_dtype dt, int use_cudnn) {
+extern "C" const char *bf_conv_cuda_unsupported(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt,
+                                                int use_cudnn) {
     (void)op, (void)use_cudnn;
     if (dt != BF_DTYPE_F32 && dt != BF_DTYPE_F64 && dt != BF_DTYPE_F16 && dt != BF_DTYPE_BF16)
         return "the GPU convolution kernels take half, bfloat16, float and double only";
@@ -105,8 +105,7 @@ extern "C" const char *bf_conv_cuda_unsupported(bf_conv_op op, const bf_conv_geo
         !fits_int(g->n, g->out_h, g->out_w, g->out_c) ||
         !fits_int(g->k_h, g->k_w, g->k_in_c, g->out_c) || !fits_int(g->n, p.hp, p.wp, g->in_c))
         return "a tensor has 2^31 elements or more (the GPU kernels index with 32 bits)";
-    if (!bf_conv_is_depthwise(g) && g->groups > 65535)
-        return "more than 65535 groups";
+    if (!bf_conv_is_depthwise(g) && g->groups > 65535) return "more than 65535 groups";
     return NULL;
 }
 
@@ -120,7 +119,7 @@ static bf_status cuda_fail(bf_error *err, cudaError_t e, const char *what) {
 }
 
 struct cudnn_setup {
-    cudnnTensorDescriptor_t x = NULL, y = NULL;  /* x is the padded input when padding */
+    cudnnTensorDescriptor_t x = NULL, y = NULL; /* x is the padded input when padding */
     cudnnFilterDescriptor_t w = NULL;
     cudnnConvolutionDescriptor_t conv = NULL;
     cudnnDataType_t data = CUDNN_DATA_FLOAT;
@@ -138,7 +137,7 @@ static cudnnMathType_t base_math(bf_dtype dt) {
     switch (dt) {
     case BF_DTYPE_F32: return CUDNN_FMA_MATH; /* no TF32 */
     case BF_DTYPE_F64: return CUDNN_DEFAULT_MATH;
-    default: return CUDNN_TENSOR_OP_MATH;    /* half / bf16: tensor cores, float accumulation */
+    default: return CUDNN_TENSOR_OP_MATH; /* half / bf16: tensor cores, float accumulation */
     }
 }
 
@@ -165,10 +164,10 @@ static cudnnStatus_t setup_make(const bf_conv_geom *g, bf_dtype dt, const pad_pl
     }
     cudnnTensorFormat_t fmt = g->nchw ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
     cudnnStatus_t st;
-#define TRY(call)                                                                              \
-    do {                                                                                       \
-        st = (call);                                                                           \
-        if (st != CUDNN_STATUS_SUCCESS) return st;                                             \
+#define TRY(call)                                                                                  \
+    do {                                                                                           \
+        st = (call);                                                                               \
+        if (st != CUDNN_STATUS_SUCCESS) return st;                                                 \
     } while (0)
     TRY(cudnnCreateTensorDescriptor(&s->x));
     TRY(cudnnCreateTensorDescriptor(&s->y));
@@ -177,8 +176,8 @@ static cudnnStatus_t setup_make(const bf_conv_geom *g, bf_dtype dt, const pad_pl
     TRY(cudnnSetTensor4dDescriptor(s->x, fmt, s->data, (int)g->n, (int)g->in_c, p.hp, p.wp));
     TRY(cudnnSetTensor4dDescriptor(s->y, fmt, s->data, (int)g->n, (int)g->out_c, (int)g->out_h,
                                    (int)g->out_w));
-    TRY(cudnnSetFilter4dDescriptor(s->w, s->data, fmt, (int)g->out_c, (int)g->k_in_c,
-                                   (int)g->k_h, (int)g->k_w));
+    TRY(cudnnSetFilter4dDescriptor(s->w, s->data, fmt, (int)g->out_c, (int)g->k_in_c, (int)g->k_h,
+                                   (int)g->k_w));
     TRY(cudnnSetConvolution2dDescriptor(s->conv, p.ct, p.cl, (int)g->stride_h, (int)g->stride_w,
                                         (int)g->dil_h, (int)g->dil_w, CUDNN_CROSS_CORRELATION,
                                         comp));
@@ -219,23 +218,26 @@ static cudnnStatus_t query_algos(cudnnHandle_t h, bf_conv_op op, const cudnn_set
         cudnnConvolutionFwdAlgoPerf_t r[MAX_ALGOS];
         st = find ? cudnnFindConvolutionForwardAlgorithm(h, s->x, s->w, s->conv, s->y, MAX_ALGOS,
                                                          &n, r)
-                  : cudnnGetConvolutionForwardAlgorithm_v7(h, s->x, s->w, s->conv, s->y,
-                                                           MAX_ALGOS, &n, r);
-        for (int i = 0; i < n; i++) out[i] = to_perf(r[i]);
+                  : cudnnGetConvolutionForwardAlgorithm_v7(h, s->x, s->w, s->conv, s->y, MAX_ALGOS,
+                                                           &n, r);
+        for (int i = 0; i < n; i++)
+            out[i] = to_perf(r[i]);
     } else if (op == BF_CONV_BWD_FILTER) {
         cudnnConvolutionBwdFilterAlgoPerf_t r[MAX_ALGOS];
         st = find ? cudnnFindConvolutionBackwardFilterAlgorithm(h, s->x, s->y, s->conv, s->w,
                                                                 MAX_ALGOS, &n, r)
                   : cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, s->x, s->y, s->conv, s->w,
                                                                   MAX_ALGOS, &n, r);
-        for (int i = 0; i < n; i++) out[i] = to_perf(r[i]);
+        for (int i = 0; i < n; i++)
+            out[i] = to_perf(r[i]);
     } else {
         cudnnConvolutionBwdDataAlgoPerf_t r[MAX_ALGOS];
         st = find ? cudnnFindConvolutionBackwardDataAlgorithm(h, s->w, s->y, s->conv, s->x,
                                                               MAX_ALGOS, &n, r)
                   : cudnnGetConvolutionBackwardDataAlgorithm_v7(h, s->w, s->y, s->conv, s->x,
                                                                 MAX_ALGOS, &n, r);
-        for (int i = 0; i < n; i++) out[i] = to_perf(r[i]);
+        for (int i = 0; i < n; i++)
+            out[i] = to_perf(r[i]);
     }
     *n_out = st == CUDNN_STATUS_SUCCESS ? n : 0;
     return st;
@@ -243,11 +245,10 @@ static cudnnStatus_t query_algos(cudnnHandle_t h, bf_conv_op op, const cudnn_set
 
 static void make_key(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, int64_t *key) {
     memset(key, 0, sizeof(int64_t) * BF_CUDA_KEY_WORDS);
-    const int64_t v[] = {op,         dt,         g->n,        g->in_h,     g->in_w,
-                         g->in_c,    g->k_h,     g->k_w,      g->k_in_c,   g->out_c,
-                         g->out_h,   g->out_w,   g->stride_h, g->stride_w, g->dil_h,
-                         g->dil_w,   g->pad_top, g->pad_bottom, g->pad_left, g->pad_right,
-                         g->groups,  g->nchw};
+    const int64_t v[] = {op,          dt,           g->n,      g->in_h,  g->in_w,    g->in_c,
+                         g->k_h,      g->k_w,       g->k_in_c, g->out_c, g->out_h,   g->out_w,
+                         g->stride_h, g->stride_w,  g->dil_h,  g->dil_w, g->pad_top, g->pad_bottom,
+                         g->pad_left, g->pad_right, g->groups, g->nchw};
     static_assert(sizeof v / sizeof v[0] <= BF_CUDA_KEY_WORDS, "cache key too short");
     memcpy(key, v, sizeof v);
 }
@@ -288,8 +289,8 @@ static bool choose_algo(bf_cuda_ctx *c, bf_conv_op op, const bf_conv_geom *g, bf
         if (avail >= c->ws_cap) { /* remember choices made under the normal bound */
             if (c->n_cache == c->cap_cache) {
                 int cap = c->cap_cache ? 2 * c->cap_cache : 16;
-                bf_cuda_algo_entry *m = (bf_cuda_algo_entry *)bf_realloc(
-                    c->cache, (size_t)cap * sizeof *m);
+                bf_cuda_algo_entry *m =
+                    (bf_cuda_algo_entry *)bf_realloc(c->cache, (size_t)cap * sizeof *m);
                 if (m) c->cache = m, c->cap_cache = cap;
             }
             if (c->n_cache < c->cap_cache) c->cache[c->n_cache++] = *pick;
@@ -301,12 +302,13 @@ static bool choose_algo(bf_cuda_ctx *c, bf_conv_op op, const bf_conv_geom *g, bf
 }
 
 static const char *algo_name(bf_conv_op op, int a) {
-    static const char *const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
-                                      "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
-    static const char *const bwd_data[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD",
-                                           "WINOGRAD_NONFUSED"};
-    static const char *const bwd_filter[] = {"ALGO_0", "ALGO_1", "FFT", "ALGO_3",
-                                             "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
+    static const char *const fwd[] = {
+        "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+        "WINOGRAD",      "WINOGRAD_NONFUSED"};
+    static const char *const bwd_data[] = {"ALGO_0",     "ALGO_1",   "FFT",
+                                           "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+    static const char *const bwd_filter[] = {
+        "ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
     if (op == BF_CONV_FWD) return a >= 0 && a < BF_COUNT(fwd) ? fwd[a] : "?";
     if (op == BF_CONV_BWD_INPUT) return a >= 0 && a < BF_COUNT(bwd_data) ? bwd_data[a] : "?";
     return a >= 0 && a < BF_COUNT(bwd_filter) ? bwd_filter[a] : "?";
@@ -427,8 +429,8 @@ static bf_status run_cudnn(bf_cuda_ctx *c, bf_conv_op op, const bf_conv_geom *g,
         }
         if (ce != cudaSuccess) goto cuda_err;
         st = cudnnConvolutionForward(c->cudnn, one, s.x, x, s.w, wt, s.conv,
-                                     (cudnnConvolutionFwdAlgo_t)pick.algo, cws, pick.ws_bytes,
-                                     zero, s.y, out);
+                                     (cudnnConvolutionFwdAlgo_t)pick.algo, cws, pick.ws_bytes, zero,
+                                     s.y, out);
         if (st != CUDNN_STATUS_SUCCESS) rc = cudnn_fail(err, st, "cudnnConvolutionForward");
     } else if (op == BF_CONV_BWD_FILTER) {
         const void *x = a;
@@ -465,9 +467,9 @@ static bf_status run_cudnn(bf_cuda_ctx *c, bf_conv_op op, const bf_conv_geom *g,
         static const char *const names[] = {"fwd", "bwd_filter", "bwd_input"};
         char tune[48] = "heuristic";
         if (pick.ms >= 0) snprintf(tune, sizeof tune, "autotuned %.3f ms", (double)pick.ms);
-        bf_note_add(ex->note, ex->note_size, "cudnn %s algo=%s math=%s ws=%zu (%s)%s",
-                    names[op], algo_name(op, pick.algo), math_name(pick.math), pick.ws_bytes,
-                    tune, p.padded ? ", asymmetric pad via padded copy" : "");
+        bf_note_add(ex->note, ex->note_size, "cudnn %s algo=%s math=%s ws=%zu (%s)%s", names[op],
+                    algo_name(op, pick.algo), math_name(pick.math), pick.ws_bytes, tune,
+                    p.padded ? ", asymmetric pad via padded copy" : "");
     }
     goto done;
 cuda_err:
@@ -477,9 +479,9 @@ done:
     return rc;
 }
 
-extern "C" bf_status bf_conv_cuda(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt,
-                                  int use_cudnn, const void *a, const void *b, void *out,
-                                  const bf_exec *ex, bf_error *err) {
+extern "C" bf_status bf_conv_cuda(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, int use_cudnn,
+                                  const void *a, const void *b, void *out, const bf_exec *ex,
+                                  bf_error *err) {
     const char *bad = bf_conv_cuda_unsupported(op, g, dt, use_cudnn);
     if (bad) return bf_err(err, BF_EUNSUPPORTED, "gpu_unsupported", "%s", bad);
     if (!ex) return bf_err(err, BF_EINTERNAL, "no_exec", "bf_conv_cuda needs a bf_exec");

@@ -28,12 +28,12 @@ extern "C" {
 /* The geometry as the kernels see it. Every tensor involved has fewer than 2^31 elements
  * (bf_conv_cuda_unsupported checks), so int indices never overflow. */
 struct bf_cgeo {
-    int n, h, w, c;        /* input activation */
-    int kh, kw, cg, o;     /* filter HWIO, cg = in channels per group */
-    int oh, ow;            /* output spatial size */
-    int sh, sw, dh, dw;    /* strides, dilations */
-    int pt, pl;            /* top / left pads (bottom / right follow from the sizes) */
-    int groups, og;        /* og = out channels per group */
+    int n, h, w, c;     /* input activation */
+    int kh, kw, cg, o;  /* filter HWIO, cg = in channels per group */
+    int oh, ow;         /* output spatial size */
+    int sh, sw, dh, dw; /* strides, dilations */
+    int pt, pl;         /* top / left pads (bottom / right follow from the sizes) */
+    int groups, og;     /* og = out channels per group */
     int nchw;
 };
 
@@ -55,9 +55,8 @@ size_t bf_conv_own_workspace(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, 
  * Appends a description of the kernel to `note`.
  */
 bf_status bf_conv_own_run(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, const void *a,
-                          const void *b, void *out, void *ws, size_t ws_size,
-                          cudaStream_t stream, int sm_count, char *note, size_t note_size,
-                          bf_error *err);
+                          const void *b, void *out, void *ws, size_t ws_size, cudaStream_t stream,
+                          int sm_count, char *note, size_t note_size, bf_error *err);
 
 /*
  * Helpers of the cuDNN path, on raw element bytes (esize 2, 4 or 8):
@@ -67,10 +66,10 @@ bf_status bf_conv_own_run(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, con
  *   filter: HWIO [KH,KW,Cg,O] <-> cuDNN's OHWI (nhwc) or OIHW (nchw); to_cudnn picks the
  *         direction.
  */
-cudaError_t bf_cuda_pad(int esize, const void *src, void *dst, int n, int h, int w, int c,
-                        int et, int eb, int el, int er, int nchw, cudaStream_t st);
-cudaError_t bf_cuda_crop(int esize, const void *src, void *dst, int n, int h, int w, int c,
-                         int et, int eb, int el, int er, int nchw, cudaStream_t st);
+cudaError_t bf_cuda_pad(int esize, const void *src, void *dst, int n, int h, int w, int c, int et,
+                        int eb, int el, int er, int nchw, cudaStream_t st);
+cudaError_t bf_cuda_crop(int esize, const void *src, void *dst, int n, int h, int w, int c, int et,
+                         int eb, int el, int er, int nchw, cudaStream_t st);
 cudaError_t bf_cuda_filter_xpose(int esize, const void *src, void *dst, int kh, int kw, int cg,
                                  int o, int nchw, int to_cudnn, cudaStream_t st);
 

@@ -5,12 +5,12 @@
  *
  * Each op is a GEMM over gathered operands (implicit GEMM, no im2col buffer), per group g:
  *   FWD        y[m=(n,oh,ow), co]      = sum_{k=(kh,kw,ci)}  x(n, oh*s-p+kh*d, .., ci) w[k, co]
- *   BWD_INPUT  dx[m=(n,ih,iw), ci]     = sum_{k=(kh,kw,co)}  dy(n, (ih+p-kh*d)/s, .., co) w[kh,kw,ci,co]
- *              (taps where ih+p-kh*d is not a multiple of s, or out of range, read zero)
- *   BWD_FILTER dw[m=(kh,kw,ci), co]    = sum_{k=(n,oh,ow)}   x(n, oh*s-p+kh*d, .., ci) dy[n,oh,ow,co]
- * The tiled kernel stages 64x16 and 16x64 tiles of the gathered operands in shared memory and
- * gives every thread a 4x4 block of outputs. BWD_FILTER's long reduction (N*OH*OW) is split
- * over blocks; each split writes its partial sums to the workspace and a second kernel adds
+ *   BWD_INPUT  dx[m=(n,ih,iw), ci]     = sum_{k=(kh,kw,co)}  dy(n, (ih+p-kh*d)/s, .., co)
+ * w[kh,kw,ci,co] (taps where ih+p-kh*d is not a multiple of s, or out of range, read zero)
+ *   BWD_FILTER dw[m=(kh,kw,ci), co]    = sum_{k=(n,oh,ow)}   x(n, oh*s-p+kh*d, .., ci)
+ * dy[n,oh,ow,co] The tiled kernel stages 64x16 and 16x64 tiles of the gathered operands in shared
+ * memory and gives every thread a 4x4 block of outputs. BWD_FILTER's long reduction (N*OH*OW) is
+ * split over blocks; each split writes its partial sums to the workspace and a second kernel adds
  * them in split order, so results are bitwise reproducible (no atomics).
  *
  * Depthwise (groups == C, one input channel per group) has GEMMs of width M (the multiplier),
@@ -31,14 +31,14 @@
 template <typename T> struct bf_acc { typedef float type; };
 template <> struct bf_acc<double> { typedef double type; };
 
-__device__ __forceinline__ float bf_ld(float v) { return v; }
-__device__ __forceinline__ double bf_ld(double v) { return v; }
+__host__ __device__ __forceinline__ float bf_ld(float v) { return v; }
+__host__ __device__ __forceinline__ double bf_ld(double v) { return v; }
 __device__ __forceinline__ float bf_ld(__half v) { return __half2float(v); }
 __device__ __forceinline__ float bf_ld(__nv_bfloat16 v) { return __bfloat162float(v); }
 
-template <typename T> __device__ __forceinline__ T bf_st(typename bf_acc<T>::type v);
-template <> __device__ __forceinline__ float bf_st<float>(float v) { return v; }
-template <> __device__ __forceinline__ double bf_st<double>(double v) { return v; }
+template <typename T> __host__ __device__ __forceinline__ T bf_st(typename bf_acc<T>::type v);
+template <> __host__ __device__ __forceinline__ float bf_st<float>(float v) { return v; }
+template <> __host__ __device__ __forceinline__ double bf_st<double>(double v) { return v; }
 template <> __device__ __forceinline__ __half bf_st<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 bf_st<__nv_bfloat16>(float v) {
     return __float2bfloat16_rn(v);
@@ -72,7 +72,7 @@ enum { BM = 64, BN = 64, BK = 16, GEMM_THREADS = 256 };
 
 /* The gathered operands A [M x K] and B [K x NC] of group `grp`, zero outside. */
 template <typename T, int OP>
-__device__ __forceinline__ typename bf_acc<T>::type
+__host__ __device__ __forceinline__ typename bf_acc<T>::type
 gemm_a(const bf_cgeo &g, const T *__restrict__ a, int m, int k, int grp, int M, int kend) {
     typedef typename bf_acc<T>::type A;
     if (m >= M || k >= kend) return A(0);
@@ -100,7 +100,7 @@ gemm_a(const bf_cgeo &g, const T *__restrict__ a, int m, int k, int grp, int M, 
 }
 
 template <typename T, int OP>
-__device__ __forceinline__ typename bf_acc<T>::type
+__host__ __device__ __forceinline__ typename bf_acc<T>::type
 gemm_b(const bf_cgeo &g, const T *__restrict__ b, int k, int nn, int grp, int NC, int kend) {
     typedef typename bf_acc<T>::type A;
     if (nn >= NC || k >= kend) return A(0);
@@ -117,7 +117,7 @@ gemm_b(const bf_cgeo &g, const T *__restrict__ b, int k, int nn, int grp, int NC
 
 /* Offset of output (m, nn) of group grp in `out`. */
 template <int OP>
-__device__ __forceinline__ int gemm_out_idx(const bf_cgeo &g, int m, int nn, int grp) {
+__host__ __device__ __forceinline__ int gemm_out_idx(const bf_cgeo &g, int m, int nn, int grp) {
     if (OP == BF_CONV_FWD) {
         int ox = m % g.ow, t = m / g.ow, oy = t % g.oh, n = t / g.oh;
         return bf_act_idx(g.nchw, n, oy, ox, grp * g.og + nn, g.oh, g.ow, g.o);
@@ -136,9 +136,9 @@ __device__ __forceinline__ int gemm_out_idx(const bf_cgeo &g, int m, int nn, int
  */
 template <typename T, int OP>
 __global__ void __launch_bounds__(GEMM_THREADS)
-gemm_kernel(bf_cgeo g, const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ out,
-            typename bf_acc<T>::type *__restrict__ partial, int M, int NC, int K, int kchunk,
-            int splits) {
+    gemm_kernel(bf_cgeo g, const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ out,
+                typename bf_acc<T>::type *__restrict__ partial, int M, int NC, int K, int kchunk,
+                int splits) {
     typedef typename bf_acc<T>::type A;
     __shared__ A As[BK][BM + 1];
     __shared__ A Bs[BK][BN + 1];
@@ -150,7 +150,8 @@ gemm_kernel(bf_cgeo g, const T *__restrict__ a, const T *__restrict__ b, T *__re
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
-        for (int j = 0; j < 4; j++) acc[i][j] = A(0);
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = A(0);
 
     for (int k0 = kbeg; k0 < kend; k0 += BK) {
 #pragma unroll
@@ -170,13 +171,16 @@ gemm_kernel(bf_cgeo g, const T *__restrict__ a, const T *__restrict__ b, T *__re
         for (int kk = 0; kk < BK; kk++) {
             A ra[4], rb[4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) ra[i] = As[kk][ty * 4 + i];
+            for (int i = 0; i < 4; i++)
+                ra[i] = As[kk][ty * 4 + i];
 #pragma unroll
-            for (int j = 0; j < 4; j++) rb[j] = Bs[kk][tx + 16 * j];
+            for (int j = 0; j < 4; j++)
+                rb[j] = Bs[kk][tx + 16 * j];
 #pragma unroll
             for (int i = 0; i < 4; i++)
 #pragma unroll
-                for (int j = 0; j < 4; j++) acc[i][j] += ra[i] * rb[j];
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] += ra[i] * rb[j];
         }
         __syncthreads();
     }
@@ -205,92 +209,119 @@ __global__ void gemm_reduce(bf_cgeo g, const typename bf_acc<T>::type *__restric
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         int nn = i % NC, t = i / NC, m = t % M, grp = t / M;
         A s = A(0);
-        for (int sp = 0; sp < splits; sp++) s += partial[(size_t)sp * total + i];
+        for (int sp = 0; sp < splits; sp++)
+            s += partial[(size_t)sp * total + i];
         out[m * g.o + grp * g.og + nn] = bf_st<T>(s);
     }
 }
 
 /* ---- direct kernels (depthwise) ---------------------------------------------------------- */
 
-/* One thread per y element: y[n,oh,ow,co] = sum_{kh,kw,ci in group} x * w. */
+/* y element i (in y's layout): sum over kh, kw and the group's input channels of x * w. */
+template <typename T>
+__host__ __device__ __forceinline__ typename bf_acc<T>::type
+direct_fwd_elem(const bf_cgeo &g, const T *__restrict__ x, const T *__restrict__ w, int i) {
+    typedef typename bf_acc<T>::type A;
+    int n, oy, ox, co;
+    if (g.nchw) {
+        ox = i % g.ow;
+        int t = i / g.ow;
+        oy = t % g.oh;
+        t /= g.oh;
+        co = t % g.o;
+        n = t / g.o;
+    } else {
+        co = i % g.o;
+        int t = i / g.o;
+        ox = t % g.ow;
+        t /= g.ow;
+        oy = t % g.oh;
+        n = t / g.oh;
+    }
+    int grp = co / g.og;
+    A s = A(0);
+    for (int ky = 0; ky < g.kh; ky++) {
+        int iy = oy * g.sh - g.pt + ky * g.dh;
+        if ((unsigned)iy >= (unsigned)g.h) continue;
+        for (int kx = 0; kx < g.kw; kx++) {
+            int ix = ox * g.sw - g.pl + kx * g.dw;
+            if ((unsigned)ix >= (unsigned)g.w) continue;
+            for (int ci = 0; ci < g.cg; ci++)
+                s += bf_ld(x[bf_act_idx(g.nchw, n, iy, ix, grp * g.cg + ci, g.h, g.w, g.c)]) *
+                     bf_ld(w[((ky * g.kw + kx) * g.cg + ci) * g.o + co]);
+        }
+    }
+    return s;
+}
+
+/* One thread per y element. */
 template <typename T>
 __global__ void direct_fwd(bf_cgeo g, const T *__restrict__ x, const T *__restrict__ w,
                            T *__restrict__ y, int total) {
-    typedef typename bf_acc<T>::type A;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-        int n, oy, ox, co;
-        if (g.nchw) {
-            ox = i % g.ow; int t = i / g.ow; oy = t % g.oh; t /= g.oh; co = t % g.o; n = t / g.o;
-        } else {
-            co = i % g.o; int t = i / g.o; ox = t % g.ow; t /= g.ow; oy = t % g.oh; n = t / g.oh;
-        }
-        int grp = co / g.og;
-        A s = A(0);
-        for (int ky = 0; ky < g.kh; ky++) {
-            int iy = oy * g.sh - g.pt + ky * g.dh;
-            if ((unsigned)iy >= (unsigned)g.h) continue;
-            for (int kx = 0; kx < g.kw; kx++) {
-                int ix = ox * g.sw - g.pl + kx * g.dw;
-                if ((unsigned)ix >= (unsigned)g.w) continue;
-                for (int ci = 0; ci < g.cg; ci++)
-                    s += bf_ld(x[bf_act_idx(g.nchw, n, iy, ix, grp * g.cg + ci, g.h, g.w, g.c)]) *
-                         bf_ld(w[((ky * g.kw + kx) * g.cg + ci) * g.o + co]);
-            }
-        }
-        y[i] = bf_st<T>(s);
-    }
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x)
+        y[i] = bf_st<T>(direct_fwd_elem(g, x, w, i));
 }
 
-/* One thread per dx element, gathering the dy positions whose window covers it. */
+/* dx element i (in x's layout): gathers the dy positions whose window covers it; taps where
+ * ih + pad - kh*dil is not a multiple of the stride read nothing. */
+template <typename T>
+__host__ __device__ __forceinline__ typename bf_acc<T>::type
+direct_bwd_input_elem(const bf_cgeo &g, const T *__restrict__ dy, const T *__restrict__ w, int i) {
+    typedef typename bf_acc<T>::type A;
+    int n, iy, ix, ci;
+    if (g.nchw) {
+        ix = i % g.w;
+        int t = i / g.w;
+        iy = t % g.h;
+        t /= g.h;
+        ci = t % g.c;
+        n = t / g.c;
+    } else {
+        ci = i % g.c;
+        int t = i / g.c;
+        ix = t % g.w;
+        t /= g.w;
+        iy = t % g.h;
+        n = t / g.h;
+    }
+    int grp = ci / g.cg, cl = ci % g.cg;
+    A s = A(0);
+    for (int ky = 0; ky < g.kh; ky++) {
+        int ty = iy + g.pt - ky * g.dh;
+        if (ty < 0 || ty % g.sh) continue;
+        int oy = ty / g.sh;
+        if (oy >= g.oh) continue;
+        for (int kx = 0; kx < g.kw; kx++) {
+            int tx = ix + g.pl - kx * g.dw;
+            if (tx < 0 || tx % g.sw) continue;
+            int ox = tx / g.sw;
+            if (ox >= g.ow) continue;
+            const T *wr = w + ((ky * g.kw + kx) * g.cg + cl) * g.o + grp * g.og;
+            for (int q = 0; q < g.og; q++)
+                s += bf_ld(dy[bf_act_idx(g.nchw, n, oy, ox, grp * g.og + q, g.oh, g.ow, g.o)]) *
+                     bf_ld(wr[q]);
+        }
+    }
+    return s;
+}
+
+/* One thread per dx element. */
 template <typename T>
 __global__ void direct_bwd_input(bf_cgeo g, const T *__restrict__ dy, const T *__restrict__ w,
                                  T *__restrict__ dx, int total) {
-    typedef typename bf_acc<T>::type A;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-        int n, iy, ix, ci;
-        if (g.nchw) {
-            ix = i % g.w; int t = i / g.w; iy = t % g.h; t /= g.h; ci = t % g.c; n = t / g.c;
-        } else {
-            ci = i % g.c; int t = i / g.c; ix = t % g.w; t /= g.w; iy = t % g.h; n = t / g.h;
-        }
-        int grp = ci / g.cg, cl = ci % g.cg;
-        A s = A(0);
-        for (int ky = 0; ky < g.kh; ky++) {
-            int ty = iy + g.pt - ky * g.dh;
-            if (ty < 0 || ty % g.sh) continue;
-            int oy = ty / g.sh;
-            if (oy >= g.oh) continue;
-            for (int kx = 0; kx < g.kw; kx++) {
-                int tx = ix + g.pl - kx * g.dw;
-                if (tx < 0 || tx % g.sw) continue;
-                int ox = tx / g.sw;
-                if (ox >= g.ow) continue;
-                const T *wr = w + ((ky * g.kw + kx) * g.cg + cl) * g.o + grp * g.og;
-                for (int q = 0; q < g.og; q++)
-                    s += bf_ld(dy[bf_act_idx(g.nchw, n, oy, ox, grp * g.og + q, g.oh, g.ow, g.o)]) *
-                         bf_ld(wr[q]);
-            }
-        }
-        dx[i] = bf_st<T>(s);
-    }
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x)
+        dx[i] = bf_st<T>(direct_bwd_input_elem(g, dy, w, i));
 }
 
-/*
- * Filter gradient, one thread per (HWIO element f, split s): sums x * dy over positions
- * p = (n, oh, ow) in [s*chunk, (s+1)*chunk). Adjacent threads take adjacent output channels,
- * so NHWC reads are coalesced. splits == 1 writes dw directly, otherwise partial[s*F + f].
- */
+/* Filter-gradient element f (HWIO index) summed over positions p = (n, oh, ow) in
+ * [pbeg, pend). */
 template <typename T>
-__global__ void direct_bwd_filter(bf_cgeo g, const T *__restrict__ x, const T *__restrict__ dy,
-                                  T *__restrict__ dw, typename bf_acc<T>::type *__restrict__ partial,
-                                  int F, int P, int chunk, int splits) {
+__host__ __device__ __forceinline__ typename bf_acc<T>::type
+direct_bwd_filter_elem(const bf_cgeo &g, const T *__restrict__ x, const T *__restrict__ dy, int f,
+                       int pbeg, int pend) {
     typedef typename bf_acc<T>::type A;
-    int f = blockIdx.x * blockDim.x + threadIdx.x;
-    if (f >= F) return;
-    int s = blockIdx.y;
     int co = f % g.o, t = f / g.o, ci = t % g.cg, tap = t / g.cg, kx = tap % g.kw, ky = tap / g.kw;
     int grp = co / g.og, c = grp * g.cg + ci;
-    int pbeg = s * chunk, pend = min(P, pbeg + chunk);
     A acc = A(0);
     for (int p = pbeg; p < pend; p++) {
         int ox = p % g.ow, r = p / g.ow, oy = r % g.oh, n = r / g.oh;
@@ -299,6 +330,24 @@ __global__ void direct_bwd_filter(bf_cgeo g, const T *__restrict__ x, const T *_
         acc += bf_ld(x[bf_act_idx(g.nchw, n, iy, ix, c, g.h, g.w, g.c)]) *
                bf_ld(dy[bf_act_idx(g.nchw, n, oy, ox, co, g.oh, g.ow, g.o)]);
     }
+    return acc;
+}
+
+/*
+ * Filter gradient, one thread per (HWIO element f, split s): positions
+ * [s*chunk, (s+1)*chunk). Adjacent threads take adjacent output channels, so NHWC reads are
+ * coalesced. splits == 1 writes dw directly, otherwise partial[s*F + f].
+ */
+template <typename T>
+__global__ void direct_bwd_filter(bf_cgeo g, const T *__restrict__ x, const T *__restrict__ dy,
+                                  T *__restrict__ dw,
+                                  typename bf_acc<T>::type *__restrict__ partial, int F, int P,
+                                  int chunk, int splits) {
+    int f = blockIdx.x * blockDim.x + threadIdx.x;
+    if (f >= F) return;
+    int s = blockIdx.y;
+    int pbeg = s * chunk, pend = min(P, pbeg + chunk);
+    typename bf_acc<T>::type acc = direct_bwd_filter_elem(g, x, dy, f, pbeg, pend);
     if (splits == 1)
         dw[f] = bf_st<T>(acc);
     else
@@ -311,7 +360,8 @@ __global__ void split_reduce(const typename bf_acc<T>::type *__restrict__ partia
     typedef typename bf_acc<T>::type A;
     for (int f = blockIdx.x * blockDim.x + threadIdx.x; f < F; f += gridDim.x * blockDim.x) {
         A s = A(0);
-        for (int sp = 0; sp < splits; sp++) s += partial[(size_t)sp * F + f];
+        for (int sp = 0; sp < splits; sp++)
+            s += partial[(size_t)sp * F + f];
         out[f] = bf_st<T>(s);
     }
 }
@@ -331,9 +381,10 @@ static int bwd_filter_splits(const bf_conv_geom *g, int sm_count) {
     int64_t F = g->k_h * g->k_w * g->k_in_c * g->out_c;
     int64_t P = g->n * g->out_h * g->out_w;
     int64_t sms = sm_count > 0 ? sm_count : 132;
-    int64_t units = bf_conv_is_depthwise(g) ? (F + 255) / 256 /* blocks of 256 threads */
-                                            : g->groups * ((g->k_h * g->k_w * g->k_in_c + BM - 1) / BM) *
-                                                  ((g->out_c / g->groups + BN - 1) / BN);
+    int64_t units = bf_conv_is_depthwise(g)
+                        ? (F + 255) / 256 /* blocks of 256 threads */
+                        : g->groups * ((g->k_h * g->k_w * g->k_in_c + BM - 1) / BM) *
+                              ((g->out_c / g->groups + BN - 1) / BN);
     int64_t want = (2 * sms + units - 1) / BF_MAX(units, 1);
     int64_t most = BF_MAX(P / 64, 1);
     int64_t s = BF_MIN(BF_MIN(want, most), 256);
@@ -368,7 +419,8 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
             int chunk = (P + splits - 1) / splits;
             dim3 grid((F + 255) / 256, splits);
             direct_bwd_filter<T><<<grid, 256, 0, st>>>(g, a, b, out, (A *)ws, F, P, chunk, splits);
-            if (splits > 1) split_reduce<T><<<grid_1d(F, 256), 256, 0, st>>>((A *)ws, out, F, splits);
+            if (splits > 1)
+                split_reduce<T><<<grid_1d(F, 256), 256, 0, st>>>((A *)ws, out, F, splits);
             bf_note_add(note, note_size, "own direct depthwise bwd_filter, %d splits", splits);
         } else {
             int M = g.kh * g.kw * g.cg, NC = g.og, K = P;
@@ -376,8 +428,8 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
             splits = (K + kchunk - 1) / kchunk;
             if (splits < 1) splits = 1;
             dim3 grid((M + BM - 1) / BM, (NC + BN - 1) / BN, g.groups * splits);
-            gemm_kernel<T, BF_CONV_BWD_FILTER><<<grid, GEMM_THREADS, 0, st>>>(
-                g, a, b, out, (A *)ws, M, NC, K, kchunk, splits);
+            gemm_kernel<T, BF_CONV_BWD_FILTER>
+                <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, (A *)ws, M, NC, K, kchunk, splits);
             if (splits > 1)
                 gemm_reduce<T><<<grid_1d((int64_t)g.groups * M * NC, 256), 256, 0, st>>>(
                     g, (A *)ws, out, M, NC, splits);
@@ -391,44 +443,44 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
             direct_fwd<T><<<grid_1d(total, 256), 256, 0, st>>>(g, a, b, out, total);
         else
             direct_bwd_input<T><<<grid_1d(total, 256), 256, 0, st>>>(g, a, b, out, total);
-        bf_note_add(note, note_size, "own direct depthwise %s", op == BF_CONV_FWD ? "fwd" : "bwd_input");
+        bf_note_add(note, note_size, "own direct depthwise %s",
+                    op == BF_CONV_FWD ? "fwd" : "bwd_input");
         return;
     }
     if (op == BF_CONV_FWD) {
         int M = g.n * g.oh * g.ow, NC = g.og, K = g.kh * g.kw * g.cg;
         dim3 grid((M + BM - 1) / BM, (NC + BN - 1) / BN, g.groups);
-        gemm_kernel<T, BF_CONV_FWD><<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, NULL, M, NC, K,
-                                                                   K, 1);
+        gemm_kernel<T, BF_CONV_FWD>
+            <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, NULL, M, NC, K, K, 1);
         bf_note_add(note, note_size, "own implicit-GEMM fwd");
     } else {
         int M = g.n * g.h * g.w, NC = g.cg, K = g.kh * g.kw * g.og;
         dim3 grid((M + BM - 1) / BM, (NC + BN - 1) / BN, g.groups);
-        gemm_kernel<T, BF_CONV_BWD_INPUT><<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, NULL, M, NC,
-                                                                         K, K, 1);
+        gemm_kernel<T, BF_CONV_BWD_INPUT>
+            <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, NULL, M, NC, K, K, 1);
         bf_note_add(note, note_size, "own implicit-GEMM bwd_input");
     }
 }
 
 bf_status bf_conv_own_run(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, const void *a,
-                          const void *b, void *out, void *ws, size_t ws_size,
-                          cudaStream_t stream, int sm_count, char *note, size_t note_size,
-                          bf_error *err) {
+                          const void *b, void *out, void *ws, size_t ws_size, cudaStream_t stream,
+                          int sm_count, char *note, size_t note_size, bf_error *err) {
     switch (dt) {
     case BF_DTYPE_F32:
         launch_own(op, g, (const float *)a, (const float *)b, (float *)out, ws, ws_size, stream,
                    sm_count, note, note_size);
         break;
     case BF_DTYPE_F64:
-        launch_own(op, g, (const double *)a, (const double *)b, (double *)out, ws, ws_size,
-                   stream, sm_count, note, note_size);
+        launch_own(op, g, (const double *)a, (const double *)b, (double *)out, ws, ws_size, stream,
+                   sm_count, note, note_size);
         break;
     case BF_DTYPE_F16:
-        launch_own(op, g, (const __half *)a, (const __half *)b, (__half *)out, ws, ws_size,
-                   stream, sm_count, note, note_size);
+        launch_own(op, g, (const __half *)a, (const __half *)b, (__half *)out, ws, ws_size, stream,
+                   sm_count, note, note_size);
         break;
     case BF_DTYPE_BF16:
-        launch_own(op, g, (const __nv_bfloat16 *)a, (const __nv_bfloat16 *)b,
-                   (__nv_bfloat16 *)out, ws, ws_size, stream, sm_count, note, note_size);
+        launch_own(op, g, (const __nv_bfloat16 *)a, (const __nv_bfloat16 *)b, (__nv_bfloat16 *)out,
+                   ws, ws_size, stream, sm_count, note, note_size);
         break;
     default:
         return bf_err(err, BF_EUNSUPPORTED, "dtype", "dtype %s has no CUDA convolution kernel",
@@ -443,28 +495,52 @@ bf_status bf_conv_own_run(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, con
 
 /* ---- helpers of the cuDNN path ----------------------------------------------------------- */
 
-template <typename E>
-__global__ void pad_crop_kernel(const E *__restrict__ src, E *__restrict__ dst, int n, int h,
-                                int w, int c, int et, int eb, int el, int er, int nchw, int pad) {
+/* For element i of the destination of a pad (pad != 0: dst is [N, H+et+eb, W+el+er, C]) or a
+ * crop (dst is [N, H, W, C]), the source element, or -1 for a zero of the padding. */
+__host__ __device__ __forceinline__ int pad_crop_src(int i, int n, int h, int w, int c, int et,
+                                                     int eb, int el, int er, int nchw, int pad) {
+    (void)n;
     int hp = h + et + eb, wp = w + el + er;
-    int total = pad ? n * hp * wp * c : n * h * w * c;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-        int H = pad ? hp : h, W = pad ? wp : w;
-        int nn, y, x, ch;
-        if (nchw) {
-            x = i % W; int t = i / W; y = t % H; t /= H; ch = t % c; nn = t / c;
-        } else {
-            ch = i % c; int t = i / c; x = t % W; t /= W; y = t % H; nn = t / H;
-        }
-        if (pad) { /* dst is the padded tensor */
-            int sy = y - et, sx = x - el;
-            dst[i] = ((unsigned)sy < (unsigned)h && (unsigned)sx < (unsigned)w)
-                         ? src[bf_act_idx(nchw, nn, sy, sx, ch, h, w, c)]
-                         : E(0);
-        } else { /* src is the padded tensor */
-            dst[i] = src[bf_act_idx(nchw, nn, y + et, x + el, ch, hp, wp, c)];
-        }
+    int H = pad ? hp : h, W = pad ? wp : w;
+    int nn, y, x, ch;
+    if (nchw) {
+        x = i % W;
+        int t = i / W;
+        y = t % H;
+        t /= H;
+        ch = t % c;
+        nn = t / c;
+    } else {
+        ch = i % c;
+        int t = i / c;
+        x = t % W;
+        t /= W;
+        y = t % H;
+        nn = t / H;
     }
+    if (pad) {
+        int sy = y - et, sx = x - el;
+        if ((unsigned)sy >= (unsigned)h || (unsigned)sx >= (unsigned)w) return -1;
+        return bf_act_idx(nchw, nn, sy, sx, ch, h, w, c);
+    }
+    return bf_act_idx(nchw, nn, y + et, x + el, ch, hp, wp, c);
+}
+
+template <typename E>
+__global__ void pad_crop_kernel(const E *__restrict__ src, E *__restrict__ dst, int n, int h, int w,
+                                int c, int et, int eb, int el, int er, int nchw, int pad) {
+    int total = pad ? n * (h + et + eb) * (w + el + er) * c : n * h * w * c;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        int j = pad_crop_src(i, n, h, w, c, et, eb, el, er, nchw, pad);
+        dst[i] = j < 0 ? E(0) : src[j];
+    }
+}
+
+/* Index in cuDNN's filter layout (OIHW for nchw, OHWI for nhwc) of HWIO element i. */
+__host__ __device__ __forceinline__ int filter_cudnn_idx(int i, int kh, int kw, int cg, int o,
+                                                         int nchw) {
+    int co = i % o, t = i / o, ci = t % cg, tap = t / cg, x = tap % kw, y = tap / kw;
+    return nchw ? ((co * cg + ci) * kh + y) * kw + x : ((co * kh + y) * kw + x) * cg + ci;
 }
 
 template <typename E>
@@ -472,10 +548,7 @@ __global__ void filter_xpose_kernel(const E *__restrict__ src, E *__restrict__ d
                                     int cg, int o, int nchw, int to_cudnn) {
     int total = kh * kw * cg * o;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-        /* i indexes the HWIO tensor. */
-        int co = i % o, t = i / o, ci = t % cg, tap = t / cg, x = tap % kw, y = tap / kw;
-        int j = nchw ? ((co * cg + ci) * kh + y) * kw + x   /* OIHW */
-                     : ((co * kh + y) * kw + x) * cg + ci;  /* OHWI */
+        int j = filter_cudnn_idx(i, kh, kw, cg, o, nchw); /* i indexes the HWIO tensor */
         if (to_cudnn)
             dst[j] = src[i];
         else
@@ -509,8 +582,8 @@ cudaError_t bf_cuda_pad(int esize, const void *src, void *dst, int n, int h, int
     return pad_crop(esize, src, dst, n, h, w, c, et, eb, el, er, nchw, 1, st);
 }
 
-cudaError_t bf_cuda_crop(int esize, const void *src, void *dst, int n, int h, int w, int c,
-                         int et, int eb, int el, int er, int nchw, cudaStream_t st) {
+cudaError_t bf_cuda_crop(int esize, const void *src, void *dst, int n, int h, int w, int c, int et,
+                         int eb, int el, int er, int nchw, cudaStream_t st) {
     return pad_crop(esize, src, dst, n, h, w, c, et, eb, el, er, nchw, 0, st);
 }
 
