@@ -124,7 +124,7 @@ static void emu_own(bf_conv_op op, const bf_conv_geom *geom, const double *a, co
     int depthwise = bf_conv_is_depthwise(geom);
     if (op == BF_CONV_BWD_FILTER) {
         int F = g.kh * g.kw * g.cg * g.o, P = g.n * g.oh * g.ow;
-        int splits = bwd_filter_splits(geom, sm);
+        int splits = bwd_filter_splits(geom, BF_DTYPE_F64, sm);
         if (splits < 2) splits = 1;
         std::vector<double> part((size_t)splits * F + 1);
         if (depthwise) {

@@ -106,6 +106,8 @@ extern "C" const char *bf_conv_cuda_unsupported(bf_conv_op op, const bf_conv_geo
         !fits_int(g->k_h, g->k_w, g->k_in_c, g->out_c) || !fits_int(g->n, p.hp, p.wp, g->in_c))
         return "a tensor has 2^31 elements or more (the GPU kernels index with 32 bits)";
     if (!bf_conv_is_depthwise(g) && g->groups > 65535) return "more than 65535 groups";
+    if (g->k_in_c > 65535 * 64 || (g->groups > 0 && g->out_c / g->groups > 65535 * 64))
+        return "more than 4M channels per group";
     return NULL;
 }
 
@@ -118,6 +120,16 @@ static bf_status cuda_fail(bf_error *err, cudaError_t e, const char *what) {
     return bf_err(err, BF_EDEVICE, "cuda", "%s: %s", what, cudaGetErrorString(e));
 }
 
+/* A failed cuDNN convolution call: NOT_SUPPORTED (nothing was launched) sends the caller to
+ * our own kernels; anything else is a device error. */
+static bf_status conv_fail(bf_error *err, cudnnStatus_t s, const char *what, const char **why) {
+    if (s == CUDNN_STATUS_NOT_SUPPORTED) {
+        *why = "the chosen algorithm reported CUDNN_STATUS_NOT_SUPPORTED";
+        return BF_EUNSUPPORTED;
+    }
+    return cudnn_fail(err, s, what);
+}
+
 struct cudnn_setup {
     cudnnTensorDescriptor_t x = NULL, y = NULL; /* x is the padded input when padding */
     cudnnFilterDescriptor_t w = NULL;
@@ -125,6 +137,7 @@ struct cudnn_setup {
     cudnnDataType_t data = CUDNN_DATA_FLOAT;
 };
 
+/* Destroy failures are ignored: there is nothing to do about them and nothing is leaked. */
 static void setup_free(cudnn_setup *s) {
     if (s->x) (void)cudnnDestroyTensorDescriptor(s->x);
     if (s->y) (void)cudnnDestroyTensorDescriptor(s->y);
@@ -431,7 +444,7 @@ static bf_status run_cudnn(bf_cuda_ctx *c, bf_conv_op op, const bf_conv_geom *g,
         st = cudnnConvolutionForward(c->cudnn, one, s.x, x, s.w, wt, s.conv,
                                      (cudnnConvolutionFwdAlgo_t)pick.algo, cws, pick.ws_bytes, zero,
                                      s.y, out);
-        if (st != CUDNN_STATUS_SUCCESS) rc = cudnn_fail(err, st, "cudnnConvolutionForward");
+        if (st != CUDNN_STATUS_SUCCESS) rc = conv_fail(err, st, "cudnnConvolutionForward", why);
     } else if (op == BF_CONV_BWD_FILTER) {
         const void *x = a;
         if (p.padded) {
@@ -443,7 +456,7 @@ static bf_status run_cudnn(bf_cuda_ctx *c, bf_conv_op op, const bf_conv_geom *g,
                                             (cudnnConvolutionBwdFilterAlgo_t)pick.algo, cws,
                                             pick.ws_bytes, zero, s.w, wt);
         if (st != CUDNN_STATUS_SUCCESS) {
-            rc = cudnn_fail(err, st, "cudnnConvolutionBackwardFilter");
+            rc = conv_fail(err, st, "cudnnConvolutionBackwardFilter", why);
             goto done;
         }
         ce = bf_cuda_filter_xpose((int)es, wt, out, kh, kw, cg, o, nchw, 0, stream);
@@ -455,7 +468,7 @@ static bf_status run_cudnn(bf_cuda_ctx *c, bf_conv_op op, const bf_conv_geom *g,
                                           (cudnnConvolutionBwdDataAlgo_t)pick.algo, cws,
                                           pick.ws_bytes, zero, s.x, p.padded ? xp : out);
         if (st != CUDNN_STATUS_SUCCESS) {
-            rc = cudnn_fail(err, st, "cudnnConvolutionBackwardData");
+            rc = conv_fail(err, st, "cudnnConvolutionBackwardData", why);
             goto done;
         }
         if (p.padded) {

@@ -375,9 +375,14 @@ static int grid_1d(int64_t total, int threads) {
     return (int)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
 }
 
-/* How many splits the filter-gradient reduction gets: enough blocks to fill the GPU twice,
- * each split at least 64 positions long, at most 256. */
-static int bwd_filter_splits(const bf_conv_geom *g, int sm_count) {
+/* Most bytes of split partial sums the filter gradient may use. */
+#define BF_OWN_PARTIAL_CAP ((size_t)256 << 20)
+
+/* How many splits the filter-gradient reduction gets: enough blocks to give every SM four,
+ * each split at least 64 positions long, at most 256 splits, grid.z within 65535, and the
+ * partial sums within BF_OWN_PARTIAL_CAP. Depends only on the geometry, dtype and SM count,
+ * so planning (workspace) and running agree. */
+static int bwd_filter_splits(const bf_conv_geom *g, bf_dtype dt, int sm_count) {
     int64_t F = g->k_h * g->k_w * g->k_in_c * g->out_c;
     int64_t P = g->n * g->out_h * g->out_w;
     int64_t sms = sm_count > 0 ? sm_count : 132;
@@ -385,16 +390,17 @@ static int bwd_filter_splits(const bf_conv_geom *g, int sm_count) {
                         ? (F + 255) / 256 /* blocks of 256 threads */
                         : g->groups * ((g->k_h * g->k_w * g->k_in_c + BM - 1) / BM) *
                               ((g->out_c / g->groups + BN - 1) / BN);
-    int64_t want = (2 * sms + units - 1) / BF_MAX(units, 1);
+    int64_t want = (4 * sms + units - 1) / BF_MAX(units, 1);
     int64_t most = BF_MAX(P / 64, 1);
     int64_t s = BF_MIN(BF_MIN(want, most), 256);
     if (!bf_conv_is_depthwise(g)) s = BF_MIN(s, 65535 / BF_MAX(g->groups, 1)); /* grid.z */
+    s = BF_MIN(s, (int64_t)(BF_OWN_PARTIAL_CAP / ((size_t)BF_MAX(F, 1) * acc_size(dt))));
     return (int)BF_MAX(s, 1);
 }
 
 size_t bf_conv_own_workspace(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, int sm_count) {
     if (op != BF_CONV_BWD_FILTER) return 0;
-    int s = bwd_filter_splits(g, sm_count);
+    int s = bwd_filter_splits(g, dt, sm_count);
     if (s <= 1) return 0;
     return (size_t)s * (size_t)(g->k_h * g->k_w * g->k_in_c * g->out_c) * acc_size(dt);
 }
@@ -411,7 +417,7 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
     if (op == BF_CONV_BWD_FILTER) {
         int F = g.kh * g.kw * g.cg * g.o;
         int P = g.n * g.oh * g.ow;
-        int splits = bwd_filter_splits(geom, sm_count);
+        int splits = bwd_filter_splits(geom, sizeof(A) == 8 ? BF_DTYPE_F64 : BF_DTYPE_F32, sm_count);
         size_t per = (size_t)F * sizeof(A);
         if (splits > 1 && (size_t)splits * per > ws_size) splits = (int)(ws_size / per);
         if (splits < 2) splits = 1;
