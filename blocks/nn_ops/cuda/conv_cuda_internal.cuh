@@ -1,0 +1,79 @@
+/*
+ * conv_cuda_internal.cuh - what the two convolution .cu files share: the dtype traits (half
+ * and bfloat16 accumulate in float, double in double), the 32-bit geometry the kernels index
+ * with, and the launchers of conv_cuda_own.cu that conv_cuda.cu calls (our own kernels, and the
+ * pad / crop / filter-transpose helpers of the cuDNN path). C++ linkage, library-internal.
+ */
+#ifndef BF_CONV_CUDA_INTERNAL_CUH
+#define BF_CONV_CUDA_INTERNAL_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+/* runtime/exec.h uses C11 <stdatomic.h>, which declares nothing in C++17: give it the C++
+ * names (std::atomic<int> has the layout of C11's atomic_int) before it is included. */
+#include <atomic>
+using std::atomic_int;
+using std::atomic_load_explicit;
+using std::memory_order_relaxed;
+
+/* runtime/common.h has no C++ guard of its own: its helpers (bf_err, bf_malloc...) have C
+ * linkage. It only includes C headers that are safe inside extern "C". */
+extern "C" {
+#include "../../../runtime/common.h"
+}
+#include "../conv_kernels.h"
+
+/* The geometry as the kernels see it. Every tensor involved has fewer than 2^31 elements
+ * (bf_conv_cuda_unsupported checks), so int indices never overflow. */
+struct bf_cgeo {
+    int n, h, w, c;     /* input activation */
+    int kh, kw, cg, o;  /* filter HWIO, cg = in channels per group */
+    int oh, ow;         /* output spatial size */
+    int sh, sw, dh, dw; /* strides, dilations */
+    int pt, pl;         /* top / left pads (bottom / right follow from the sizes) */
+    int groups, og;     /* og = out channels per group */
+    int nchw;
+};
+
+bf_cgeo bf_cgeo_from(const bf_conv_geom *g);
+
+/* Element offset of (n, y, x, ch) in an activation of spatial size H x W and C channels. */
+__host__ __device__ __forceinline__ int bf_act_idx(int nchw, int n, int y, int x, int ch, int H,
+                                                   int W, int C) {
+    return nchw ? ((n * C + ch) * H + y) * W + x : ((n * H + y) * W + x) * C + ch;
+}
+
+/* Scratch the own kernels need (split reductions of the filter gradient); 0 for most ops. */
+size_t bf_conv_own_workspace(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, int sm_count);
+
+/*
+ * Run `op` with our own kernels on `stream`. The depthwise case uses direct gather kernels;
+ * everything else a tiled implicit GEMM. Deterministic: every output is summed by one thread
+ * in a fixed order, split reductions go through `ws` and are summed in split order.
+ * Appends a description of the kernel to `note`.
+ */
+bf_status bf_conv_own_run(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, const void *a,
+                          const void *b, void *out, void *ws, size_t ws_size, cudaStream_t stream,
+                          int sm_count, char *note, size_t note_size, bf_error *err);
+
+/*
+ * Helpers of the cuDNN path, on raw element bytes (esize 2, 4 or 8):
+ *   pad:  dst [N, H+et+eb, W+el+er, C] (layout nchw) = src [N, H, W, C] placed at (et, el),
+ *         zeros around;
+ *   crop: dst [N, H, W, C] = src [N, H+et+eb, W+el+er, C] at (et, el);
+ *   filter: HWIO [KH,KW,Cg,O] <-> cuDNN's OHWI (nhwc) or OIHW (nchw); to_cudnn picks the
+ *         direction.
+ */
+cudaError_t bf_cuda_pad(int esize, const void *src, void *dst, int n, int h, int w, int c, int et,
+                        int eb, int el, int er, int nchw, cudaStream_t st);
+cudaError_t bf_cuda_crop(int esize, const void *src, void *dst, int n, int h, int w, int c, int et,
+                         int eb, int el, int er, int nchw, cudaStream_t st);
+cudaError_t bf_cuda_filter_xpose(int esize, const void *src, void *dst, int kh, int kw, int cg,
+                                 int o, int nchw, int to_cudnn, cudaStream_t st);
+
+/* Append printf text to a note buffer (may be NULL). */
+void bf_note_add(char *note, size_t size, const char *fmt, ...);
+
+#endif /* BF_CONV_CUDA_INTERNAL_CUH */

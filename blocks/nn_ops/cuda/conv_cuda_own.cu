@@ -1,0 +1,614 @@
+/*
+ * conv_cuda_own.cu - our own CUDA kernels for the three convolution ops (use_cudnn = 0, and the
+ * depthwise ops always, as TensorFlow does), plus the pad / crop / filter-transpose helpers of
+ * the cuDNN path.
+ *
+ * Each op is a GEMM over gathered operands (implicit GEMM, no im2col buffer), per group g:
+ *   FWD        y[m=(n,oh,ow), co]      = sum_{k=(kh,kw,ci)}  x(n, oh*s-p+kh*d, .., ci) w[k, co]
+ *   BWD_INPUT  dx[m=(n,ih,iw), ci]     = sum_{k=(kh,kw,co)}  dy(n, (ih+p-kh*d)/s, .., co)
+ * w[kh,kw,ci,co] (taps where ih+p-kh*d is not a multiple of s, or out of range, read zero)
+ *   BWD_FILTER dw[m=(kh,kw,ci), co]    = sum_{k=(n,oh,ow)}   x(n, oh*s-p+kh*d, .., ci)
+ * dy[n,oh,ow,co] The tiled kernel stages 64x16 and 16x64 tiles of the gathered operands in shared
+ * memory and gives every thread a 4x4 block of outputs. BWD_FILTER's long reduction (N*OH*OW) is
+ * split over blocks; each split writes its partial sums to the workspace and a second kernel adds
+ * them in split order, so results are bitwise reproducible (no atomics).
+ *
+ * Depthwise (groups == C, one input channel per group) has GEMMs of width M (the multiplier),
+ * too thin to tile: it uses direct kernels, one thread per output element, gathering its
+ * inputs (forward and backprop-input) or one thread per (filter element, split) for the
+ * filter gradient, again with an ordered second-pass reduction.
+ *
+ * f16/bf16 load, convert to float, accumulate in float, round once on store; f64 in double.
+ */
+#include "conv_cuda_internal.cuh"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- dtype traits ------------------------------------------------------------------------ */
+
+template <typename T> struct bf_acc { typedef float type; };
+template <> struct bf_acc<double> { typedef double type; };
+
+__host__ __device__ __forceinline__ float bf_ld(float v) { return v; }
+__host__ __device__ __forceinline__ double bf_ld(double v) { return v; }
+__device__ __forceinline__ float bf_ld(__half v) { return __half2float(v); }
+__device__ __forceinline__ float bf_ld(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __host__ __device__ __forceinline__ T bf_st(typename bf_acc<T>::type v);
+template <> __host__ __device__ __forceinline__ float bf_st<float>(float v) { return v; }
+template <> __host__ __device__ __forceinline__ double bf_st<double>(double v) { return v; }
+template <> __device__ __forceinline__ __half bf_st<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 bf_st<__nv_bfloat16>(float v) {
+    return __float2bfloat16_rn(v);
+}
+
+bf_cgeo bf_cgeo_from(const bf_conv_geom *g) {
+    bf_cgeo c;
+    c.n = (int)g->n, c.h = (int)g->in_h, c.w = (int)g->in_w, c.c = (int)g->in_c;
+    c.kh = (int)g->k_h, c.kw = (int)g->k_w, c.cg = (int)g->k_in_c, c.o = (int)g->out_c;
+    c.oh = (int)g->out_h, c.ow = (int)g->out_w;
+    c.sh = (int)g->stride_h, c.sw = (int)g->stride_w, c.dh = (int)g->dil_h, c.dw = (int)g->dil_w;
+    c.pt = (int)g->pad_top, c.pl = (int)g->pad_left;
+    c.groups = (int)g->groups, c.og = (int)(g->out_c / g->groups);
+    c.nchw = g->nchw;
+    return c;
+}
+
+void bf_note_add(char *note, size_t size, const char *fmt, ...) {
+    if (!note || size == 0) return;
+    size_t len = strnlen(note, size);
+    if (len >= size - 1) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note + len, size - len, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- tiled implicit GEMM ------------------------------------------------------------------- */
+
+enum { BM = 64, BN = 64, BK = 16, GEMM_THREADS = 256 };
+
+/* The gathered operands A [M x K] and B [K x NC] of group `grp`, zero outside. */
+template <typename T, int OP>
+__host__ __device__ __forceinline__ typename bf_acc<T>::type
+gemm_a(const bf_cgeo &g, const T *__restrict__ a, int m, int k, int grp, int M, int kend) {
+    typedef typename bf_acc<T>::type A;
+    if (m >= M || k >= kend) return A(0);
+    if (OP == BF_CONV_FWD) {
+        int ci = k % g.cg, tap = k / g.cg, kx = tap % g.kw, ky = tap / g.kw;
+        int ox = m % g.ow, t = m / g.ow, oy = t % g.oh, n = t / g.oh;
+        int iy = oy * g.sh - g.pt + ky * g.dh, ix = ox * g.sw - g.pl + kx * g.dw;
+        if ((unsigned)iy >= (unsigned)g.h || (unsigned)ix >= (unsigned)g.w) return A(0);
+        return bf_ld(a[bf_act_idx(g.nchw, n, iy, ix, grp * g.cg + ci, g.h, g.w, g.c)]);
+    } else if (OP == BF_CONV_BWD_INPUT) { /* a = dy */
+        int co = k % g.og, tap = k / g.og, kx = tap % g.kw, ky = tap / g.kw;
+        int ix = m % g.w, t = m / g.w, iy = t % g.h, n = t / g.h;
+        int ty = iy + g.pt - ky * g.dh, tx = ix + g.pl - kx * g.dw;
+        if (ty < 0 || tx < 0 || ty % g.sh || tx % g.sw) return A(0);
+        int oy = ty / g.sh, ox = tx / g.sw;
+        if (oy >= g.oh || ox >= g.ow) return A(0);
+        return bf_ld(a[bf_act_idx(g.nchw, n, oy, ox, grp * g.og + co, g.oh, g.ow, g.o)]);
+    } else { /* BWD_FILTER: a = x, m = (kh, kw, ci), k = (n, oh, ow) */
+        int ci = m % g.cg, tap = m / g.cg, kx = tap % g.kw, ky = tap / g.kw;
+        int ox = k % g.ow, t = k / g.ow, oy = t % g.oh, n = t / g.oh;
+        int iy = oy * g.sh - g.pt + ky * g.dh, ix = ox * g.sw - g.pl + kx * g.dw;
+        if ((unsigned)iy >= (unsigned)g.h || (unsigned)ix >= (unsigned)g.w) return A(0);
+        return bf_ld(a[bf_act_idx(g.nchw, n, iy, ix, grp * g.cg + ci, g.h, g.w, g.c)]);
+    }
+}
+
+template <typename T, int OP>
+__host__ __device__ __forceinline__ typename bf_acc<T>::type
+gemm_b(const bf_cgeo &g, const T *__restrict__ b, int k, int nn, int grp, int NC, int kend) {
+    typedef typename bf_acc<T>::type A;
+    if (nn >= NC || k >= kend) return A(0);
+    if (OP == BF_CONV_FWD) { /* w[k = (kh,kw,ci), co] */
+        return bf_ld(b[k * g.o + grp * g.og + nn]);
+    } else if (OP == BF_CONV_BWD_INPUT) { /* w[kh, kw, ci = nn, co], k = (kh, kw, co) */
+        int co = k % g.og, tap = k / g.og;
+        return bf_ld(b[(tap * g.cg + nn) * g.o + grp * g.og + co]);
+    } else { /* dy[n, oh, ow, co = nn], k = (n, oh, ow) */
+        int ox = k % g.ow, t = k / g.ow, oy = t % g.oh, n = t / g.oh;
+        return bf_ld(b[bf_act_idx(g.nchw, n, oy, ox, grp * g.og + nn, g.oh, g.ow, g.o)]);
+    }
+}
+
+/* Offset of output (m, nn) of group grp in `out`. */
+template <int OP>
+__host__ __device__ __forceinline__ int gemm_out_idx(const bf_cgeo &g, int m, int nn, int grp) {
+    if (OP == BF_CONV_FWD) {
+        int ox = m % g.ow, t = m / g.ow, oy = t % g.oh, n = t / g.oh;
+        return bf_act_idx(g.nchw, n, oy, ox, grp * g.og + nn, g.oh, g.ow, g.o);
+    } else if (OP == BF_CONV_BWD_INPUT) {
+        int ix = m % g.w, t = m / g.w, iy = t % g.h, n = t / g.h;
+        return bf_act_idx(g.nchw, n, iy, ix, grp * g.cg + nn, g.h, g.w, g.c);
+    } else {
+        return m * g.o + grp * g.og + nn;
+    }
+}
+
+/*
+ * grid = (ceil(M/BM), ceil(NC/BN), groups * splits). Split s of group grp sums k in
+ * [s*kchunk, min(K, (s+1)*kchunk)). With splits == 1 the result goes to `out`; otherwise to
+ * partial[((s*groups + grp)*M + m)*NC + nn] for gemm_reduce.
+ */
+template <typename T, int OP>
+__global__ void __launch_bounds__(GEMM_THREADS)
+    gemm_kernel(bf_cgeo g, const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ out,
+                typename bf_acc<T>::type *__restrict__ partial, int M, int NC, int K, int kchunk,
+                int splits) {
+    typedef typename bf_acc<T>::type A;
+    __shared__ A As[BK][BM + 1];
+    __shared__ A Bs[BK][BN + 1];
+    int grp = blockIdx.z / splits, split = blockIdx.z % splits;
+    int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    int kbeg = split * kchunk, kend = min(K, kbeg + kchunk);
+    int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    A acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = A(0);
+
+    for (int k0 = kbeg; k0 < kend; k0 += BK) {
+#pragma unroll
+        for (int i = 0; i < (BM * BK) / GEMM_THREADS; i++) {
+            int idx = threadIdx.x + i * GEMM_THREADS;
+            int kk = idx % BK, mm = idx / BK;
+            As[kk][mm] = gemm_a<T, OP>(g, a, m0 + mm, k0 + kk, grp, M, kend);
+        }
+#pragma unroll
+        for (int i = 0; i < (BN * BK) / GEMM_THREADS; i++) {
+            int idx = threadIdx.x + i * GEMM_THREADS;
+            int nn = idx % BN, kk = idx / BN;
+            Bs[kk][nn] = gemm_b<T, OP>(g, b, k0 + kk, n0 + nn, grp, NC, kend);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk++) {
+            A ra[4], rb[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                ra[i] = As[kk][ty * 4 + i];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                rb[j] = Bs[kk][tx + 16 * j];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] += ra[i] * rb[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int m = m0 + ty * 4 + i;
+        if (m >= M) continue;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int nn = n0 + tx + 16 * j; /* adjacent threads write adjacent channels */
+            if (nn >= NC) continue;
+            if (splits > 1)
+                partial[((size_t)(split * g.groups + grp) * M + m) * NC + nn] = acc[i][j];
+            else
+                out[gemm_out_idx<OP>(g, m, nn, grp)] = bf_st<T>(acc[i][j]);
+        }
+    }
+}
+
+/* out[HWIO f] = sum over s, in order, of the split partials (both reduction layouts). */
+template <typename T>
+__global__ void gemm_reduce(bf_cgeo g, const typename bf_acc<T>::type *__restrict__ partial,
+                            T *__restrict__ out, int M, int NC, int splits) {
+    typedef typename bf_acc<T>::type A;
+    int total = g.groups * M * NC;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        int nn = i % NC, t = i / NC, m = t % M, grp = t / M;
+        A s = A(0);
+        for (int sp = 0; sp < splits; sp++)
+            s += partial[(size_t)sp * total + i];
+        out[m * g.o + grp * g.og + nn] = bf_st<T>(s);
+    }
+}
+
+/* ---- direct kernels (depthwise) ---------------------------------------------------------- */
+
+/* y element i (in y's layout): sum over kh, kw and the group's input channels of x * w. */
+template <typename T>
+__host__ __device__ __forceinline__ typename bf_acc<T>::type
+direct_fwd_elem(const bf_cgeo &g, const T *__restrict__ x, const T *__restrict__ w, int i) {
+    typedef typename bf_acc<T>::type A;
+    int n, oy, ox, co;
+    if (g.nchw) {
+        ox = i % g.ow;
+        int t = i / g.ow;
+        oy = t % g.oh;
+        t /= g.oh;
+        co = t % g.o;
+        n = t / g.o;
+    } else {
+        co = i % g.o;
+        int t = i / g.o;
+        ox = t % g.ow;
+        t /= g.ow;
+        oy = t % g.oh;
+        n = t / g.oh;
+    }
+    int grp = co / g.og;
+    A s = A(0);
+    for (int ky = 0; ky < g.kh; ky++) {
+        int iy = oy * g.sh - g.pt + ky * g.dh;
+        if ((unsigned)iy >= (unsigned)g.h) continue;
+        for (int kx = 0; kx < g.kw; kx++) {
+            int ix = ox * g.sw - g.pl + kx * g.dw;
+            if ((unsigned)ix >= (unsigned)g.w) continue;
+            for (int ci = 0; ci < g.cg; ci++)
+                s += bf_ld(x[bf_act_idx(g.nchw, n, iy, ix, grp * g.cg + ci, g.h, g.w, g.c)]) *
+                     bf_ld(w[((ky * g.kw + kx) * g.cg + ci) * g.o + co]);
+        }
+    }
+    return s;
+}
+
+/* One thread per y element. */
+template <typename T>
+__global__ void direct_fwd(bf_cgeo g, const T *__restrict__ x, const T *__restrict__ w,
+                           T *__restrict__ y, int total) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x)
+        y[i] = bf_st<T>(direct_fwd_elem(g, x, w, i));
+}
+
+/* dx element i (in x's layout): gathers the dy positions whose window covers it; taps where
+ * ih + pad - kh*dil is not a multiple of the stride read nothing. */
+template <typename T>
+__host__ __device__ __forceinline__ typename bf_acc<T>::type
+direct_bwd_input_elem(const bf_cgeo &g, const T *__restrict__ dy, const T *__restrict__ w, int i) {
+    typedef typename bf_acc<T>::type A;
+    int n, iy, ix, ci;
+    if (g.nchw) {
+        ix = i % g.w;
+        int t = i / g.w;
+        iy = t % g.h;
+        t /= g.h;
+        ci = t % g.c;
+        n = t / g.c;
+    } else {
+        ci = i % g.c;
+        int t = i / g.c;
+        ix = t % g.w;
+        t /= g.w;
+        iy = t % g.h;
+        n = t / g.h;
+    }
+    int grp = ci / g.cg, cl = ci % g.cg;
+    A s = A(0);
+    for (int ky = 0; ky < g.kh; ky++) {
+        int ty = iy + g.pt - ky * g.dh;
+        if (ty < 0 || ty % g.sh) continue;
+        int oy = ty / g.sh;
+        if (oy >= g.oh) continue;
+        for (int kx = 0; kx < g.kw; kx++) {
+            int tx = ix + g.pl - kx * g.dw;
+            if (tx < 0 || tx % g.sw) continue;
+            int ox = tx / g.sw;
+            if (ox >= g.ow) continue;
+            const T *wr = w + ((ky * g.kw + kx) * g.cg + cl) * g.o + grp * g.og;
+            for (int q = 0; q < g.og; q++)
+                s += bf_ld(dy[bf_act_idx(g.nchw, n, oy, ox, grp * g.og + q, g.oh, g.ow, g.o)]) *
+                     bf_ld(wr[q]);
+        }
+    }
+    return s;
+}
+
+/* One thread per dx element. */
+template <typename T>
+__global__ void direct_bwd_input(bf_cgeo g, const T *__restrict__ dy, const T *__restrict__ w,
+                                 T *__restrict__ dx, int total) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x)
+        dx[i] = bf_st<T>(direct_bwd_input_elem(g, dy, w, i));
+}
+
+/* Filter-gradient element f (HWIO index) summed over positions p = (n, oh, ow) in
+ * [pbeg, pend). */
+template <typename T>
+__host__ __device__ __forceinline__ typename bf_acc<T>::type
+direct_bwd_filter_elem(const bf_cgeo &g, const T *__restrict__ x, const T *__restrict__ dy, int f,
+                       int pbeg, int pend) {
+    typedef typename bf_acc<T>::type A;
+    int co = f % g.o, t = f / g.o, ci = t % g.cg, tap = t / g.cg, kx = tap % g.kw, ky = tap / g.kw;
+    int grp = co / g.og, c = grp * g.cg + ci;
+    A acc = A(0);
+    for (int p = pbeg; p < pend; p++) {
+        int ox = p % g.ow, r = p / g.ow, oy = r % g.oh, n = r / g.oh;
+        int iy = oy * g.sh - g.pt + ky * g.dh, ix = ox * g.sw - g.pl + kx * g.dw;
+        if ((unsigned)iy >= (unsigned)g.h || (unsigned)ix >= (unsigned)g.w) continue;
+        acc += bf_ld(x[bf_act_idx(g.nchw, n, iy, ix, c, g.h, g.w, g.c)]) *
+               bf_ld(dy[bf_act_idx(g.nchw, n, oy, ox, co, g.oh, g.ow, g.o)]);
+    }
+    return acc;
+}
+
+/*
+ * Filter gradient, one thread per (HWIO element f, split s): positions
+ * [s*chunk, (s+1)*chunk). Adjacent threads take adjacent output channels, so NHWC reads are
+ * coalesced. splits == 1 writes dw directly, otherwise partial[s*F + f].
+ */
+template <typename T>
+__global__ void direct_bwd_filter(bf_cgeo g, const T *__restrict__ x, const T *__restrict__ dy,
+                                  T *__restrict__ dw,
+                                  typename bf_acc<T>::type *__restrict__ partial, int F, int P,
+                                  int chunk, int splits) {
+    int f = blockIdx.x * blockDim.x + threadIdx.x;
+    if (f >= F) return;
+    int s = blockIdx.y;
+    int pbeg = s * chunk, pend = min(P, pbeg + chunk);
+    typename bf_acc<T>::type acc = direct_bwd_filter_elem(g, x, dy, f, pbeg, pend);
+    if (splits == 1)
+        dw[f] = bf_st<T>(acc);
+    else
+        partial[(size_t)s * F + f] = acc;
+}
+
+template <typename T>
+__global__ void split_reduce(const typename bf_acc<T>::type *__restrict__ partial,
+                             T *__restrict__ out, int F, int splits) {
+    typedef typename bf_acc<T>::type A;
+    for (int f = blockIdx.x * blockDim.x + threadIdx.x; f < F; f += gridDim.x * blockDim.x) {
+        A s = A(0);
+        for (int sp = 0; sp < splits; sp++)
+            s += partial[(size_t)sp * F + f];
+        out[f] = bf_st<T>(s);
+    }
+}
+
+/* ---- planning ---------------------------------------------------------------------------- */
+
+static size_t acc_size(bf_dtype dt) { return dt == BF_DTYPE_F64 ? 8 : 4; }
+
+static int grid_1d(int64_t total, int threads) {
+    int64_t b = (total + threads - 1) / threads;
+    return (int)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
+}
+
+/* Most bytes of split partial sums the filter gradient may use. */
+#define BF_OWN_PARTIAL_CAP ((size_t)256 << 20)
+
+/* How many splits the filter-gradient reduction gets: enough blocks to give every SM four,
+ * each split at least 64 positions long, at most 256 splits, grid.z within 65535, and the
+ * partial sums within BF_OWN_PARTIAL_CAP. Depends only on the geometry, dtype and SM count,
+ * so planning (workspace) and running agree. */
+static int bwd_filter_splits(const bf_conv_geom *g, bf_dtype dt, int sm_count) {
+    int64_t F = g->k_h * g->k_w * g->k_in_c * g->out_c;
+    int64_t P = g->n * g->out_h * g->out_w;
+    int64_t sms = sm_count > 0 ? sm_count : 132;
+    int64_t units = bf_conv_is_depthwise(g)
+                        ? (F + 255) / 256 /* blocks of 256 threads */
+                        : g->groups * ((g->k_h * g->k_w * g->k_in_c + BM - 1) / BM) *
+                              ((g->out_c / g->groups + BN - 1) / BN);
+    int64_t want = (4 * sms + units - 1) / BF_MAX(units, 1);
+    int64_t most = BF_MAX(P / 64, 1);
+    int64_t s = BF_MIN(BF_MIN(want, most), 256);
+    if (!bf_conv_is_depthwise(g)) s = BF_MIN(s, 65535 / BF_MAX(g->groups, 1)); /* grid.z */
+    s = BF_MIN(s, (int64_t)(BF_OWN_PARTIAL_CAP / ((size_t)BF_MAX(F, 1) * acc_size(dt))));
+    return (int)BF_MAX(s, 1);
+}
+
+size_t bf_conv_own_workspace(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, int sm_count) {
+    if (op != BF_CONV_BWD_FILTER) return 0;
+    int s = bwd_filter_splits(g, dt, sm_count);
+    if (s <= 1) return 0;
+    return (size_t)s * (size_t)(g->k_h * g->k_w * g->k_in_c * g->out_c) * acc_size(dt);
+}
+
+/* ---- launch ------------------------------------------------------------------------------ */
+
+template <typename T>
+static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, const T *b, T *out,
+                       void *ws, size_t ws_size, cudaStream_t st, int sm_count, char *note,
+                       size_t note_size) {
+    typedef typename bf_acc<T>::type A;
+    bf_cgeo g = bf_cgeo_from(geom);
+    int depthwise = bf_conv_is_depthwise(geom);
+    if (op == BF_CONV_BWD_FILTER) {
+        int F = g.kh * g.kw * g.cg * g.o;
+        int P = g.n * g.oh * g.ow;
+        int splits = bwd_filter_splits(geom, sizeof(A) == 8 ? BF_DTYPE_F64 : BF_DTYPE_F32, sm_count);
+        size_t per = (size_t)F * sizeof(A);
+        if (splits > 1 && (size_t)splits * per > ws_size) splits = (int)(ws_size / per);
+        if (splits < 2) splits = 1;
+        if (depthwise) {
+            int chunk = (P + splits - 1) / splits;
+            dim3 grid((F + 255) / 256, splits);
+            direct_bwd_filter<T><<<grid, 256, 0, st>>>(g, a, b, out, (A *)ws, F, P, chunk, splits);
+            if (splits > 1)
+                split_reduce<T><<<grid_1d(F, 256), 256, 0, st>>>((A *)ws, out, F, splits);
+            bf_note_add(note, note_size, "own direct depthwise bwd_filter, %d splits", splits);
+        } else {
+            int M = g.kh * g.kw * g.cg, NC = g.og, K = P;
+            int kchunk = ((K + splits - 1) / splits + BK - 1) / BK * BK;
+            splits = (K + kchunk - 1) / kchunk;
+            if (splits < 1) splits = 1;
+            dim3 grid((M + BM - 1) / BM, (NC + BN - 1) / BN, g.groups * splits);
+            gemm_kernel<T, BF_CONV_BWD_FILTER>
+                <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, (A *)ws, M, NC, K, kchunk, splits);
+            if (splits > 1)
+                gemm_reduce<T><<<grid_1d((int64_t)g.groups * M * NC, 256), 256, 0, st>>>(
+                    g, (A *)ws, out, M, NC, splits);
+            bf_note_add(note, note_size, "own implicit-GEMM bwd_filter, %d splits", splits);
+        }
+        return;
+    }
+    if (depthwise) {
+        int total = op == BF_CONV_FWD ? g.n * g.oh * g.ow * g.o : g.n * g.h * g.w * g.c;
+        if (op == BF_CONV_FWD)
+            direct_fwd<T><<<grid_1d(total, 256), 256, 0, st>>>(g, a, b, out, total);
+        else
+            direct_bwd_input<T><<<grid_1d(total, 256), 256, 0, st>>>(g, a, b, out, total);
+        bf_note_add(note, note_size, "own direct depthwise %s",
+                    op == BF_CONV_FWD ? "fwd" : "bwd_input");
+        return;
+    }
+    if (op == BF_CONV_FWD) {
+        int M = g.n * g.oh * g.ow, NC = g.og, K = g.kh * g.kw * g.cg;
+        dim3 grid((M + BM - 1) / BM, (NC + BN - 1) / BN, g.groups);
+        gemm_kernel<T, BF_CONV_FWD>
+            <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, NULL, M, NC, K, K, 1);
+        bf_note_add(note, note_size, "own implicit-GEMM fwd");
+    } else {
+        int M = g.n * g.h * g.w, NC = g.cg, K = g.kh * g.kw * g.og;
+        dim3 grid((M + BM - 1) / BM, (NC + BN - 1) / BN, g.groups);
+        gemm_kernel<T, BF_CONV_BWD_INPUT>
+            <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, NULL, M, NC, K, K, 1);
+        bf_note_add(note, note_size, "own implicit-GEMM bwd_input");
+    }
+}
+
+bf_status bf_conv_own_run(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, const void *a,
+                          const void *b, void *out, void *ws, size_t ws_size, cudaStream_t stream,
+                          int sm_count, char *note, size_t note_size, bf_error *err) {
+    switch (dt) {
+    case BF_DTYPE_F32:
+        launch_own(op, g, (const float *)a, (const float *)b, (float *)out, ws, ws_size, stream,
+                   sm_count, note, note_size);
+        break;
+    case BF_DTYPE_F64:
+        launch_own(op, g, (const double *)a, (const double *)b, (double *)out, ws, ws_size, stream,
+                   sm_count, note, note_size);
+        break;
+    case BF_DTYPE_F16:
+        launch_own(op, g, (const __half *)a, (const __half *)b, (__half *)out, ws, ws_size, stream,
+                   sm_count, note, note_size);
+        break;
+    case BF_DTYPE_BF16:
+        launch_own(op, g, (const __nv_bfloat16 *)a, (const __nv_bfloat16 *)b, (__nv_bfloat16 *)out,
+                   ws, ws_size, stream, sm_count, note, note_size);
+        break;
+    default:
+        return bf_err(err, BF_EUNSUPPORTED, "dtype", "dtype %s has no CUDA convolution kernel",
+                      bf_dtype_name(dt));
+    }
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return bf_err(err, BF_EDEVICE, "cuda", "launching our convolution kernel: %s",
+                      cudaGetErrorString(e));
+    return BF_OK;
+}
+
+/* ---- helpers of the cuDNN path ----------------------------------------------------------- */
+
+/* For element i of the destination of a pad (pad != 0: dst is [N, H+et+eb, W+el+er, C]) or a
+ * crop (dst is [N, H, W, C]), the source element, or -1 for a zero of the padding. */
+__host__ __device__ __forceinline__ int pad_crop_src(int i, int n, int h, int w, int c, int et,
+                                                     int eb, int el, int er, int nchw, int pad) {
+    (void)n;
+    int hp = h + et + eb, wp = w + el + er;
+    int H = pad ? hp : h, W = pad ? wp : w;
+    int nn, y, x, ch;
+    if (nchw) {
+        x = i % W;
+        int t = i / W;
+        y = t % H;
+        t /= H;
+        ch = t % c;
+        nn = t / c;
+    } else {
+        ch = i % c;
+        int t = i / c;
+        x = t % W;
+        t /= W;
+        y = t % H;
+        nn = t / H;
+    }
+    if (pad) {
+        int sy = y - et, sx = x - el;
+        if ((unsigned)sy >= (unsigned)h || (unsigned)sx >= (unsigned)w) return -1;
+        return bf_act_idx(nchw, nn, sy, sx, ch, h, w, c);
+    }
+    return bf_act_idx(nchw, nn, y + et, x + el, ch, hp, wp, c);
+}
+
+template <typename E>
+__global__ void pad_crop_kernel(const E *__restrict__ src, E *__restrict__ dst, int n, int h, int w,
+                                int c, int et, int eb, int el, int er, int nchw, int pad) {
+    int total = pad ? n * (h + et + eb) * (w + el + er) * c : n * h * w * c;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        int j = pad_crop_src(i, n, h, w, c, et, eb, el, er, nchw, pad);
+        dst[i] = j < 0 ? E(0) : src[j];
+    }
+}
+
+/* Index in cuDNN's filter layout (OIHW for nchw, OHWI for nhwc) of HWIO element i. */
+__host__ __device__ __forceinline__ int filter_cudnn_idx(int i, int kh, int kw, int cg, int o,
+                                                         int nchw) {
+    int co = i % o, t = i / o, ci = t % cg, tap = t / cg, x = tap % kw, y = tap / kw;
+    return nchw ? ((co * cg + ci) * kh + y) * kw + x : ((co * kh + y) * kw + x) * cg + ci;
+}
+
+template <typename E>
+__global__ void filter_xpose_kernel(const E *__restrict__ src, E *__restrict__ dst, int kh, int kw,
+                                    int cg, int o, int nchw, int to_cudnn) {
+    int total = kh * kw * cg * o;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        int j = filter_cudnn_idx(i, kh, kw, cg, o, nchw); /* i indexes the HWIO tensor */
+        if (to_cudnn)
+            dst[j] = src[i];
+        else
+            dst[i] = src[j];
+    }
+}
+
+static cudaError_t pad_crop(int esize, const void *src, void *dst, int n, int h, int w, int c,
+                            int et, int eb, int el, int er, int nchw, int pad, cudaStream_t st) {
+    int64_t total = (int64_t)n * (h + et + eb) * (w + el + er) * c;
+    int blocks = grid_1d(total, 256);
+    switch (esize) {
+    case 2:
+        pad_crop_kernel<uint16_t><<<blocks, 256, 0, st>>>((const uint16_t *)src, (uint16_t *)dst, n,
+                                                          h, w, c, et, eb, el, er, nchw, pad);
+        break;
+    case 4:
+        pad_crop_kernel<uint32_t><<<blocks, 256, 0, st>>>((const uint32_t *)src, (uint32_t *)dst, n,
+                                                          h, w, c, et, eb, el, er, nchw, pad);
+        break;
+    default:
+        pad_crop_kernel<uint64_t><<<blocks, 256, 0, st>>>((const uint64_t *)src, (uint64_t *)dst, n,
+                                                          h, w, c, et, eb, el, er, nchw, pad);
+        break;
+    }
+    return cudaGetLastError();
+}
+
+cudaError_t bf_cuda_pad(int esize, const void *src, void *dst, int n, int h, int w, int c, int et,
+                        int eb, int el, int er, int nchw, cudaStream_t st) {
+    return pad_crop(esize, src, dst, n, h, w, c, et, eb, el, er, nchw, 1, st);
+}
+
+cudaError_t bf_cuda_crop(int esize, const void *src, void *dst, int n, int h, int w, int c, int et,
+                         int eb, int el, int er, int nchw, cudaStream_t st) {
+    return pad_crop(esize, src, dst, n, h, w, c, et, eb, el, er, nchw, 0, st);
+}
+
+cudaError_t bf_cuda_filter_xpose(int esize, const void *src, void *dst, int kh, int kw, int cg,
+                                 int o, int nchw, int to_cudnn, cudaStream_t st) {
+    int blocks = grid_1d((int64_t)kh * kw * cg * o, 256);
+    switch (esize) {
+    case 2:
+        filter_xpose_kernel<uint16_t><<<blocks, 256, 0, st>>>(
+            (const uint16_t *)src, (uint16_t *)dst, kh, kw, cg, o, nchw, to_cudnn);
+        break;
+    case 4:
+        filter_xpose_kernel<uint32_t><<<blocks, 256, 0, st>>>(
+            (const uint32_t *)src, (uint32_t *)dst, kh, kw, cg, o, nchw, to_cudnn);
+        break;
+    default:
+        filter_xpose_kernel<uint64_t><<<blocks, 256, 0, st>>>(
+            (const uint64_t *)src, (uint64_t *)dst, kh, kw, cg, o, nchw, to_cudnn);
+        break;
+    }
+    return cudaGetLastError();
+}

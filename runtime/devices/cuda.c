@@ -1,0 +1,208 @@
+/*
+ * cuda.c - the CUDA device (STYLE R11): probing the GPUs, device memory, copies, and the
+ * per-session state (a stream, a cuDNN handle and the algorithm cache, see cuda_ctx.h).
+ *
+ * The library links the CUDA runtime and cuDNN but never assumes a GPU: on a machine with the
+ * toolkit and no driver or no device, cudaGetDeviceCount fails (cudaErrorNoDevice,
+ * cudaErrorInsufficientDriver, ...) and the probe returns 0 with that text, so everything
+ * runs on the CPU. Every CUDA and cuDNN call is checked and becomes BF_EDEVICE with the
+ * library's own error string (STYLE R6).
+ */
+#include "../device.h"
+#include "cuda_ctx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Our fat binary has sm_80 and sm_90 code and compute_90 PTX: older GPUs cannot run it. */
+#define BF_CUDA_MIN_MAJOR 8
+/* Default bound on the workspace one cuDNN algorithm may ask for. */
+#define BF_CUDA_WS_CAP ((size_t)1 << 30)
+
+static bf_status cuda_fail(bf_error *err, cudaError_t e, const char *what) {
+    return bf_err(err, BF_EDEVICE, "cuda", "%s: %s (%s)", what, cudaGetErrorString(e),
+                  cudaGetErrorName(e));
+}
+
+#define CUDA_TRY(call, what)                                                                       \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) return cuda_fail(err, e_, what);                                    \
+    } while (0)
+
+static void *cuda_alloc(bf_device *dev, size_t bytes, bf_error *err) {
+    void *p = NULL;
+    cudaError_t e = cudaSetDevice(dev->ordinal);
+    if (e == cudaSuccess) e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        bf_status st = e == cudaErrorMemoryAllocation ? BF_ENOMEM : BF_EDEVICE;
+        bf_err(err, st, "cuda", "cudaMalloc of %zu bytes on %s: %s", bytes, dev->label,
+               cudaGetErrorString(e));
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_free(bf_device *dev, void *ptr) {
+    if (!ptr) return;
+    /* Nothing useful can be done with a failed free; the pointer is given up either way. */
+    if (cudaSetDevice(dev->ordinal) == cudaSuccess) (void)cudaFree(ptr);
+}
+
+static bf_status cuda_memset0(bf_device *dev, void *ptr, size_t bytes, void *stream,
+                              bf_error *err) {
+    if (bytes == 0) return BF_OK;
+    CUDA_TRY(cudaSetDevice(dev->ordinal), "cudaSetDevice");
+    CUDA_TRY(cudaMemsetAsync(ptr, 0, bytes, (cudaStream_t)stream), "cudaMemsetAsync");
+    return BF_OK;
+}
+
+/* Copies complete before returning (the stream is synchronised), so host buffers may be
+ * reused or read at once. */
+static bf_status cuda_copy(bf_device *dev, void *dst, const void *src, size_t bytes, void *stream,
+                           enum cudaMemcpyKind kind, bf_error *err) {
+    if (bytes == 0) return BF_OK;
+    CUDA_TRY(cudaSetDevice(dev->ordinal), "cudaSetDevice");
+    CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, (cudaStream_t)stream), "cudaMemcpyAsync");
+    CUDA_TRY(cudaStreamSynchronize((cudaStream_t)stream), "cudaStreamSynchronize");
+    return BF_OK;
+}
+
+static bf_status cuda_upload(bf_device *dev, void *dst, const void *src, size_t bytes, void *stream,
+                             bf_error *err) {
+    return cuda_copy(dev, dst, src, bytes, stream, cudaMemcpyHostToDevice, err);
+}
+
+static bf_status cuda_download(bf_device *dev, void *dst, const void *src, size_t bytes,
+                               void *stream, bf_error *err) {
+    return cuda_copy(dev, dst, src, bytes, stream, cudaMemcpyDeviceToHost, err);
+}
+
+static bf_status cuda_sync(bf_device *dev, void *stream, bf_error *err) {
+    CUDA_TRY(cudaSetDevice(dev->ordinal), "cudaSetDevice");
+    CUDA_TRY(cudaStreamSynchronize((cudaStream_t)stream), "cudaStreamSynchronize");
+    return BF_OK;
+}
+
+static void cuda_session_free(bf_device *dev, void *stream, void *device_ctx) {
+    bf_cuda_ctx *c = device_ctx;
+    (void)cudaSetDevice(dev->ordinal);
+    if (stream) (void)cudaStreamSynchronize((cudaStream_t)stream);
+    if (c) {
+        if (c->cudnn) (void)cudnnDestroy(c->cudnn);
+        pthread_mutex_destroy(&c->lock);
+        bf_free(c->cache);
+        bf_free(c);
+    }
+    if (stream) (void)cudaStreamDestroy((cudaStream_t)stream);
+}
+
+/*
+ * Make the session's stream and device state: a non-blocking stream, a cuDNN handle bound to
+ * it, and the algorithm cache. BF_CUDNN_AUTOTUNE=1 in the environment at this moment turns on
+ * benchmarking (cudnnFind*) instead of heuristics; BF_CUDNN_WORKSPACE_MB bounds the cuDNN
+ * workspace (default 1024). On failure nothing is left allocated and *stream, *device_ctx
+ * are NULL.
+ */
+static bf_status cuda_session_init(bf_device *dev, void **stream, void **device_ctx,
+                                   bf_error *err) {
+    *stream = NULL;
+    *device_ctx = NULL;
+    CUDA_TRY(cudaSetDevice(dev->ordinal), "cudaSetDevice");
+    bf_cuda_ctx *c = bf_calloc(1, sizeof *c);
+    if (!c) return bf_err(err, BF_ENOMEM, "oom", "out of memory for the CUDA session state");
+    c->ordinal = dev->ordinal;
+    if (pthread_mutex_init(&c->lock, NULL) != 0) {
+        bf_free(c);
+        return bf_err(err, BF_EINTERNAL, "mutex", "pthread_mutex_init failed");
+    }
+    const char *at = getenv("BF_CUDNN_AUTOTUNE");
+    c->autotune = at && at[0] == '1';
+    c->ws_cap = BF_CUDA_WS_CAP;
+    const char *cap = getenv("BF_CUDNN_WORKSPACE_MB");
+    if (cap && *cap) {
+        long mb = strtol(cap, NULL, 10);
+        if (mb >= 0 && mb <= (1L << 20)) c->ws_cap = (size_t)mb << 20;
+    }
+    cudaError_t e =
+        cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, dev->ordinal);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        cuda_session_free(dev, NULL, c);
+        return cuda_fail(err, e, "creating the session stream");
+    }
+    cudnnStatus_t s = cudnnCreate(&c->cudnn);
+    if (s == CUDNN_STATUS_SUCCESS) s = cudnnSetStream(c->cudnn, c->stream);
+    if (s != CUDNN_STATUS_SUCCESS) {
+        cudaStream_t st = c->stream;
+        cuda_session_free(dev, st, c);
+        return bf_err(err, BF_EDEVICE, "cudnn", "cudnnCreate on %s: %s", dev->label,
+                      cudnnGetErrorString(s));
+    }
+    *stream = c->stream;
+    *device_ctx = c;
+    return BF_OK;
+}
+
+static const bf_device_ops cuda_ops = {
+    .name         = "cuda",
+    .alloc        = cuda_alloc,
+    .free         = cuda_free,
+    .memset0      = cuda_memset0,
+    .upload       = cuda_upload,
+    .download     = cuda_download,
+    .sync         = cuda_sync,
+    .session_init = cuda_session_init,
+    .session_free = cuda_session_free,
+};
+
+int bf_cuda_probe(bf_device *devs, int cap, char *why, size_t why_size) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        /* No driver, no device, driver too old...: not an error, just no GPU. */
+        snprintf(why, why_size, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return 0;
+    }
+    size_t cudnn_ver = cudnnGetVersion();
+    if (cudnn_ver < 90000) {
+        snprintf(why, why_size, "cuDNN %zu is older than 9.0", cudnn_ver);
+        return 0;
+    }
+    int n = 0;
+    char skipped[96] = "";
+    for (int i = 0; i < count && n < cap; i++) {
+        struct cudaDeviceProp p;
+        e = cudaGetDeviceProperties(&p, i);
+        if (e != cudaSuccess) {
+            snprintf(skipped, sizeof skipped, "gpu %d: %s", i, cudaGetErrorString(e));
+            continue;
+        }
+        if (p.major < BF_CUDA_MIN_MAJOR) {
+            snprintf(skipped, sizeof skipped, "gpu %d is sm_%d%d, need sm_80 or newer", i,
+                     p.major % 100, p.minor % 100);
+            continue;
+        }
+        bf_device *d = &devs[n];
+        memset(d, 0, sizeof *d);
+        d->ops = &cuda_ops;
+        d->ordinal = i;
+        snprintf(d->label, sizeof d->label, "gpu:%d", n);
+        char name[64];
+        bf_strlcpy(name, p.name, sizeof name);
+        snprintf(d->description, sizeof d->description, "%s (sm_%d%d, %.1f GiB, cuDNN %u)", name,
+                 p.major % 100, p.minor % 100, (double)p.totalGlobalMem / (1024.0 * 1024 * 1024),
+                 (unsigned)(cudnn_ver % 1000000));
+        n++;
+    }
+    if (n == 0) snprintf(why, why_size, "%s", count == 0 ? "no CUDA device" : skipped);
+    return n;
+}
+
+void bf_cuda_release(bf_device *devs, int n) {
+    /* The probe keeps no per-device state (impl stays NULL); sessions own their streams. */
+    for (int i = 0; i < n; i++)
+        devs[i].impl = NULL;
+}

@@ -1,0 +1,48 @@
+/*
+ * cuda_ctx.h - the per-session state of the CUDA device (STYLE R12: no globals). session_init
+ * in devices/cuda.c makes one bf_cuda_ctx per session and hands it out as bf_exec.device_ctx;
+ * the kernels in blocks/nn_ops/cuda/ read it. It owns the session's cuDNN handle and the
+ * cache of convolution algorithms chosen per shape. Plain C so that both cuda.c and the .cu
+ * files include it; only CUDA builds see it.
+ */
+#ifndef BF_CUDA_CTX_H
+#define BF_CUDA_CTX_H
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Words of an algorithm-cache key: the op, the dtype and every field of the geometry. */
+#define BF_CUDA_KEY_WORDS 24
+
+/* One remembered algorithm choice (cuDNN enum values stored as int). */
+typedef struct bf_cuda_algo_entry {
+    int64_t key[BF_CUDA_KEY_WORDS];
+    int algo;        /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
+    int math;        /* cudnnMathType_t the algorithm was found with */
+    size_t ws_bytes; /* its cuDNN workspace */
+    float ms;        /* measured time (autotune) or -1 (heuristic) */
+} bf_cuda_algo_entry;
+
+typedef struct bf_cuda_ctx {
+    int ordinal;               /* the GPU this session runs on */
+    cudaStream_t stream;       /* the session's stream (also bf_exec.stream) */
+    cudnnHandle_t cudnn;       /* bound to `stream` */
+    int autotune;              /* BF_CUDNN_AUTOTUNE=1 at session_init: benchmark and cache */
+    size_t ws_cap;             /* most cuDNN workspace an algorithm may use (bytes) */
+    int sm_count;              /* multiprocessors, for grid sizing */
+    pthread_mutex_t lock;      /* guards the cuDNN handle and the cache */
+    bf_cuda_algo_entry *cache; /* bf_malloc'd, n_cache used of cap_cache */
+    int n_cache, cap_cache;
+} bf_cuda_ctx;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BF_CUDA_CTX_H */
