@@ -199,8 +199,31 @@ const bf_error *bf_diags_at(const bf_diags *d, size_t i) {
     return d && i < d->n ? &d->items[i] : NULL;
 }
 
+/*
+ * A hostile page can hold a problem per block (100000 by default) and a record is 1 KiB, so
+ * the list keeps at most BF_DIAGS_MAX records: the last one says that more were dropped (with
+ * the status of the first dropped one, so an error is never hidden behind a warning).
+ */
+#define BF_DIAGS_MAX 1000
+
 bool bf_diags_push(bf_diags *d, const bf_error *e) {
     if (!d) return true;
+    if (d->n >= BF_DIAGS_MAX) return true;
+    if (d->n == BF_DIAGS_MAX - 1) {
+        bf_error more = {0};
+        bf_err(&more, e->status, "too_many_problems",
+               "more than %d problems: the rest are not listed", BF_DIAGS_MAX - 1);
+        bf_strlcpy(more.page, e->page, sizeof(more.page));
+        e = &more;
+        if (d->n == d->cap) {
+            bf_error *items = bf_realloc(d->items, BF_DIAGS_MAX * sizeof(bf_error));
+            if (!items) return false;
+            d->items = items;
+            d->cap = BF_DIAGS_MAX;
+        }
+        d->items[d->n++] = *e;
+        return true;
+    }
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 8, bytes;
         if (!bf_size_mul(cap, sizeof(bf_error), &bytes)) return false;

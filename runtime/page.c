@@ -17,10 +17,32 @@
 
 /* ---- small helpers --------------------------------------------------------------------- */
 
+/* FNV-1a: ids are short and come from the page, so any decent spread will do. */
+static uint64_t hash_id(const char *s) {
+    uint64_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
 int bf_page_find(const bf_page *page, const char *id) {
-    for (int i = 0; i < page->n_blocks; i++)
-        if (page->blocks[i].id && !strcmp(page->blocks[i].id, id)) return i;
-    return -1;
+    if (!page->index) {
+        for (int i = 0; i < page->n_blocks; i++)
+            if (page->blocks[i].id && !strcmp(page->blocks[i].id, id)) return i;
+        return -1;
+    }
+    size_t mask = page->index_cap - 1;
+    for (size_t h = (size_t)hash_id(id) & mask;; h = (h + 1) & mask) {
+        int b = page->index[h];
+        if (b < 0 || !strcmp(page->blocks[b].id, id)) return b;
+    }
+}
+
+/* Enter block b (its id set, not yet in the index) into the hash index. */
+static void index_add(bf_page *page, int b) {
+    size_t mask = page->index_cap - 1;
+    size_t h = (size_t)hash_id(page->blocks[b].id) & mask;
+    while (page->index[h] >= 0) h = (h + 1) & mask;
+    page->index[h] = b;
 }
 
 bool bf_page_resolve(const bf_page *page, const char *ref, int *block, int *port) {
@@ -33,6 +55,7 @@ bool bf_page_resolve(const bf_page *page, const char *ref, int *block, int *port
     int b = bf_page_find(page, id);
     if (b < 0) return false;
     const bf_block_desc *d = page->blocks[b].desc;
+    if (!d) return false; /* a block of unknown type (already reported) has no outputs */
     int p = 0;
     if (colon) {
         for (p = 0; p < d->n_outputs; p++)
@@ -172,6 +195,7 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
         L->oom = true;
         return;
     }
+    index_add(page, page->n_blocks - 1);
     const cJSON *jdev = cJSON_GetObjectItemCaseSensitive(jb, "device");
     if (jdev) {
         snprintf(p2, sizeof(p2), "%s/device", ptr);
@@ -286,6 +310,7 @@ void bf_page_free(bf_page *page) {
     for (int i = 0; i < page->n_outputs; i++) bf_free(page->outputs[i]);
     bf_free(page->outputs);
     bf_free(page->blocks);
+    bf_free(page->index);
     bf_free(page->file);
     bf_free(page->dir);
     bf_free(page->name);
@@ -360,7 +385,11 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
         return;
     }
     page->blocks = bf_calloc((size_t)BF_MAX(n, 1), sizeof(bf_page_block));
-    if (!page->blocks) {
+    page->index_cap = 16;
+    while (page->index_cap < 2 * (size_t)n) page->index_cap *= 2;
+    page->index = bf_malloc(page->index_cap * sizeof(int));
+    if (page->index) memset(page->index, 0xff, page->index_cap * sizeof(int)); /* all -1 */
+    if (!page->blocks || !page->index) {
         L->oom = true;
         return;
     }

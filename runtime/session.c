@@ -331,9 +331,10 @@ bf_status bf_session_new(bf_context *ctx, bf_page *page, bf_session **out, bf_er
         bf_page_block *pb = &page->blocks[i];
         for (int k = 0; k < pb->desc->n_inputs; k++) {
             snode *src = &s->nodes[pb->inputs[k].src_block];
-            bool seen = false;
-            for (int c = 0; c < src->n_consumers; c++) seen |= src->consumers[c] == i;
-            if (!seen) src->consumers[src->n_consumers++] = i;
+            /* i only grows, so a repeat can only be the last entry (O(1): a block may feed
+             * a million others) */
+            if (!src->n_consumers || src->consumers[src->n_consumers - 1] != i)
+                src->consumers[src->n_consumers++] = i;
         }
     }
     /* Per-node state (Const builds its tensor here). */
