@@ -66,7 +66,15 @@ void bf_replace_allocator(bf_malloc_fn m, bf_realloc_fn r, bf_free_fn f, void *u
     cJSON_InitHooks(&hooks);
 }
 
-void *bf_malloc(size_t size) { return alloc_hooks.m(size ? size : 1, alloc_hooks.user); }
+static _Thread_local unsigned alloc_failures;
+
+unsigned bf_alloc_failures(void) { return alloc_failures; }
+
+void *bf_malloc(size_t size) {
+    void *p = alloc_hooks.m(size ? size : 1, alloc_hooks.user);
+    if (!p) alloc_failures++;
+    return p;
+}
 
 void *bf_calloc(size_t n, size_t size) {
     size_t total;
@@ -77,7 +85,9 @@ void *bf_calloc(size_t n, size_t size) {
 }
 
 void *bf_realloc(void *ptr, size_t size) {
-    return alloc_hooks.r(ptr, size ? size : 1, alloc_hooks.user);
+    void *p = alloc_hooks.r(ptr, size ? size : 1, alloc_hooks.user);
+    if (!p) alloc_failures++;
+    return p;
 }
 
 void bf_free(void *ptr) {

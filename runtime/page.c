@@ -108,6 +108,31 @@ static void problem(loader *L, bf_status st, const char *code, const char *block
     if (!bf_diags_push(L->diags, &e)) L->oom = true;
 }
 
+/*
+ * Nesting depth of the JSON text, found by one pass over the bytes (brackets outside strings)
+ * before cJSON builds anything, so that a page nested 100000 deep gets "too_deep" naming the
+ * limit instead of a generic parse error, and costs no allocation. Returns the byte offset
+ * where the depth first exceeds `limit`, or `len` when it never does.
+ */
+static size_t json_text_too_deep(const char *s, size_t len, int limit) {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_string) {
+            if (c == '\\') i++;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > limit) return i;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return len;
+}
+
 /* JSON nesting depth, iteratively bounded: stops counting past `limit`. */
 static int json_depth(const cJSON *j, int depth, int limit) {
     if (depth > limit) return depth;
@@ -380,7 +405,8 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
     int n = cJSON_GetArraySize(blocks);
     if (n > ctx->cfg.max_blocks) {
         problem(L, BF_ELIMIT, "too_many_blocks", NULL, NULL, NULL,
-                "the page has %d blocks, above the limit of %d (max_blocks)", "/blocks", n,
+                "the page has %d blocks, above the limit of %d (raise bf_config.max_blocks)",
+                "/blocks", n,
                 ctx->cfg.max_blocks);
         return;
     }
@@ -443,11 +469,28 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
     if (len > ctx->cfg.max_page_bytes) {
         problem(&L, BF_ELIMIT, "page_too_large",
                 NULL, NULL, NULL, "the page is %zu bytes, above the limit of %llu "
-                "(max_page_bytes)", "", len, (unsigned long long)ctx->cfg.max_page_bytes);
+                "(raise bf_config.max_page_bytes)", "", len,
+                (unsigned long long)ctx->cfg.max_page_bytes);
+        goto done;
+    }
+    size_t deep = json_text_too_deep(json, len, ctx->cfg.max_json_depth);
+    if (deep < len) {
+        int line, col;
+        line_col(json, deep, &line, &col);
+        problem(&L, BF_ELIMIT, "too_deep", NULL, NULL, NULL,
+                "JSON nested deeper than %d levels (raise bf_config.max_json_depth)", "",
+                ctx->cfg.max_json_depth);
+        L.first.line = line;
+        L.first.column = col;
         goto done;
     }
     const char *end = NULL;
+    unsigned failures = bf_alloc_failures();
     cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    if (!root && bf_alloc_failures() != failures) {
+        L.oom = true; /* not a syntax error: cJSON ran out of memory */
+        goto done;
+    }
     if (!root) {
         int line, col;
         size_t off = end ? (size_t)(end - json) : 0;
@@ -468,14 +511,14 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
     }
     if (json_depth(root, 1, ctx->cfg.max_json_depth) > ctx->cfg.max_json_depth) {
         problem(&L, BF_ELIMIT, "too_deep", NULL, NULL, NULL,
-                "JSON nested deeper than %d levels (max_json_depth)", "",
+                "JSON nested deeper than %d levels (raise bf_config.max_json_depth)", "",
                 ctx->cfg.max_json_depth);
     } else {
         load_top(&L, ctx, root);
     }
     cJSON_Delete(root);
 done:
-    if (L.oom && L.n_errors == 0) {
+    if (L.oom) { /* other problems found may be its effects: ENOMEM is the answer */
         bf_err(&e0, BF_ENOMEM, "out_of_memory", "out of memory while loading the page");
         bf_strlcpy(e0.page, page->file, sizeof(e0.page));
         L.first = e0;
@@ -511,7 +554,8 @@ bf_status bf_page_load_file(bf_context *ctx, const char *path, bf_page **out, bf
     if ((uint64_t)sb.st_size > ctx->cfg.max_page_bytes) {
         fclose(f);
         bf_err(&e, BF_ELIMIT, "page_too_large",
-               "the page is %lld bytes, above the limit of %llu (max_page_bytes)",
+               "the page is %lld bytes, above the limit of %llu (raise "
+               "bf_config.max_page_bytes)",
                (long long)sb.st_size, (unsigned long long)ctx->cfg.max_page_bytes);
         if (err) *err = e;
         bf_diags_push(diags, &e);
