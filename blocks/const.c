@@ -71,9 +71,10 @@ static bf_status init(bf_node *node, bf_error *err) {
         if (!shape->set && value->nest_rank == 0) rank = 0; /* a bare number: a scalar */
         st = bf_tensor_alloc(node->budget, node->max_elements, want, rank, dims, false, &t, err);
         if (st == BF_OK && value->n != t->numel && value->n != 1) {
+            long long numel = (long long)t->numel; /* read before the free (fuzz_enuspace) */
             bf_tensor_free(t);
             return shape_error(err, "value", "value has %lld numbers but the shape holds %lld",
-                               (long long)value->n, (long long)t->numel);
+                               (long long)value->n, numel);
         }
         for (int64_t i = 0; st == BF_OK && i < t->numel; i++) {
             double v = value->numbers[value->n == 1 ? 0 : i];

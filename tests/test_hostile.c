@@ -733,6 +733,22 @@ START_TEST(fuzz_output_names_block_of_unknown_type) {
 }
 END_TEST
 
+/* fuzz_enuspace: a Const whose value count does not fit its shape read the element count
+ * of the tensor it had just freed, for the error message. */
+START_TEST(fuzz_const_value_count_mismatch) {
+    bf_context *ctx = make_ctx(NULL);
+    const char *page = PAGE_HEAD "\"blocks\": [{\"id\": \"c\", \"type\": \"Const\", "
+                                 "\"attrs\": {\"shape\": [0], \"value\": [true, 1024, 10]}}], "
+                                 "\"outputs\": [\"c\"]}";
+    bf_session *s;
+    bf_error e;
+    ck_assert_int_eq(open_page(ctx, page, &s, &e), BF_ESHAPE);
+    ck_assert_str_eq(e.attr, "value");
+    ck_assert_ptr_nonnull(strstr(e.message, "value has 3 numbers but the shape holds 0"));
+    bf_context_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("hostile");
     TCase *tc = tcase_create("limits");
@@ -756,6 +772,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, cli_disk_full_keeps_older_results);
     tcase_add_test(tc, cli_ctrl_c_exits_130_promptly);
     tcase_add_test(tc, fuzz_output_names_block_of_unknown_type);
+    tcase_add_test(tc, fuzz_const_value_count_mismatch);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("threads");
