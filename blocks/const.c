@@ -57,7 +57,7 @@ static bf_status init(bf_node *node, bf_error *err) {
         bf_dtype want = dt->set ? dt->dtype : src->dtype;
         const int64_t *dims = shape->set ? shape->list : src->dims;
         int rank = shape->set ? shape->n : src->rank;
-        st = bf_tensor_alloc(NULL, node->max_elements, want, rank, dims, false, &t, err);
+        st = bf_tensor_alloc(node->budget, node->max_elements, want, rank, dims, false, &t, err);
         if (st == BF_OK && t->numel != src->numel) {
             long long want_n = (long long)t->numel; /* read before t is freed */
             bf_tensor_free(t);
@@ -70,7 +70,7 @@ static bf_status init(bf_node *node, bf_error *err) {
         int rank = shape->set ? shape->n : value->nest_rank;
         const int64_t *dims = shape->set ? shape->list : value->nest_dims;
         if (!shape->set && value->nest_rank == 0) rank = 0; /* a bare number: a scalar */
-        st = bf_tensor_alloc(NULL, node->max_elements, want, rank, dims, false, &t, err);
+        st = bf_tensor_alloc(node->budget, node->max_elements, want, rank, dims, false, &t, err);
         if (st == BF_OK && value->n != t->numel && value->n != 1) {
             long long holds = (long long)t->numel; /* read before t is freed */
             bf_tensor_free(t);

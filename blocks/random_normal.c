@@ -45,6 +45,7 @@ typedef struct job {
     bf_tensor *t;
     uint64_t seed;
     double p1, p2;
+    const bf_exec *ex; /* polled between chunks: a big tensor stops early on Ctrl-C */
 } job;
 
 enum { CHUNK = 16384 };
@@ -52,6 +53,7 @@ enum { CHUNK = 16384 };
 static void fill_chunk(void *arg, int64_t c, int slot) {
     (void)slot;
     job *j = arg;
+    if (bf_exec_cancelled(j->ex)) return;
     int64_t end = BF_MIN(j->t->numel, (c + 1) * CHUNK);
     for (int64_t i = c * CHUNK; i < end; i++) {
         double v = j->p1 + j->p2 * bf_counter_normal(j->seed, (uint64_t)i);
@@ -61,10 +63,12 @@ static void fill_chunk(void *arg, int64_t c, int slot) {
 
 static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
                          const bf_exec *ex, bf_error *err) {
-    (void)in, (void)err;
-    job j = {out[0], (uint64_t)node->attrs[A_SEED].i, node->attrs[A_P1].f, node->attrs[A_P2].f};
+    (void)in;
+    job j = {out[0], (uint64_t)node->attrs[A_SEED].i, node->attrs[A_P1].f, node->attrs[A_P2].f,
+             ex};
     bf_parallel_for(ex, (out[0]->numel + CHUNK - 1) / CHUNK, fill_chunk, &j);
-    return BF_OK;
+    return bf_exec_cancelled(ex) ? bf_err(err, BF_ECANCELED, "cancelled", "the run was cancelled")
+                                 : BF_OK;
 }
 
 const bf_block_desc bf_block_random_normal = {

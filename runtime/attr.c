@@ -351,7 +351,12 @@ static void parse_legacy_text(const bf_block_desc *desc, const char *text, const
         }
         const bf_attr_desc *d = &desc->attrs[idx];
         given[idx] = true;
+        unsigned failures = bf_alloc_failures();
         cJSON *j = legacy_value(d->kind, val);
+        if (!j && bf_alloc_failures() != failures) {
+            rep->oom = true; /* not a malformed value: cJSON ran out of memory */
+            continue;
+        }
         bf_status st = j ? bf_attr_parse_one(d, j, dir, max_el, &vals[idx], NULL, &e)
                          : bf_err(&e, BF_EATTR, "bad_attr", "\"%.60s\" is not a valid %s", val,
                                   kind_name(d->kind));
@@ -444,10 +449,16 @@ bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs, const ch
             report(rep, &e, "/attrs");
         }
     }
-    if (rep->oom && rep->n_errors == 0) {
+    if (rep->oom) {
+        /* Out of memory trumps whatever else was found: those findings may be its effects
+         * (an attribute that could not be stored looks missing). */
         bf_error e = {0};
         bf_err(&e, BF_ENOMEM, "out_of_memory", "out of memory while reading attributes");
         report(rep, &e, "");
+        rep->first = *rep->tmpl;
+        rep->first.status = BF_ENOMEM;
+        bf_strlcpy(rep->first.code, e.code, sizeof(rep->first.code));
+        bf_strlcpy(rep->first.message, e.message, sizeof(rep->first.message));
     }
     return rep->n_errors ? rep->first.status : BF_OK;
 }

@@ -66,7 +66,15 @@ void bf_replace_allocator(bf_malloc_fn m, bf_realloc_fn r, bf_free_fn f, void *u
     cJSON_InitHooks(&hooks);
 }
 
-void *bf_malloc(size_t size) { return alloc_hooks.m(size ? size : 1, alloc_hooks.user); }
+static _Thread_local unsigned alloc_failures;
+
+unsigned bf_alloc_failures(void) { return alloc_failures; }
+
+void *bf_malloc(size_t size) {
+    void *p = alloc_hooks.m(size ? size : 1, alloc_hooks.user);
+    if (!p) alloc_failures++;
+    return p;
+}
 
 void *bf_calloc(size_t n, size_t size) {
     size_t total;
@@ -77,7 +85,9 @@ void *bf_calloc(size_t n, size_t size) {
 }
 
 void *bf_realloc(void *ptr, size_t size) {
-    return alloc_hooks.r(ptr, size ? size : 1, alloc_hooks.user);
+    void *p = alloc_hooks.r(ptr, size ? size : 1, alloc_hooks.user);
+    if (!p) alloc_failures++;
+    return p;
 }
 
 void bf_free(void *ptr) {
@@ -199,8 +209,31 @@ const bf_error *bf_diags_at(const bf_diags *d, size_t i) {
     return d && i < d->n ? &d->items[i] : NULL;
 }
 
+/*
+ * A hostile page can hold a problem per block (100000 by default) and a record is 1 KiB, so
+ * the list keeps at most BF_DIAGS_MAX records: the last one says that more were dropped (with
+ * the status of the first dropped one, so an error is never hidden behind a warning).
+ */
+#define BF_DIAGS_MAX 1000
+
 bool bf_diags_push(bf_diags *d, const bf_error *e) {
     if (!d) return true;
+    if (d->n >= BF_DIAGS_MAX) return true;
+    if (d->n == BF_DIAGS_MAX - 1) {
+        bf_error more = {0};
+        bf_err(&more, e->status, "too_many_problems",
+               "more than %d problems: the rest are not listed", BF_DIAGS_MAX - 1);
+        bf_strlcpy(more.page, e->page, sizeof(more.page));
+        e = &more;
+        if (d->n == d->cap) {
+            bf_error *items = bf_realloc(d->items, BF_DIAGS_MAX * sizeof(bf_error));
+            if (!items) return false;
+            d->items = items;
+            d->cap = BF_DIAGS_MAX;
+        }
+        d->items[d->n++] = *e;
+        return true;
+    }
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 8, bytes;
         if (!bf_size_mul(cap, sizeof(bf_error), &bytes)) return false;

@@ -37,6 +37,12 @@ void *bf_calloc(size_t n, size_t size); /* zeroed, overflow-checked */
 void *bf_realloc(void *ptr, size_t size);
 void bf_free(void *ptr);
 char *bf_strdup(const char *s); /* NULL when s is NULL or out of memory */
+/*
+ * Allocations that failed on the calling thread so far. Code that calls a library which
+ * reports out-of-memory like any other failure (cJSON_Parse returns NULL for both) compares
+ * this before and after to tell BF_ENOMEM from bad input.
+ */
+unsigned bf_alloc_failures(void);
 
 /*
  * 64-bit aligned allocation for tensor data (64 bytes, one cache line / AVX-512 vector).

@@ -330,8 +330,15 @@ bf_status bf_tensor_load_npy(const bf_context *ctx, const char *path, bf_tensor 
     if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     *out = NULL;
     if (!path) return bf_err(err, BF_EINVAL, "bad_argument", "path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return bf_err(err, BF_EIO, "io_error", "%s: cannot open: %s", path, strerror(errno));
+    /* O_NONBLOCK: a page may name a FIFO, whose open would otherwise wait for a writer
+     * forever; load_from() then refuses anything but a regular file. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return bf_err(err, BF_EIO, "io_error", "%s: cannot open: %s", path, strerror(e));
+    }
     bf_status st = load_from(ctx, f, path, out, err);
     fclose(f); /* read-only: nothing to lose */
     return st;

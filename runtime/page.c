@@ -17,10 +17,32 @@
 
 /* ---- small helpers --------------------------------------------------------------------- */
 
+/* FNV-1a: ids are short and come from the page, so any decent spread will do. */
+static uint64_t hash_id(const char *s) {
+    uint64_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
 int bf_page_find(const bf_page *page, const char *id) {
-    for (int i = 0; i < page->n_blocks; i++)
-        if (page->blocks[i].id && !strcmp(page->blocks[i].id, id)) return i;
-    return -1;
+    if (!page->index) {
+        for (int i = 0; i < page->n_blocks; i++)
+            if (page->blocks[i].id && !strcmp(page->blocks[i].id, id)) return i;
+        return -1;
+    }
+    size_t mask = page->index_cap - 1;
+    for (size_t h = (size_t)hash_id(id) & mask;; h = (h + 1) & mask) {
+        int b = page->index[h];
+        if (b < 0 || !strcmp(page->blocks[b].id, id)) return b;
+    }
+}
+
+/* Enter block b (its id set, not yet in the index) into the hash index. */
+static void index_add(bf_page *page, int b) {
+    size_t mask = page->index_cap - 1;
+    size_t h = (size_t)hash_id(page->blocks[b].id) & mask;
+    while (page->index[h] >= 0) h = (h + 1) & mask;
+    page->index[h] = b;
 }
 
 bool bf_page_resolve(const bf_page *page, const char *ref, int *block, int *port) {
@@ -33,6 +55,7 @@ bool bf_page_resolve(const bf_page *page, const char *ref, int *block, int *port
     int b = bf_page_find(page, id);
     if (b < 0) return false;
     const bf_block_desc *d = page->blocks[b].desc;
+    if (!d) return false; /* a block of unknown type (already reported) has no outputs */
     int p = 0;
     if (colon) {
         for (p = 0; p < d->n_outputs; p++)
@@ -83,6 +106,31 @@ static void problem(loader *L, bf_status st, const char *code, const char *block
     bf_strlcpy(e.pointer, ptr ? ptr : "", sizeof(e.pointer));
     if (st != BF_OK && L->n_errors++ == 0) L->first = e;
     if (!bf_diags_push(L->diags, &e)) L->oom = true;
+}
+
+/*
+ * Nesting depth of the JSON text, found by one pass over the bytes (brackets outside strings)
+ * before cJSON builds anything, so that a page nested 100000 deep gets "too_deep" naming the
+ * limit instead of a generic parse error, and costs no allocation. Returns the byte offset
+ * where the depth first exceeds `limit`, or `len` when it never does.
+ */
+static size_t json_text_too_deep(const char *s, size_t len, int limit) {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_string) {
+            if (c == '\\') i++;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > limit) return i;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return len;
 }
 
 /* JSON nesting depth, iteratively bounded: stops counting past `limit`. */
@@ -172,6 +220,7 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
         L->oom = true;
         return;
     }
+    index_add(page, page->n_blocks - 1);
     const cJSON *jdev = cJSON_GetObjectItemCaseSensitive(jb, "device");
     if (jdev) {
         snprintf(p2, sizeof(p2), "%s/device", ptr);
@@ -288,6 +337,7 @@ void bf_page_free(bf_page *page) {
     for (int i = 0; i < page->n_outputs; i++) bf_free(page->outputs[i]);
     bf_free(page->outputs);
     bf_free(page->blocks);
+    bf_free(page->index);
     bf_free(page->file);
     bf_free(page->dir);
     bf_free(page->name);
@@ -357,12 +407,17 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
     int n = cJSON_GetArraySize(blocks);
     if (n > ctx->cfg.max_blocks) {
         problem(L, BF_ELIMIT, "too_many_blocks", NULL, NULL, NULL,
-                "the page has %d blocks, above the limit of %d (max_blocks)", "/blocks", n,
+                "the page has %d blocks, above the limit of %d (raise bf_config.max_blocks)",
+                "/blocks", n,
                 ctx->cfg.max_blocks);
         return;
     }
     page->blocks = bf_calloc((size_t)BF_MAX(n, 1), sizeof(bf_page_block));
-    if (!page->blocks) {
+    page->index_cap = 16;
+    while (page->index_cap < 2 * (size_t)n) page->index_cap *= 2;
+    page->index = bf_malloc(page->index_cap * sizeof(int));
+    if (page->index) memset(page->index, 0xff, page->index_cap * sizeof(int)); /* all -1 */
+    if (!page->blocks || !page->index) {
         L->oom = true;
         return;
     }
@@ -416,11 +471,28 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
     if (len > ctx->cfg.max_page_bytes) {
         problem(&L, BF_ELIMIT, "page_too_large",
                 NULL, NULL, NULL, "the page is %zu bytes, above the limit of %llu "
-                "(max_page_bytes)", "", len, (unsigned long long)ctx->cfg.max_page_bytes);
+                "(raise bf_config.max_page_bytes)", "", len,
+                (unsigned long long)ctx->cfg.max_page_bytes);
+        goto done;
+    }
+    size_t deep = json_text_too_deep(json, len, ctx->cfg.max_json_depth);
+    if (deep < len) {
+        int line, col;
+        line_col(json, deep, &line, &col);
+        problem(&L, BF_ELIMIT, "too_deep", NULL, NULL, NULL,
+                "JSON nested deeper than %d levels (raise bf_config.max_json_depth)", "",
+                ctx->cfg.max_json_depth);
+        L.first.line = line;
+        L.first.column = col;
         goto done;
     }
     const char *end = NULL;
+    unsigned failures = bf_alloc_failures();
     cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    if (!root && bf_alloc_failures() != failures) {
+        L.oom = true; /* not a syntax error: cJSON ran out of memory */
+        goto done;
+    }
     if (!root) {
         int line, col;
         size_t off = end ? (size_t)(end - json) : 0;
@@ -441,14 +513,14 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
     }
     if (json_depth(root, 1, ctx->cfg.max_json_depth) > ctx->cfg.max_json_depth) {
         problem(&L, BF_ELIMIT, "too_deep", NULL, NULL, NULL,
-                "JSON nested deeper than %d levels (max_json_depth)", "",
+                "JSON nested deeper than %d levels (raise bf_config.max_json_depth)", "",
                 ctx->cfg.max_json_depth);
     } else {
         load_top(&L, ctx, root);
     }
     cJSON_Delete(root);
 done:
-    if (L.oom && L.n_errors == 0) {
+    if (L.oom) { /* other problems found may be its effects: ENOMEM is the answer */
         bf_err(&e0, BF_ENOMEM, "out_of_memory", "out of memory while loading the page");
         bf_strlcpy(e0.page, page->file, sizeof(e0.page));
         L.first = e0;
@@ -484,7 +556,8 @@ bf_status bf_page_load_file(bf_context *ctx, const char *path, bf_page **out, bf
     if ((uint64_t)sb.st_size > ctx->cfg.max_page_bytes) {
         fclose(f);
         bf_err(&e, BF_ELIMIT, "page_too_large",
-               "the page is %lld bytes, above the limit of %llu (max_page_bytes)",
+               "the page is %lld bytes, above the limit of %llu (raise "
+               "bf_config.max_page_bytes)",
                (long long)sb.st_size, (unsigned long long)ctx->cfg.max_page_bytes);
         if (err) *err = e;
         bf_diags_push(diags, &e);

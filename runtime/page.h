@@ -35,9 +35,12 @@ struct bf_page {
     char **outputs;
     int n_outputs;
     uint64_t max_elements;   /* the loading context's limit, for attribute changes */
+    int *index;              /* [index_cap] open-addressing hash of block ids: block index
+                                or -1 (empty); NULL while there is none (linear search) */
+    size_t index_cap;        /* a power of two, at least twice the block count */
 };
 
-/* Index of block `id`, or -1. */
+/* Index of block `id`, or -1. O(1) on average: pages may hold a million blocks. */
 int bf_page_find(const bf_page *page, const char *id);
 /* Resolve "block" / "block:port" to (block, output port); false when it names nothing. */
 bool bf_page_resolve(const bf_page *page, const char *ref, int *block, int *port);

@@ -228,7 +228,8 @@ void bf_session_free(bf_session *s) {
     if (!s) return;
     for (int i = 0; s->nodes && i < s->n; i++) {
         snode *n = &s->nodes[i];
-        if (n->pb->desc && n->outs) node_drop_results(n);
+        /* both arrays: bf_session_new may have failed between the two (nothing ran then) */
+        if (n->pb->desc && n->outs && n->host_outs) node_drop_results(n);
         if (n->pb->desc && n->pb->desc->fini) n->pb->desc->fini(&n->node);
         tensor_free(n->feed);
         bf_aligned_free(n->ws);
@@ -253,12 +254,12 @@ void bf_session_free(bf_session *s) {
     bf_free(s);
 }
 
-/* Kahn's algorithm; nodes left out of `order` sit on or behind a cycle. */
-static void topo_sort(bf_session *s) {
-    int *indeg = bf_calloc((size_t)s->n, sizeof(int));
+/* Kahn's algorithm; nodes left out of `order` sit on or behind a cycle. False: no memory. */
+static bool topo_sort(bf_session *s) {
+    int *indeg = bf_calloc((size_t)BF_MAX(s->n, 1), sizeof(int));
     int *queue = s->order;
     int head = 0, tail = 0;
-    if (!indeg) return; /* n_order stays 0: reported as out of memory by check */
+    if (!indeg) return false;
     for (int i = 0; i < s->n; i++) indeg[i] = s->nodes[i].pb->desc->n_inputs;
     for (int i = 0; i < s->n; i++)
         if (indeg[i] == 0) queue[tail++] = i;
@@ -274,6 +275,7 @@ static void topo_sort(bf_session *s) {
     s->n_order = tail;
     for (int k = 0; k < tail; k++) s->nodes[queue[k]].ordered = true;
     bf_free(indeg);
+    return true;
 }
 
 bf_status bf_session_new(bf_context *ctx, bf_page *page, bf_session **out, bf_error *err) {
@@ -331,9 +333,10 @@ bf_status bf_session_new(bf_context *ctx, bf_page *page, bf_session **out, bf_er
         bf_page_block *pb = &page->blocks[i];
         for (int k = 0; k < pb->desc->n_inputs; k++) {
             snode *src = &s->nodes[pb->inputs[k].src_block];
-            bool seen = false;
-            for (int c = 0; c < src->n_consumers; c++) seen |= src->consumers[c] == i;
-            if (!seen) src->consumers[src->n_consumers++] = i;
+            /* i only grows, so a repeat can only be the last entry (O(1): a block may feed
+             * a million others) */
+            if (!src->n_consumers || src->consumers[src->n_consumers - 1] != i)
+                src->consumers[src->n_consumers++] = i;
         }
     }
     /* Per-node state (Const builds its tensor here). */
@@ -348,7 +351,7 @@ bf_status bf_session_new(bf_context *ctx, bf_page *page, bf_session **out, bf_er
             }
         }
     }
-    topo_sort(s);
+    if (!topo_sort(s)) goto oom;
     if (uv_mutex_init(&s->gpu_mu) != 0) goto oom;
     s->gpu_mu_ok = true;
     *out = s;
@@ -432,6 +435,12 @@ bf_status bf_session_check(bf_session *s, bf_diags *diags, bf_error *err) {
         n->node.feed = n->feed;
         bf_status st = check_dtypes(d, in, &e);
         if (st == BF_OK) st = d->infer(&n->node, in, n->info, &e);
+        /* Outputs whose size is known must fit the limits now, not when the run gets there. */
+        for (int p = 0; st == BF_OK && p < d->n_outputs; p++)
+            if (bf_port_known(&n->info[p]) &&
+                (st = bf_shape_size(n->info[p].dtype, n->info[p].rank, n->info[p].dims,
+                                    s->ctx->cfg.max_tensor_elements, NULL, NULL, &e)))
+                bf_err_at(&e, d->outputs[p].name, NULL);
         if (st) {
             report(s, diags, &first, &n_errors, b, &e);
             continue;

@@ -1,0 +1,43 @@
+#!/bin/sh
+# fuzz/build.sh - build the libFuzzer targets with clang (ASan + UBSan), compiling the library
+# sources directly (no CMake needed). Usage: fuzz/build.sh [OUTDIR]  (default build-fuzz/)
+# Needs clang with libclang_rt.fuzzer (Debian: clang-14 and libclang-rt-14-dev), libuv and
+# libcjson development files.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$root/build-fuzz}
+CC=${CC:-clang}
+mkdir -p "$out/obj"
+# Objects are reused between builds; any header newer than the last build invalidates them.
+stamp="$out/obj/.stamp"
+if [ -f "$stamp" ] && [ -n "$(find "$root/include" "$root/runtime" "$root/blocks" -name '*.h' \
+        -newer "$stamp")" ]; then
+    rm -f "$out"/obj/*.o
+fi
+flags="-std=c11 -g -O1 -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+       -fsanitize=address,undefined -fno-sanitize-recover=undefined
+       -I$root/include -I$root/runtime -I$root/blocks $(pkg-config --cflags libuv libcjson)"
+libs="$(pkg-config --libs libuv libcjson) -lpthread -lm"
+# The library, once, with coverage instrumentation (fuzzer-no-link) so the fuzzers see it.
+objs=""
+for src in "$root"/runtime/*.c "$root"/runtime/devices/cuda_none.c "$root"/blocks/*.c \
+           "$root"/blocks/nn_ops/*.c "$root"/blocks/nn_ops/cpu/*.c; do
+    [ -f "$src" ] || continue
+    case "$src" in
+    *_avx512.c) extra="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c" ;;
+    *_avx2.c) extra="-mavx2 -mfma -mf16c" ;;
+    *) extra="" ;;
+    esac
+    o="$out/obj/$(echo "${src#$root/}" | tr / _).o"
+    if [ ! -f "$o" ] || [ "$src" -nt "$o" ] || [ "$0" -nt "$o" ]; then
+        # shellcheck disable=SC2086
+        $CC $flags $extra -fsanitize=fuzzer-no-link -c "$src" -o "$o"
+    fi
+    objs="$objs $o"
+done
+touch "$stamp"
+for t in page npy enuspace; do
+    # shellcheck disable=SC2086
+    $CC $flags -fsanitize=fuzzer "$root/fuzz/fuzz_$t.c" $objs $libs -o "$out/fuzz_$t"
+done
+echo "built $out/fuzz_page $out/fuzz_npy $out/fuzz_enuspace"
