@@ -26,6 +26,7 @@ typedef struct bf_exec {
     bf_pool *pool;                   /* NULL: run everything on the calling thread */
     int n_threads;                   /* >= 1: the most slots a parallel_for will use */
     const atomic_int *cancel;        /* nonzero: stop as soon as convenient (may be NULL) */
+    double deadline;                 /* bf_now() past this also means stop (0: none) */
     void *workspace;                 /* planned scratch, 64-byte aligned */
     size_t workspace_size;
     struct bf_device *device;        /* NULL: CPU */
@@ -43,9 +44,12 @@ typedef struct bf_exec {
  */
 void bf_parallel_for(const bf_exec *ex, int64_t n, bf_task_fn fn, void *arg);
 
-/* True when the run was cancelled; long kernels poll this between tasks. */
+/* True when the run was cancelled or ran past its deadline; long kernels poll this between
+ * tasks (bf_parallel_for does it for them). */
 static inline bool bf_exec_cancelled(const bf_exec *ex) {
-    return ex && ex->cancel && atomic_load_explicit(ex->cancel, memory_order_relaxed) != 0;
+    if (!ex) return false;
+    if (ex->cancel && atomic_load_explicit(ex->cancel, memory_order_relaxed) != 0) return true;
+    return ex->deadline > 0 && bf_now() > ex->deadline;
 }
 
 /* The pool: `n_threads - 1` workers (the caller is the n-th). Errors: BF_ENOMEM, BF_EINTERNAL. */

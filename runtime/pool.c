@@ -16,7 +16,7 @@ typedef struct bf_job {
     bf_task_fn fn;
     void *arg;
     int64_t n;
-    const atomic_int *cancel; /* nonzero: hand out no more tasks (may be NULL) */
+    const bf_exec *ex;        /* cancelled or past its deadline: hand out no more tasks */
     _Atomic int64_t next; /* next task index to hand out */
     int max_slots;        /* participants allowed, the caller included */
     int slots;            /* participants so far (under the pool mutex) */
@@ -43,7 +43,7 @@ struct bf_pool {
 static void job_work(bf_job *j, int slot) {
     int64_t i;
     while ((i = atomic_fetch_add(&j->next, 1)) < j->n) {
-        if (j->cancel && atomic_load_explicit(j->cancel, memory_order_relaxed)) {
+        if (bf_exec_cancelled(j->ex)) {
             atomic_store(&j->next, j->n);
             break;
         }
@@ -91,7 +91,7 @@ void bf_parallel_for(const bf_exec *ex, int64_t n, bf_task_fn fn, void *arg) {
         for (int64_t i = 0; i < n && !bf_exec_cancelled(ex); i++) fn(arg, i, 0);
         return;
     }
-    bf_job j = {.fn = fn, .arg = arg, .n = n, .cancel = ex->cancel,
+    bf_job j = {.fn = fn, .arg = arg, .n = n, .ex = ex,
                 .max_slots = (int)BF_MIN(threads, n), .slots = 1};
     atomic_init(&j.next, 0);
     uv_mutex_lock(&p->mu);

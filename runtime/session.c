@@ -78,8 +78,10 @@ struct bf_session {
     bool gpu_mu_ok;
     /* run state, touched only on the running thread */
     uv_loop_t loop;
-    uv_timer_t timer;
-    int inflight;
+    double deadline;           /* bf_now() past it: the run times out (0: no limit) */
+    int *ready;                /* blocks whose inputs are all produced, not yet started */
+    int n_ready;
+    int inflight;              /* blocks on libuv's thread pool */
     bf_status run_status;
     bf_error run_err;
     const bf_run_options *opts;
@@ -250,6 +252,7 @@ void bf_session_free(bf_session *s) {
     if (s->gpu_mu_ok) uv_mutex_destroy(&s->gpu_mu);
     bf_free(s->nodes);
     bf_free(s->order);
+    bf_free(s->ready);
     bf_page_free(s->page);
     bf_free(s);
 }
@@ -300,7 +303,8 @@ bf_status bf_session_new(bf_context *ctx, bf_page *page, bf_session **out, bf_er
     atomic_init(&s->cancel, 0);
     s->nodes = bf_calloc((size_t)BF_MAX(s->n, 1), sizeof(snode));
     s->order = bf_calloc((size_t)BF_MAX(s->n, 1), sizeof(int));
-    if (!s->nodes || !s->order) goto oom;
+    s->ready = bf_calloc((size_t)BF_MAX(s->n, 1), sizeof(int));
+    if (!s->nodes || !s->order || !s->ready) goto oom;
     for (int i = 0; i < s->n; i++) {
         snode *n = &s->nodes[i];
         bf_page_block *pb = &page->blocks[i];
@@ -562,7 +566,16 @@ bf_status bf_session_set_attr(bf_session *s, const char *block_id, const char *a
 
 /* ---- run ------------------------------------------------------------------------------------ */
 
-static bool cancelled(bf_session *s) { return atomic_load(&s->cancel) != 0; }
+/* True once the run is cancelled, failed, or past its deadline (which it then records). */
+static bool cancelled(bf_session *s) {
+    if (atomic_load(&s->cancel) != 0) return true;
+    if (s->deadline > 0 && bf_now() > s->deadline) {
+        int expected = 0;
+        atomic_compare_exchange_strong(&s->cancel, &expected, 2);
+        return true;
+    }
+    return false;
+}
 
 void bf_session_cancel(bf_session *s) {
     if (s) {
@@ -710,6 +723,7 @@ static void execute(snode *n) {
     bf_exec ex = {.pool = s->ctx->pool,
                   .n_threads = s->ctx->cfg.threads,
                   .cancel = &s->cancel,
+                  .deadline = s->deadline,
                   .device = n->dev,
                   .stream = g ? g->stream : NULL,
                   .device_ctx = g ? g->ctx : NULL,
@@ -726,7 +740,7 @@ static void execute(snode *n) {
                                                                            &ex, e);
     if (st == BF_OK && n->dev) st = n->dev->ops->sync(n->dev, g->stream, e);
     n->stats.ms = (bf_now() - t0) * 1e3;
-    if (st == BF_OK && cancelled(s)) st = BF_ECANCELED;
+    if (st == BF_OK && cancelled(s)) st = BF_ECANCELED; /* tasks may have been skipped */
     for (int i = 0; i < d->n_outputs && i < 4; i++) {
         n->stats.rank[i] = out_info[i].rank;
         n->stats.dtype[i] = out_info[i].dtype;
@@ -747,14 +761,19 @@ static void work_cb(uv_work_t *w) {
     execute(n);
 }
 
-static void submit(bf_session *s, snode *n);
+static void drain(bf_session *s);
 
-static void after_work_cb(uv_work_t *w, int status) {
-    snode *n = w->data;
-    bf_session *s = n->s;
-    s->inflight--;
+static void push_ready(bf_session *s, snode *n) {
+    n->scheduled = true;
+    s->ready[s->n_ready++] = n->index;
+}
+
+/*
+ * Book-keeping after node n ran (on the loop thread): record its result, release its
+ * consumers (those now complete become ready), or record the failure and stop the run.
+ */
+static void complete(bf_session *s, snode *n) {
     n->finished = true;
-    if (status == UV_ECANCELED) n->status = BF_ECANCELED;
     n->stats.status = n->status;
     if (n->status == BF_OK) {
         n->valid = true;
@@ -766,50 +785,63 @@ static void after_work_cb(uv_work_t *w, int status) {
             if (m->needed && !m->scheduled) {
                 for (int k = 0; k < m->pb->desc->n_inputs; k++)
                     if (m->pb->inputs[k].src_block == n->index) m->pending--;
-                if (m->pending == 0) submit(s, m);
+                if (m->pending == 0) push_ready(s, m);
             }
         }
-    } else {
-        node_drop_results(n);
+        return;
+    }
+    node_drop_results(n);
+    (void)cancelled(s); /* records a passed deadline (2) before the failure stops the rest (3) */
+    if (s->run_status == BF_OK || s->run_status == BF_ECANCELED) {
         if (n->status != BF_ECANCELED || s->run_status == BF_OK) {
-            if (s->run_status == BF_OK || s->run_status == BF_ECANCELED) {
-                s->run_status = n->status;
-                s->run_err = n->err;
-                if (n->status == BF_ECANCELED && !s->run_err.message[0])
-                    bf_err(&s->run_err, BF_ECANCELED, "cancelled", "the run was cancelled");
-                where(s, n->index, &s->run_err);
-            }
-        }
-        if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_DONE, &n->stats, s->opts->user);
-        int expected = 0;
-        atomic_compare_exchange_strong(&s->cancel, &expected, 3); /* stop the rest */
-    }
-    if (s->inflight == 0) uv_timer_stop(&s->timer);
-}
-
-static void submit(bf_session *s, snode *n) {
-    n->scheduled = true;
-    if (cancelled(s)) return;
-    if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_START, &n->stats, s->opts->user);
-    n->work.data = n;
-    s->inflight++;
-    int rc = uv_queue_work(&s->loop, &n->work, work_cb, after_work_cb);
-    if (rc) {
-        s->inflight--;
-        n->status = BF_EINTERNAL;
-        if (s->run_status == BF_OK) {
-            bf_err(&s->run_err, BF_EINTERNAL, "scheduler", "cannot queue work: %s",
-                   uv_strerror(rc));
+            s->run_status = n->status;
+            s->run_err = n->err;
+            if (n->status == BF_ECANCELED && !s->run_err.message[0])
+                bf_err(&s->run_err, BF_ECANCELED, "cancelled", "the run was cancelled");
             where(s, n->index, &s->run_err);
-            s->run_status = BF_EINTERNAL;
         }
     }
+    if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_DONE, &n->stats, s->opts->user);
+    int expected = 0;
+    atomic_compare_exchange_strong(&s->cancel, &expected, 3); /* stop the rest */
 }
 
-static void timer_cb(uv_timer_t *t) {
-    bf_session *s = t->data;
-    int expected = 0;
-    atomic_compare_exchange_strong(&s->cancel, &expected, 2);
+static void after_work_cb(uv_work_t *w, int status) {
+    snode *n = w->data;
+    bf_session *s = n->s;
+    s->inflight--;
+    if (status == UV_ECANCELED) n->status = BF_ECANCELED;
+    complete(s, n);
+    drain(s);
+}
+
+/*
+ * Start every ready block. A block that is the only one ready while nothing else runs is
+ * executed right here, on the loop thread: no other block could run beside it anyway, and a
+ * chain of small blocks then costs no thread hand-off per block. Otherwise blocks go to
+ * libuv's thread pool and run concurrently. Iterative (no recursion), so a chain of a million
+ * blocks needs no stack.
+ */
+static void drain(bf_session *s) {
+    while (s->n_ready > 0) {
+        snode *n = &s->nodes[s->ready[--s->n_ready]];
+        if (cancelled(s)) continue; /* never started: reported as not run */
+        if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_START, &n->stats, s->opts->user);
+        if (s->inflight == 0 && s->n_ready == 0) {
+            execute(n);
+            complete(s, n);
+            continue;
+        }
+        n->work.data = n;
+        int rc = uv_queue_work(&s->loop, &n->work, work_cb, after_work_cb);
+        if (rc) {
+            n->status = bf_err(&n->err, BF_EINTERNAL, "scheduler", "cannot queue work: %s",
+                               uv_strerror(rc));
+            complete(s, n);
+            continue;
+        }
+        s->inflight++;
+    }
 }
 
 void bf_run_options_init(bf_run_options *o) { memset(o, 0, sizeof(*o)); }
@@ -911,20 +943,18 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
             n->pending += !s->nodes[n->pb->inputs[i].src_block].valid;
     }
     if (uv_loop_init(&s->loop)) return bf_err(err, BF_EINTERNAL, "scheduler", "uv_loop_init");
-    uv_timer_init(&s->loop, &s->timer);
-    s->timer.data = s;
-    if (opts->timeout_s > 0)
-        uv_timer_start(&s->timer, timer_cb, (uint64_t)(opts->timeout_s * 1e3) + 1, 0);
+    s->deadline = opts->timeout_s > 0 ? bf_now() + opts->timeout_s : 0;
     s->inflight = 0;
-    for (int k = 0; k < s->n_order; k++) {
+    s->n_ready = 0;
+    for (int k = s->n_order - 1; k >= 0; k--) { /* popped in page order */
         snode *n = &s->nodes[s->order[k]];
-        if (n->needed && !n->valid && n->pending == 0 && !n->scheduled) submit(s, n);
+        if (n->needed && !n->valid && n->pending == 0) push_ready(s, n);
     }
-    uv_run(&s->loop, UV_RUN_DEFAULT);
-    uv_close((uv_handle_t *)&s->timer, NULL);
-    uv_run(&s->loop, UV_RUN_DEFAULT);
+    drain(s);
+    uv_run(&s->loop, UV_RUN_DEFAULT); /* until the last queued block completes */
     uv_loop_close(&s->loop);
 
+    (void)cancelled(s); /* a kernel may have stopped at the deadline without recording it */
     int why = atomic_load(&s->cancel);
     if (s->run_status == BF_OK && why == 1) {
         s->run_status = BF_ECANCELED;
