@@ -164,6 +164,13 @@ typedef struct bf_block_desc {
                              const bf_port_info *out, const bf_exec *ex);
     bf_status (*run_cuda)(const bf_node *node, const bf_tensor *const *in,
                           bf_tensor *const *out, const bf_exec *ex, bf_error *err);
+
+    /*
+     * Optional constant data of this type, read by its functions as node->desc->impl. Block
+     * types that share one implementation (the six convolutions, the two random fills) point
+     * at the same functions and differ by this data alone.
+     */
+    const void *impl;
 } bf_block_desc;
 
 /* ---- registry (blocks/registry.c) ----------------------------------------------------- */

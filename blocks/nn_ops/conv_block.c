@@ -196,3 +196,36 @@ bf_status bf_conv_block_run_cuda(const bf_node *node, const bf_conv_spec *spec,
     return bf_conv_cuda(spec->op, &g, out[0]->dtype, at.use_cudnn, a->data, b->data,
                         out[0]->data, ex, err);
 }
+
+/* ---- the descriptor functions: the op comes from the descriptor's impl ---------------- */
+
+static const bf_conv_spec *spec_of(const bf_node *node) { return node->desc->impl; }
+
+bf_status bf_conv_desc_infer(const bf_node *node, const bf_port_info *in, bf_port_info *out,
+                             bf_error *err) {
+    return bf_conv_infer(node, spec_of(node), in, out, NULL, NULL, err);
+}
+
+size_t bf_conv_desc_workspace_cpu(const bf_node *node, const bf_port_info *in,
+                                  const bf_port_info *out, const bf_exec *ex) {
+    return bf_conv_block_workspace_cpu(node, spec_of(node), in, out, ex);
+}
+
+bf_status bf_conv_desc_run_cpu(const bf_node *node, const bf_tensor *const *in,
+                               bf_tensor *const *out, const bf_exec *ex, bf_error *err) {
+    return bf_conv_block_run_cpu(node, spec_of(node), in, out, ex, err);
+}
+
+const char *bf_conv_desc_gpu_unsupported(const bf_node *node, const bf_port_info *in) {
+    return bf_conv_block_gpu_unsupported(node, spec_of(node), in);
+}
+
+size_t bf_conv_desc_workspace_cuda(const bf_node *node, const bf_port_info *in,
+                                   const bf_port_info *out, const bf_exec *ex) {
+    return bf_conv_block_workspace_cuda(node, spec_of(node), in, out, ex);
+}
+
+bf_status bf_conv_desc_run_cuda(const bf_node *node, const bf_tensor *const *in,
+                                bf_tensor *const *out, const bf_exec *ex, bf_error *err) {
+    return bf_conv_block_run_cuda(node, spec_of(node), in, out, ex, err);
+}

@@ -114,4 +114,25 @@ bf_status bf_conv_block_run_cuda(const bf_node *node, const bf_conv_spec *spec,
                                  const bf_tensor *const *in, bf_tensor *const *out,
                                  const bf_exec *ex, bf_error *err);
 
+/*
+ * The descriptor functions of every convolution block: each reads its bf_conv_spec from
+ * node->desc->impl. A block descriptor lists them with BF_CONV_BLOCK_FUNCTIONS.
+ */
+bf_status bf_conv_desc_infer(const bf_node *node, const bf_port_info *in, bf_port_info *out,
+                             bf_error *err);
+size_t bf_conv_desc_workspace_cpu(const bf_node *node, const bf_port_info *in,
+                                  const bf_port_info *out, const bf_exec *ex);
+bf_status bf_conv_desc_run_cpu(const bf_node *node, const bf_tensor *const *in,
+                               bf_tensor *const *out, const bf_exec *ex, bf_error *err);
+const char *bf_conv_desc_gpu_unsupported(const bf_node *node, const bf_port_info *in);
+size_t bf_conv_desc_workspace_cuda(const bf_node *node, const bf_port_info *in,
+                                   const bf_port_info *out, const bf_exec *ex);
+bf_status bf_conv_desc_run_cuda(const bf_node *node, const bf_tensor *const *in,
+                                bf_tensor *const *out, const bf_exec *ex, bf_error *err);
+
+#define BF_CONV_BLOCK_FUNCTIONS                                                               \
+    .infer = bf_conv_desc_infer, .workspace_cpu = bf_conv_desc_workspace_cpu,                 \
+    .run_cpu = bf_conv_desc_run_cpu, .gpu_unsupported = bf_conv_desc_gpu_unsupported,         \
+    .workspace_cuda = bf_conv_desc_workspace_cuda, .run_cuda = bf_conv_desc_run_cuda
+
 #endif /* BF_CONV_GEOM_H */

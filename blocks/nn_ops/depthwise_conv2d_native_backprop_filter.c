@@ -32,35 +32,6 @@ static const bf_port_desc outputs[] = {
 
 static const bf_conv_spec spec = {BF_CONV_BWD_FILTER, 1, "DepthwiseConv2DBackpropFilter"};
 
-static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info *out,
-                       bf_error *err) {
-    return bf_conv_infer(node, &spec, in, out, NULL, NULL, err);
-}
-
-static size_t workspace_cpu(const bf_node *node, const bf_port_info *in,
-                            const bf_port_info *out, const bf_exec *ex) {
-    return bf_conv_block_workspace_cpu(node, &spec, in, out, ex);
-}
-
-static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
-                         const bf_exec *ex, bf_error *err) {
-    return bf_conv_block_run_cpu(node, &spec, in, out, ex, err);
-}
-
-static const char *gpu_unsupported(const bf_node *node, const bf_port_info *in) {
-    return bf_conv_block_gpu_unsupported(node, &spec, in);
-}
-
-static size_t workspace_cuda(const bf_node *node, const bf_port_info *in,
-                             const bf_port_info *out, const bf_exec *ex) {
-    return bf_conv_block_workspace_cuda(node, &spec, in, out, ex);
-}
-
-static bf_status run_cuda(const bf_node *node, const bf_tensor *const *in,
-                          bf_tensor *const *out, const bf_exec *ex, bf_error *err) {
-    return bf_conv_block_run_cuda(node, &spec, in, out, ex, err);
-}
-
 const bf_block_desc bf_block_depthwise_conv2d_native_backprop_filter = {
     .type = "DepthwiseConv2dNativeBackpropFilter",
     .category = "nn",
@@ -74,10 +45,6 @@ const bf_block_desc bf_block_depthwise_conv2d_native_backprop_filter = {
     .n_outputs = BF_COUNT(outputs),
     .attrs = bf_depthwise_attr_descs,
     .n_attrs = BF_DEPTHWISE_N_ATTRS,
-    .infer = infer,
-    .workspace_cpu = workspace_cpu,
-    .run_cpu = run_cpu,
-    .gpu_unsupported = gpu_unsupported,
-    .workspace_cuda = workspace_cuda,
-    .run_cuda = run_cuda,
+    BF_CONV_BLOCK_FUNCTIONS,
+    .impl = &spec,
 };
