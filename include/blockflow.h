@@ -194,7 +194,8 @@ BF_API bf_status bf_tensor_load_npy(const bf_context *ctx, const char *path,
 /*
  * Write `t` as .npy atomically: a temporary file in the same folder, fsync, then rename, so a
  * failure leaves any older file untouched and never a partial one. bfloat16 is written as
- * float32 (exact widening: numpy has no bfloat16). Errors: BF_EIO, BF_ENOMEM.
+ * float32 (exact widening: numpy has no bfloat16). Errors: BF_EINVAL (NULL argument or a tensor not
+ * in host memory), BF_EIO (the message carries the system's reason), BF_ENOMEM.
  */
 BF_API bf_status bf_tensor_save_npy(const bf_tensor *t, const char *path, bf_error *err);
 

@@ -13,6 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA .cu files are C++ */
+#endif
+
 #define BF_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define BF_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define BF_MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -86,4 +90,7 @@ bool bf_diags_push(bf_diags *d, const bf_error *e);
 /* Monotonic clock in seconds. */
 double bf_now(void);
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* BF_COMMON_H */

@@ -10,7 +10,16 @@
 
 #include "common.h"
 
+#ifdef __cplusplus
+/* C++ (the .cu files): std::atomic<int> has the layout of C11's atomic_int. */
+#include <atomic>
+using std::atomic_int;
+using std::atomic_load_explicit;
+using std::memory_order_relaxed;
+extern "C" {
+#else
 #include <stdatomic.h>
+#endif
 
 typedef struct bf_pool bf_pool;
 struct bf_device;
@@ -57,4 +66,7 @@ bf_status bf_pool_new(int n_threads, bf_pool **out, bf_error *err);
 void bf_pool_free(bf_pool *pool);
 int bf_pool_threads(const bf_pool *pool);
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* BF_EXEC_H */

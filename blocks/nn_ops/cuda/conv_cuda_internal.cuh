@@ -11,18 +11,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-/* runtime/exec.h uses C11 <stdatomic.h>, which declares nothing in C++17: give it the C++
- * names (std::atomic<int> has the layout of C11's atomic_int) before it is included. */
-#include <atomic>
-using std::atomic_int;
-using std::atomic_load_explicit;
-using std::memory_order_relaxed;
-
-/* runtime/common.h has no C++ guard of its own: its helpers (bf_err, bf_malloc...) have C
- * linkage. It only includes C headers that are safe inside extern "C". */
-extern "C" {
 #include "../../../runtime/common.h"
-}
 #include "../conv_kernels.h"
 
 /* The geometry as the kernels see it. Every tensor involved has fewer than 2^31 elements
