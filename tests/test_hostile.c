@@ -313,11 +313,92 @@ START_TEST(const_fill_beyond_limits) {
 END_TEST
 
 /*
- * Issue 6 (conv part): once the convolution blocks are on main, add here a chain of
- * Const/Identity blocks feeding Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter with
- * input_sizes / filter_sizes such as [1, 46341, 46341, 1] (2^31 elements) and
- * [1, 5, 5, 999999999999], expecting BF_ELIMIT at check time naming the conv block.
+ * Shape tensors that ask for 2^31 and more elements, passed through a chain of Identity
+ * blocks into the convolution family: refused at check time, naming the conv block, before
+ * anything is allocated (the values are known at check time through the chain).
  */
+static const struct {
+    const char *sizes;  /* the int32/int64-sized shape Const */
+    const char *block;  /* the conv block and its wiring */
+} huge_sizes[] = {
+    {"[1, 46341, 46341, 1]",
+     "{\"id\": \"g\", \"type\": \"Conv2DBackpropInput\", \"inputs\": {\"input_sizes\": \"s3\", "
+     "\"filter\": \"w\", \"out_backprop\": \"dy\"}, \"attrs\": {\"strides\": [1, 1, 1, 1], "
+     "\"padding\": \"SAME\"}}"},
+    {"[46341, 46341, 1, 1]",
+     "{\"id\": \"g\", \"type\": \"Conv2DBackpropFilter\", \"inputs\": {\"input\": \"x\", "
+     "\"filter_sizes\": \"s3\", \"out_backprop\": \"dy\"}, \"attrs\": {\"strides\": [1, 1, 1, 1], "
+     "\"padding\": \"SAME\"}}"},
+    {"[1, 65535, 65535, 1]",
+     "{\"id\": \"g\", \"type\": \"DepthwiseConv2dNativeBackpropInput\", \"inputs\": "
+     "{\"input_sizes\": \"s3\", \"filter\": \"w\", \"out_backprop\": \"dy\"}, \"attrs\": "
+     "{\"strides\": [1, 1, 1, 1], \"padding\": \"SAME\"}}"},
+};
+
+START_TEST(conv_sizes_beyond_limits_through_identity_chain) {
+    bf_config cfg;
+    bf_config_init(&cfg);
+    cfg.max_tensor_elements = (uint64_t)1 << 30; /* 2^31 elements are above it */
+    bf_context *ctx = make_ctx(&cfg);
+    char page[2048];
+    snprintf(page, sizeof(page),
+             PAGE_HEAD "\"blocks\": ["
+                       "{\"id\": \"s0\", \"type\": \"Const\", \"attrs\": {\"dtype\": \"int32\", "
+                       "\"value\": %s}},"
+                       "{\"id\": \"s1\", \"type\": \"Identity\", \"inputs\": {\"input\": \"s0\"}},"
+                       "{\"id\": \"s2\", \"type\": \"Identity\", \"inputs\": {\"input\": \"s1\"}},"
+                       "{\"id\": \"s3\", \"type\": \"Identity\", \"inputs\": {\"input\": \"s2\"}},"
+                       "{\"id\": \"x\", \"type\": \"Placeholder\", \"attrs\": {\"shape\": [1, -1, -1, 1]}},"
+                       "{\"id\": \"w\", \"type\": \"Placeholder\", \"attrs\": {\"shape\": [3, 3, 1, 1]}},"
+                       "{\"id\": \"dy\", \"type\": \"Placeholder\"},"
+                       "%s], \"outputs\": [\"g\"]}",
+             huge_sizes[_i].sizes, huge_sizes[_i].block);
+    bf_session *s = NULL;
+    bf_error e;
+    ck_assert_int_eq(open_page(ctx, page, &s, &e), BF_OK);
+    double t0 = now_s();
+    bf_status st = bf_session_check(s, NULL, &e);
+    ck_assert_msg(st == BF_ELIMIT, "status %s: %s", bf_status_name(st), e.message);
+    ck_assert_str_eq(e.block_id, "g");
+    ck_assert_ptr_nonnull(strstr(e.message, "max_tensor_elements"));
+    ck_assert_double_lt(now_s() - t0, 0.5);
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+END_TEST
+
+START_TEST(conv_sizes_that_overflow) {
+    /* input_sizes [1,5,5,999999999999] does not even fit int32: a clear dtype error at load,
+     * and one that fits int32 but overflows when multiplied is refused by the shape check. */
+    bf_context *ctx = make_ctx(NULL);
+    bf_session *s = NULL;
+    bf_error e;
+    const char *too_big = PAGE_HEAD "\"blocks\": [{\"id\": \"s\", \"type\": \"Const\", "
+                                    "\"attrs\": {\"dtype\": \"int32\", \"value\": [1, 5, 5, "
+                                    "999999999999]}}], \"outputs\": [\"s\"]}";
+    ck_assert_int_eq(open_page(ctx, too_big, &s, &e), BF_EDTYPE);
+    ck_assert_str_eq(e.block_id, "s");
+    char page[1024];
+    snprintf(page, sizeof(page),
+             PAGE_HEAD "\"blocks\": ["
+                       "{\"id\": \"s\", \"type\": \"Const\", \"attrs\": {\"dtype\": \"int32\", "
+                       "\"value\": [2147483647, 2147483647, 2147483647, 2147483647]}},"
+                       "{\"id\": \"i\", \"type\": \"Identity\", \"inputs\": {\"input\": \"s\"}},"
+                       "{\"id\": \"w\", \"type\": \"Placeholder\", \"attrs\": {\"shape\": [1, 1, 2147483647, 1]}},"
+                       "{\"id\": \"dy\", \"type\": \"Placeholder\"},"
+                       "{\"id\": \"g\", \"type\": \"Conv2DBackpropInput\", \"inputs\": "
+                       "{\"input_sizes\": \"i\", \"filter\": \"w\", \"out_backprop\": \"dy\"}, "
+                       "\"attrs\": {\"strides\": [1, 1, 1, 1], \"padding\": \"VALID\"}}"
+                       "], \"outputs\": [\"g\"]}");
+    ck_assert_int_eq(open_page(ctx, page, &s, &e), BF_OK);
+    bf_status st = bf_session_check(s, NULL, &e);
+    ck_assert_msg(st == BF_ELIMIT || st == BF_ESHAPE, "status %s: %s", bf_status_name(st),
+                  e.message);
+    ck_assert_str_eq(e.block_id, "g");
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+END_TEST
 
 /* ---- faults: allocation failures ------------------------------------------------------------ */
 
@@ -762,6 +843,9 @@ static Suite *suite(void) {
     tcase_add_test(tc, npy_header_claims_4gib);
     tcase_add_loop_test(tc, shape_overflows_64_bits, 0, BF_COUNT(overflow_cases));
     tcase_add_test(tc, const_fill_beyond_limits);
+    tcase_add_loop_test(tc, conv_sizes_beyond_limits_through_identity_chain, 0,
+                        (int)(sizeof(huge_sizes) / sizeof(huge_sizes[0])));
+    tcase_add_test(tc, conv_sizes_that_overflow);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("faults");
