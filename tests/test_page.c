@@ -564,6 +564,72 @@ START_TEST(legacy_int_list_forms) {
 }
 END_TEST
 
+/* The enuSpace forms of the issue, on a convolution block, give the same result as the
+ * canonical JSON attributes; an unknown key in the text is an error naming it. */
+static bf_tensor *run_filter_grad(const char *attrs, bf_diags *d) {
+    char json[1024];
+    snprintf(json, sizeof(json),
+             HEAD "\"blocks\":["
+                  "{\"id\":\"x\",\"type\":\"RandomNormal\",\"attrs\":{\"shape\":[1,6,6,2],\"seed\":1}},"
+                  "{\"id\":\"dy\",\"type\":\"RandomNormal\",\"attrs\":{\"shape\":[1,3,3,4],\"seed\":2}},"
+                  "{\"id\":\"fs\",\"type\":\"Const\",\"attrs\":{\"dtype\":\"int32\",\"value\":[3,3,2,4]}},"
+                  "{\"id\":\"dw\",\"type\":\"Conv2DBackpropFilter\",\"inputs\":{\"input\":\"x\","
+                  "\"filter_sizes\":\"fs\",\"out_backprop\":\"dy\"},\"attrs\":%s}],"
+                  "\"outputs\":[\"dw\"]}",
+             attrs);
+    bf_context *ctx = ctx_with(0, 0, 0);
+    bf_page *page = NULL;
+    bf_session *s = NULL;
+    bf_tensor *copy = NULL;
+    bf_error e;
+    if (load(ctx, json, &page, d, &e) == BF_OK && bf_session_new(ctx, page, &s, &e) == BF_OK &&
+        bf_session_run(s, NULL, d, &e) == BF_OK)
+        ck_assert_int_eq(bf_tensor_copy(bf_session_output(s, "dw", NULL), &copy, NULL), BF_OK);
+    bf_session_free(s);
+    bf_context_free(ctx);
+    return copy;
+}
+
+START_TEST(enuspace_forms_on_a_conv_block) {
+    bf_diags *d = bf_diags_new();
+    bf_tensor *canon = run_filter_grad("{\"strides\":[1,2,2,1],\"padding\":\"SAME\","
+                                       "\"dilations\":[1,1,1,1],\"data_format\":\"NHWC\","
+                                       "\"use_cudnn_on_gpu\":true}", d);
+    ck_assert_ptr_nonnull(canon);
+    ck_assert_uint_eq(bf_diags_count(d), 0);
+    static const char *const forms[] = {
+        "{\"strides\":\"1,2,2,1\",\"padding\":\"SAME\"}",
+        "{\"strides\":\"{1,2,2,1}\",\"padding\":\"SAME\",\"dilations\":\"{1, 1, 1, 1}\"}",
+        "\"strides_ = {1,2,2,1}; padding_ = SAME;use_cudnn_on_gpu_ = true;"
+        "data_format_ = NHWC;dilations_ = {1,1,1,1};\"",
+    };
+    for (int i = 0; i < 3; i++) {
+        bf_diags_clear(d);
+        bf_tensor *t = run_filter_grad(forms[i], d);
+        ck_assert_msg(t != NULL, "form %d did not run", i);
+        ck_assert_uint_eq(bf_diags_errors(d), 0);
+        ck_assert_uint_ge(bf_diags_count(d), 1); /* warnings naming the canonical form */
+        ck_assert_str_eq(bf_diags_at(d, 0)->code, "legacy_attr_form");
+        ck_assert_str_eq(bf_diags_at(d, 0)->block_id, "dw");
+        ck_assert_ptr_nonnull(strstr(bf_diags_at(d, 0)->message, "[1, 2, 2, 1]"));
+        ck_assert_uint_eq(bf_tensor_nbytes(t), bf_tensor_nbytes(canon));
+        ck_assert(!memcmp(bf_tensor_cdata(t), bf_tensor_cdata(canon), bf_tensor_nbytes(t)));
+        bf_tensor_free(t);
+    }
+    bf_diags_clear(d);
+    ck_assert_ptr_null(run_filter_grad("\"strides_ = {1,2,2,1}; padding_ = SAME; cudnn_ = 1;\"", d));
+    ck_assert_uint_eq(bf_diags_errors(d), 1);
+    const bf_error *bad = NULL;
+    for (size_t i = 0; i < bf_diags_count(d); i++)
+        if (bf_diags_at(d, i)->status != BF_OK) bad = bf_diags_at(d, i);
+    ck_assert_str_eq(bad->code, "unknown_attr");
+    ck_assert_str_eq(bad->attr, "cudnn");
+    ck_assert_str_eq(bad->block_id, "dw");
+    bf_tensor_free(canon);
+    bf_diags_free(d);
+}
+END_TEST
+
 START_TEST(legacy_attribute_text) {
     bf_context *ctx = ctx_with(0, 0, 0);
     bf_diags *d = bf_diags_new();
@@ -725,6 +791,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, every_problem_reported_at_once);
     tcase_add_test(tc, legacy_int_list_forms);
     tcase_add_test(tc, legacy_attribute_text);
+    tcase_add_test(tc, enuspace_forms_on_a_conv_block);
     tcase_add_test(tc, node_make);
     tcase_add_test(tc, const_file_shape_mismatch);
     suite_add_tcase(s, tc);
