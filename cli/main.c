@@ -32,15 +32,22 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  run PAGE [--feed ID=FILE.npy]... [--fetch ID[:PORT]]... [--out DIR] [--no-save]\n"
-    "           [--device auto|cpu|gpu] [--print] [--timeout SECONDS] [--threads N]\n"
-    "           [--mem-limit BYTES]\n"
+    "           [--device auto|cpu|gpu] [--print] [--timeout SECONDS] [--threads N] [LIMITS]\n"
     "      run the page; write each fetched tensor to DIR/ID.npy (DIR/ID.PORT.npy for a\n"
     "      non-default port; DIR defaults to the current folder) and print a table per block\n"
-    "  check PAGE      validate the page and print the inferred dtype and shape of every port\n"
+    "  check PAGE [LIMITS]\n"
+    "      validate the page and print the inferred dtype and shape of every port\n"
     "  blocks [--json] [TYPE]   the block catalogue\n"
     "  bench [--cases FILE] [--ops LIST] [--threads N] [--json] [--device cpu|gpu]\n"
     "      benchmark the convolution kernels (see bench/RESULTS.md)\n"
     "  version\n"
+    "\n"
+    "limits (bf_config; sizes take K, M, G suffixes):\n"
+    "  --mem-limit BYTES      tensor memory of the run (default: half the RAM)\n"
+    "  --max-elements N       elements of one tensor (default 2^40)\n"
+    "  --max-blocks N         blocks in a page (default 100000)\n"
+    "  --max-page-bytes BYTES size of the page file (default 64M)\n"
+    "  --max-json-depth N     JSON nesting of the page (default 64)\n"
     "\n"
     "exit status: 0 success, 2 usage error, 3 invalid page or feed, 4 run-time failure,\n"
     "             5 results could not be written, 130 interrupted\n";
@@ -129,6 +136,34 @@ static bool parse_u64(const char *s, uint64_t *out) {
     if (*end) return false;
     *out = v;
     return true;
+}
+
+/*
+ * Parse a limit option at argv[*i] into cfg. Returns 1 when it was one (advancing *i past
+ * its value), 0 when argv[*i] is no limit option, -1 on a bad value (message printed).
+ */
+static int parse_limit(int argc, char **argv, int *i, bf_config *cfg) {
+    static const char *const names[] = {"--mem-limit", "--max-elements", "--max-blocks",
+                                        "--max-page-bytes", "--max-json-depth"};
+    int k = 0;
+    while (k < 5 && strcmp(argv[*i], names[k])) k++;
+    if (k == 5) return 0;
+    uint64_t v;
+    if (*i + 1 >= argc || !parse_u64(argv[*i + 1], &v) || v == 0 ||
+        (k >= 2 && k != 3 && v > 1000000000)) {
+        fprintf(stderr, "blockflow: %s takes a positive number%s\n", names[k],
+                k == 0 || k == 3 ? " of bytes (e.g. 512M)" : "");
+        return -1;
+    }
+    switch (k) {
+    case 0: cfg->max_session_bytes = v; break;
+    case 1: cfg->max_tensor_elements = v; break;
+    case 2: cfg->max_blocks = (int)v; break;
+    case 3: cfg->max_page_bytes = v; break;
+    default: cfg->max_json_depth = (int)v; break;
+    }
+    *i += 1;
+    return 1;
 }
 
 /* File name of a fetch: "dw" -> dw.npy, "dw:grad" -> dw.grad.npy. */
@@ -250,7 +285,7 @@ static int cmd_run(int argc, char **argv) {
     double timeout = 0;
     bf_config cfg;
     bf_config_init(&cfg);
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1, lim; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--feed") && v && n_feeds < 64) feeds[n_feeds++] = argv[++i];
@@ -259,11 +294,8 @@ static int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--device") && v) device = argv[++i];
         else if (!strcmp(a, "--timeout") && v) timeout = atof(argv[++i]);
         else if (!strcmp(a, "--threads") && v) cfg.threads = atoi(argv[++i]);
-        else if (!strcmp(a, "--mem-limit") && v) {
-            if (!parse_u64(argv[++i], &cfg.max_session_bytes)) {
-                fprintf(stderr, "blockflow: --mem-limit takes bytes (e.g. 512M)\n");
-                return EXIT_USAGE;
-            }
+        else if ((lim = parse_limit(argc, argv, &i, &cfg)) != 0) {
+            if (lim < 0) return EXIT_USAGE;
         } else if (!strcmp(a, "--print")) print = 1;
         else if (!strcmp(a, "--no-save")) save = 0;
         else if (a[0] != '-' && !page_path) page_path = a;
@@ -377,7 +409,19 @@ done:
 }
 
 static int cmd_check(int argc, char **argv) {
-    if (argc != 2) {
+    const char *page_path = NULL;
+    bf_config cfg;
+    bf_config_init(&cfg);
+    for (int i = 1, lim; i < argc; i++) {
+        if ((lim = parse_limit(argc, argv, &i, &cfg)) < 0) return EXIT_USAGE;
+        if (lim) continue;
+        if (argv[i][0] == '-' || page_path) {
+            fprintf(stderr, "blockflow check: unexpected argument \"%s\"\n\n%s", argv[i], usage);
+            return EXIT_USAGE;
+        }
+        page_path = argv[i];
+    }
+    if (!page_path) {
         fprintf(stderr, "%s", usage);
         return EXIT_USAGE;
     }
@@ -387,12 +431,12 @@ static int cmd_check(int argc, char **argv) {
     bf_session *s = NULL;
     bf_diags *diags = bf_diags_new();
     int rc = EXIT_OK;
-    if (!diags || bf_context_new(NULL, &ctx, &e)) {
+    if (!diags || bf_context_new(&cfg, &ctx, &e)) {
         print_error(&e);
         bf_diags_free(diags);
         return EXIT_RUN;
     }
-    bf_status st = bf_page_load_file(ctx, argv[1], &page, diags, &e);
+    bf_status st = bf_page_load_file(ctx, page_path, &page, diags, &e);
     if (st == BF_OK) st = bf_session_new(ctx, page, &s, &e);
     if (st == BF_OK) st = bf_session_check(s, diags, &e);
     if (s) {
@@ -411,7 +455,7 @@ static int cmd_check(int argc, char **argv) {
     }
     print_diags(diags, &e);
     if (st) rc = EXIT_INVALID;
-    else printf("%s: ok\n", argv[1]);
+    else printf("%s: ok\n", page_path);
     bf_session_free(s);
     bf_diags_free(diags);
     bf_context_free(ctx);

@@ -152,7 +152,7 @@ bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, const char *d
             }
             if (max_elements && (uint64_t)v->tensor->numel > max_elements)
                 return bf_err(err, BF_ELIMIT, "too_large",
-                              "%s has %lld elements, above max_tensor_elements", path,
+                              "%s has %lld elements, above bf_config.max_tensor_elements (blockflow --max-elements)", path,
                               (long long)v->tensor->numel);
         }
         break;

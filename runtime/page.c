@@ -407,7 +407,7 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
     int n = cJSON_GetArraySize(blocks);
     if (n > ctx->cfg.max_blocks) {
         problem(L, BF_ELIMIT, "too_many_blocks", NULL, NULL, NULL,
-                "the page has %d blocks, above the limit of %d (raise bf_config.max_blocks)",
+                "the page has %d blocks, above the limit of %d (raise bf_config.max_blocks, or blockflow --max-blocks)",
                 "/blocks", n,
                 ctx->cfg.max_blocks);
         return;
@@ -471,7 +471,7 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
     if (len > ctx->cfg.max_page_bytes) {
         problem(&L, BF_ELIMIT, "page_too_large",
                 NULL, NULL, NULL, "the page is %zu bytes, above the limit of %llu "
-                "(raise bf_config.max_page_bytes)", "", len,
+                "(raise bf_config.max_page_bytes, or blockflow --max-page-bytes)", "", len,
                 (unsigned long long)ctx->cfg.max_page_bytes);
         goto done;
     }
@@ -480,7 +480,7 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
         int line, col;
         line_col(json, deep, &line, &col);
         problem(&L, BF_ELIMIT, "too_deep", NULL, NULL, NULL,
-                "JSON nested deeper than %d levels (raise bf_config.max_json_depth)", "",
+                "JSON nested deeper than %d levels (raise bf_config.max_json_depth, or blockflow --max-json-depth)", "",
                 ctx->cfg.max_json_depth);
         L.first.line = line;
         L.first.column = col;
@@ -513,7 +513,7 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
     }
     if (json_depth(root, 1, ctx->cfg.max_json_depth) > ctx->cfg.max_json_depth) {
         problem(&L, BF_ELIMIT, "too_deep", NULL, NULL, NULL,
-                "JSON nested deeper than %d levels (raise bf_config.max_json_depth)", "",
+                "JSON nested deeper than %d levels (raise bf_config.max_json_depth, or blockflow --max-json-depth)", "",
                 ctx->cfg.max_json_depth);
     } else {
         load_top(&L, ctx, root);
@@ -557,7 +557,7 @@ bf_status bf_page_load_file(bf_context *ctx, const char *path, bf_page **out, bf
         fclose(f);
         bf_err(&e, BF_ELIMIT, "page_too_large",
                "the page is %lld bytes, above the limit of %llu (raise "
-               "bf_config.max_page_bytes)",
+               "bf_config.max_page_bytes, or blockflow --max-page-bytes)",
                (long long)sb.st_size, (unsigned long long)ctx->cfg.max_page_bytes);
         if (err) *err = e;
         bf_diags_push(diags, &e);

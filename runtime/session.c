@@ -53,7 +53,7 @@ typedef struct snode {
     int pending;               /* inputs not yet produced in this run */
     bf_device *dev;            /* NULL = CPU */
     bf_status status;
-    bf_error err;
+    bf_error *err;             /* the failure of this run, allocated only when it fails */
     uv_work_t work;
     struct bf_session *s;
 } snode;
@@ -234,6 +234,7 @@ void bf_session_free(bf_session *s) {
         if (n->pb->desc && n->outs && n->host_outs) node_drop_results(n);
         if (n->pb->desc && n->pb->desc->fini) n->pb->desc->fini(&n->node);
         tensor_free(n->feed);
+        bf_free(n->err);
         bf_aligned_free(n->ws);
         bf_budget_release(&s->budget, n->ws_size);
         if (n->dws) n->dws_dev->ops->free(n->dws_dev, n->dws);
@@ -679,16 +680,23 @@ static bf_status ensure_workspace(bf_session *s, snode *n, size_t bytes, bf_erro
  * outputs and workspace, run the kernel. Runs on a libuv worker thread; touches only n, its
  * sources' finished results, the atomic budget and (under a mutex) its GPU.
  */
+/* Keep a copy of node n's failure `e` for complete() (a session holds millions of nodes, so
+ * none carries an error record until it needs one; without memory, the status alone stays). */
+static void keep_error(snode *n, const bf_error *e) {
+    bf_free(n->err);
+    n->err = bf_malloc(sizeof(*e));
+    if (n->err) *n->err = *e;
+}
+
 static void execute(snode *n) {
     bf_session *s = n->s;
     const bf_block_desc *d = n->pb->desc;
     bf_tensor *moved[16] = {0};
     const bf_tensor *in[16];
     bf_port_info info[16], out_info[16];
-    bf_error *e = &n->err;
+    bf_error err = {0}, *e = &err;
     bf_status st = BF_OK;
     gpu_state *g = NULL;
-    memset(e, 0, sizeof(*e));
     BF_ASSERT(d->n_inputs <= 16 && d->n_outputs <= 16);
 
     bool locked = n->dev != NULL;
@@ -750,6 +758,7 @@ unlock:
     if (locked) uv_mutex_unlock(&s->gpu_mu);
     for (int k = 0; k < 16; k++) tensor_free(moved[k]);
     n->status = st;
+    if (st) keep_error(n, e);
 }
 
 static void work_cb(uv_work_t *w) {
@@ -795,12 +804,17 @@ static void complete(bf_session *s, snode *n) {
     if (s->run_status == BF_OK || s->run_status == BF_ECANCELED) {
         if (n->status != BF_ECANCELED || s->run_status == BF_OK) {
             s->run_status = n->status;
-            s->run_err = n->err;
-            if (n->status == BF_ECANCELED && !s->run_err.message[0])
+            if (n->err)
+                s->run_err = *n->err;
+            else if (n->status == BF_ECANCELED)
                 bf_err(&s->run_err, BF_ECANCELED, "cancelled", "the run was cancelled");
+            else
+                bf_err(&s->run_err, n->status, "failed", "%s", bf_strerror(n->status));
             where(s, n->index, &s->run_err);
         }
     }
+    bf_free(n->err);
+    n->err = NULL;
     if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_DONE, &n->stats, s->opts->user);
     int expected = 0;
     atomic_compare_exchange_strong(&s->cancel, &expected, 3); /* stop the rest */
@@ -835,8 +849,10 @@ static void drain(bf_session *s) {
         n->work.data = n;
         int rc = uv_queue_work(&s->loop, &n->work, work_cb, after_work_cb);
         if (rc) {
-            n->status = bf_err(&n->err, BF_EINTERNAL, "scheduler", "cannot queue work: %s",
+            bf_error e = {0};
+            n->status = bf_err(&e, BF_EINTERNAL, "scheduler", "cannot queue work: %s",
                                uv_strerror(rc));
+            keep_error(n, &e);
             complete(s, n);
             continue;
         }
