@@ -1,0 +1,517 @@
+/*
+ * conv_gemm_impl.h - the CPU convolution kernels, written once and instantiated per ISA and
+ * element type. Include it after defining:
+ *   T        element type (float or double)
+ *   MR, NR   register block of the microkernel: MR output rows x NR output columns
+ *   UKR      static microkernel (see below)
+ *   FN(x)    name mangling, e.g. x##_avx512_f32
+ * The file that includes it is compiled with that ISA's flags (CMake: *_avx512.c, *_avx2.c),
+ * so the packing and depthwise loops below are auto-vectorised for the same ISA.
+ *
+ * Dense convolutions (any groups except depthwise) are packed GEMMs (Goto/BLIS blocking):
+ *
+ *   FWD and BWD_INPUT: implicit GEMM over "sub-problems" (see bf_conv_sub). Rows are output
+ *   pixels, columns output channels of one group, the reduction runs over (tap, source
+ *   channel). B (the filter, transposed per tap for BWD_INPUT) is packed once per call into
+ *   workspace as [group][sub][panel of NR columns][k][NR]. Work is split into tasks of MC
+ *   rows; a task packs its rows of im2col, KC reduction steps at a time, into per-thread
+ *   scratch as [MR-row block][k][MR] (zeros for padding) and runs the microkernel over every
+ *   column panel, so a packed A block stays in L2 while all of B's KC x NR panels stream past.
+ *   BWD_INPUT with stride s splits dx into s_h*s_w phases; each phase only sees the taps that
+ *   reach it, so no multiply is spent on the zeros a dilated-dy formulation would insert.
+ *
+ *   BWD_FILTER: dW[(tap, ci), co] = sum_p im2col(x)[p, (tap, ci)] * dy[p, co], a GEMM whose
+ *   reduction runs over all N*OH*OW pixels. Tasks are chunks of PC pixels; a task packs its
+ *   dy chunk as [panel][p][NR] and, for each MR rows of dW, the matching x values as
+ *   [p][MR] (MR consecutive channels of one tap are contiguous in NHWC, so this is a copy),
+ *   then accumulates into the thread's partial dW (slot 0 writes `out` itself, the other
+ *   slots use workspace), and a final pass sums the partials.
+ *
+ * Depthwise (groups == in_c, k_in_c == 1, multiplier M = out_c / in_c) is memory bound and
+ * is done with channel-vector loops over NHWC rows: one task per output (FWD), input
+ * (BWD_INPUT) row, or chunk of rows (BWD_FILTER, per-thread partial dW). With M > 1 each
+ * input row is first expanded to out_c channels (x[.., c] repeated M times) in scratch so the
+ * inner loop is the same unit-stride multiply-add over out_c channels.
+ *
+ * Microkernel contract: UKR(kc, a, b, crow, coff, mr, nr, acc) computes the MR x NR block
+ * sum_k a[k*MR + i] * b[k*NR + j] and, for i < mr and j < nr, stores it to crow[i][coff + j]
+ * (acc == 0) or adds it there (acc != 0). kc may be 0 (stores zeros).
+ */
+
+#define BF_CG_MC (MR * 8)               /* rows per FWD/BWD_INPUT task */
+#define BF_CG_KC ((int64_t)(32768 / (NR * (int)sizeof(T)))) /* a KC x NR panel of B is 32 KiB */
+
+/* ---- dense FWD / BWD_INPUT ------------------------------------------------------------- */
+
+/* Per-op view of the operands: src is the activation read (x or dy), dst the one written. */
+typedef struct FN(bf_cg_plan) {
+    bf_conv_op op;
+    const bf_conv_geom *g;
+    const T *src;   /* [N, SH, SW, SC] */
+    const T *w;     /* [KH, KW, Cg, O] */
+    T *dst;         /* [N, DH, DW, DC] */
+    T *bpack;       /* packed B for all groups and subs */
+    T *ascratch;    /* per-thread [MC x KC] */
+    int64_t sh, sw, sc, dh, dw, dc;
+    int64_t kin, nout, npad, nsubs, ntasks_sub_max, kc;
+    const bf_exec *ex;
+} FN(bf_cg_plan);
+
+/* Offset (elements) of sub-problem s of group grp in bpack. */
+static int64_t FN(bf_cg_bofs)(const FN(bf_cg_plan) *p, int64_t grp, int64_t s) {
+    int64_t taps_before = 0;
+    for (int64_t t = 0; t < s; t++) {
+        bf_conv_sub sp;
+        bf_conv_sub_make(p->op, p->g, t, &sp);
+        taps_before += sp.nkh * sp.nkw;
+    }
+    return (grp * p->g->k_h * p->g->k_w + taps_before) * p->kin * p->npad;
+}
+
+/* Pack B of (group, sub) as [panel][k][NR]; k = tap*kin + c. One task per (grp, sub). */
+static void FN(bf_cg_pack_b_task)(void *arg, int64_t i, int slot) {
+    const FN(bf_cg_plan) *p = arg;
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    int64_t grp = i / p->nsubs, s = i % p->nsubs;
+    bf_conv_sub sp;
+    bf_conv_sub_make(p->op, g, s, &sp);
+    int64_t ksub = sp.nkh * sp.nkw * p->kin, cg = g->k_in_c, og = g->out_c / g->groups;
+    T *bp = p->bpack + FN(bf_cg_bofs)(p, grp, s);
+    for (int64_t jp = 0; jp < p->npad / NR; jp++) {
+        T *panel = bp + jp * ksub * NR; /* [ksub][NR] */
+        for (int64_t ih = 0; ih < sp.nkh; ih++)
+            for (int64_t iw = 0; iw < sp.nkw; iw++) {
+                int64_t kh = sp.kh0 + ih * sp.khs, kw = sp.kw0 + iw * sp.kws;
+                const T *wt = p->w + (kh * g->k_w + kw) * cg * g->out_c; /* [Cg][O] */
+                T *dstp = panel + (ih * sp.nkw + iw) * p->kin * NR;
+                for (int64_t c = 0; c < p->kin; c++)
+                    for (int64_t j = 0; j < NR; j++) {
+                        int64_t n = jp * NR + j;
+                        T v = 0;
+                        if (n < p->nout)
+                            v = p->op == BF_CONV_FWD ? wt[c * g->out_c + grp * og + n]
+                                                     : wt[n * g->out_c + grp * og + c];
+                        dstp[c * NR + j] = v;
+                    }
+            }
+    }
+}
+
+/* One task: MC output rows of one (group, sub). */
+static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
+    const FN(bf_cg_plan) *p = arg;
+    if (bf_exec_cancelled(p->ex)) return;
+    int64_t per = p->ntasks_sub_max;
+    int64_t grp = task / (p->nsubs * per), s = task / per % p->nsubs, mt = task % per;
+    bf_conv_sub sp;
+    bf_conv_sub_make(p->op, p->g, s, &sp);
+    int64_t m = p->g->n * sp.ah * sp.aw, m0 = mt * BF_CG_MC;
+    if (m0 >= m) return;
+    int64_t mc = BF_MIN((int64_t)BF_CG_MC, m - m0), nmb = bf_cc_ceil_div(mc, MR);
+    int64_t ksub = sp.nkh * sp.nkw * p->kin;
+    const T *bp = p->bpack + FN(bf_cg_bofs)(p, grp, s);
+    T *apack = p->ascratch + (int64_t)slot * BF_CG_MC * p->kc; /* [mb][kc][MR] */
+    int64_t src_cofs = grp * p->kin, dst_cofs = grp * p->nout;
+
+    /* Row geometry of the chunk: output pointer and source base position per row. */
+    T *crow[BF_CG_MC];
+    int64_t rn[BF_CG_MC], ra[BF_CG_MC], rb[BF_CG_MC];
+    for (int64_t r = 0; r < nmb * MR; r++) {
+        int64_t row = m0 + BF_MIN(r, mc - 1);
+        int64_t n = row / (sp.ah * sp.aw), a = row / sp.aw % sp.ah, b = row % sp.aw;
+        rn[r] = n, ra[r] = a, rb[r] = b;
+        crow[r] = p->dst + ((n * p->dh + sp.oh0 + sp.osh * a) * p->dw + sp.ow0 + sp.osw * b) *
+                               p->dc + dst_cofs;
+    }
+    int64_t kc0 = 0;
+    do {
+        int64_t kc = BF_MIN(p->kc, ksub - kc0);
+        /* pack A: rows of im2col for k in [kc0, kc0 + kc) */
+        for (int64_t mb = 0; mb < nmb; mb++) {
+            T *ap = apack + mb * kc * MR;
+            for (int64_t i = 0; i < MR; i++) {
+                int64_t r = mb * MR + i;
+                int64_t k = kc0;
+                while (k < kc0 + kc) {
+                    int64_t t = k / p->kin, c0 = k % p->kin;
+                    int64_t c1 = BF_MIN(p->kin, c0 + (kc0 + kc - k));
+                    int64_t kh = sp.kh0 + (t / sp.nkw) * sp.khs, kw = sp.kw0 + (t % sp.nkw) * sp.kws;
+                    int64_t hh = ra[r] * sp.mh + (kh * sp.ch + sp.eh) / sp.qh;
+                    int64_t ww = rb[r] * sp.mw + (kw * sp.cw + sp.ew) / sp.qw;
+                    T *o = ap + (k - kc0) * MR + i;
+                    if (r < mc && hh >= 0 && hh < p->sh && ww >= 0 && ww < p->sw) {
+                        const T *sv = p->src + ((rn[r] * p->sh + hh) * p->sw + ww) * p->sc +
+                                      src_cofs;
+                        for (int64_t c = c0; c < c1; c++) o[(c - c0) * MR] = sv[c];
+                    } else {
+                        for (int64_t c = c0; c < c1; c++) o[(c - c0) * MR] = 0;
+                    }
+                    k += c1 - c0;
+                }
+            }
+        }
+        for (int64_t jp = 0; jp < p->npad / NR; jp++) {
+            const T *bpp = bp + jp * ksub * NR + kc0 * NR;
+            int nr = (int)BF_MIN((int64_t)NR, p->nout - jp * NR);
+            for (int64_t mb = 0; mb < nmb; mb++) {
+                int mr = (int)BF_MIN((int64_t)MR, mc - mb * MR);
+                UKR(kc, apack + mb * kc * MR, bpp, crow + mb * MR, jp * NR, mr, nr, kc0 > 0);
+            }
+        }
+        kc0 += kc;
+    } while (kc0 < ksub);
+}
+
+static size_t FN(bf_cg_rows_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
+    int64_t kin = op == BF_CONV_FWD ? g->k_in_c : g->out_c / g->groups;
+    int64_t nout = op == BF_CONV_FWD ? g->out_c / g->groups : g->k_in_c;
+    size_t b = bf_cc_mad((size_t)(g->groups * g->k_h * g->k_w), (size_t)kin,
+                         0); /* taps x kin per group */
+    b = bf_cc_mad(b, (size_t)bf_cc_round_up(BF_MAX(nout, 1), NR), 0);
+    size_t a = bf_cc_mad((size_t)BF_CG_MC * BF_CG_KC, (size_t)n_threads, 0);
+    size_t tot = bf_cc_mad(b + 16, 1, a);
+    return bf_cc_mad(tot, sizeof(T), 64);
+}
+
+static void FN(bf_cg_rows_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *w,
+                                T *out, const bf_exec *ex) {
+    FN(bf_cg_plan) p = {.op = op, .g = g, .w = w, .dst = out, .ex = ex, .kc = BF_CG_KC};
+    p.src = a;
+    if (op == BF_CONV_FWD) {
+        p.sh = g->in_h, p.sw = g->in_w, p.sc = g->in_c;
+        p.dh = g->out_h, p.dw = g->out_w, p.dc = g->out_c;
+        p.kin = g->k_in_c, p.nout = g->out_c / g->groups;
+    } else {
+        p.sh = g->out_h, p.sw = g->out_w, p.sc = g->out_c;
+        p.dh = g->in_h, p.dw = g->in_w, p.dc = g->in_c;
+        p.kin = g->out_c / g->groups, p.nout = g->k_in_c;
+    }
+    p.npad = bf_cc_round_up(BF_MAX(p.nout, 1), NR);
+    p.nsubs = bf_conv_n_subs(op, g);
+    int64_t msub = 0;
+    for (int64_t s = 0; s < p.nsubs; s++) {
+        bf_conv_sub sp;
+        bf_conv_sub_make(op, g, s, &sp);
+        msub = BF_MAX(msub, g->n * sp.ah * sp.aw);
+    }
+    p.ntasks_sub_max = bf_cc_ceil_div(msub, BF_CG_MC);
+    p.bpack = ex->workspace;
+    p.ascratch = p.bpack + bf_cc_round_up(g->groups * g->k_h * g->k_w * p.kin * p.npad, 16);
+    if (p.nout == 0 || msub == 0) return;
+    bf_parallel_for(ex, g->groups * p.nsubs, FN(bf_cg_pack_b_task), &p);
+    bf_parallel_for(ex, g->groups * p.nsubs * p.ntasks_sub_max, FN(bf_cg_rows_task), &p);
+}
+
+/* ---- dense BWD_FILTER ------------------------------------------------------------------- */
+
+typedef struct FN(bf_cf_plan) {
+    const bf_conv_geom *g;
+    const T *x;     /* [N, H, W, C] */
+    const T *dy;    /* [N, OH, OW, O] */
+    T *out;         /* [KH, KW, Cg, O]: partial of slot 0 */
+    T *partials;    /* (n_threads - 1) x [KH*KW*Cg*O] */
+    T *scratch;     /* per thread: B [npad/NR][PC][NR] then A [PC][MR] */
+    int64_t pc, npad, og, ktot, nel, scratch_per;
+    int n_threads;
+    const bf_exec *ex;
+} FN(bf_cf_plan);
+
+static int64_t FN(bf_cf_pc)(const bf_conv_geom *g) {
+    int64_t npad = bf_cc_round_up(BF_MAX(g->out_c / g->groups, 1), NR);
+    int64_t pc = (int64_t)(262144 / sizeof(T)) / npad;
+    return BF_MAX(BF_MIN(pc, 1024), 32);
+}
+
+static void FN(bf_cf_task)(void *arg, int64_t task, int slot) {
+    const FN(bf_cf_plan) *p = arg;
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    int64_t P = g->n * g->out_h * g->out_w, p0 = task * p->pc;
+    int64_t pc = BF_MIN(p->pc, P - p0);
+    T *part = slot == 0 ? p->out : p->partials + (int64_t)(slot - 1) * p->nel;
+    T *bpk = p->scratch + (int64_t)slot * p->scratch_per; /* [npad/NR][pc][NR] */
+    T *apk = bpk + p->npad * p->pc;                        /* [pc][MR] */
+    int64_t cg = g->k_in_c;
+    for (int64_t grp = 0; grp < g->groups; grp++) {
+        for (int64_t q = 0; q < pc; q++) {
+            const T *d = p->dy + (p0 + q) * g->out_c + grp * p->og;
+            for (int64_t jp = 0; jp < p->npad / NR; jp++)
+                for (int64_t j = 0; j < NR; j++) {
+                    int64_t n = jp * NR + j;
+                    bpk[(jp * p->pc + q) * NR + j] = n < p->og ? d[n] : 0;
+                }
+        }
+        for (int64_t mb = 0; mb < bf_cc_ceil_div(p->ktot, MR); mb++) {
+            int64_t k0 = mb * MR, mr = BF_MIN((int64_t)MR, p->ktot - k0);
+            int64_t t0 = k0 / cg, c0 = k0 % cg;
+            int one_tap = c0 + mr <= cg;
+            for (int64_t q = 0; q < pc; q++) {
+                int64_t pix = p0 + q;
+                int64_t n = pix / (g->out_h * g->out_w), oh = pix / g->out_w % g->out_h;
+                int64_t ow = pix % g->out_w;
+                T *o = apk + q * MR;
+                if (one_tap) {
+                    int64_t kh = t0 / g->k_w, kw = t0 % g->k_w;
+                    int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
+                    int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
+                    if (ih >= 0 && ih < g->in_h && iw >= 0 && iw < g->in_w) {
+                        const T *xv = p->x + ((n * g->in_h + ih) * g->in_w + iw) * g->in_c +
+                                      grp * cg + c0;
+                        for (int64_t i = 0; i < mr; i++) o[i] = xv[i];
+                    } else {
+                        for (int64_t i = 0; i < mr; i++) o[i] = 0;
+                    }
+                    for (int64_t i = mr; i < MR; i++) o[i] = 0;
+                } else {
+                    for (int64_t i = 0; i < MR; i++) {
+                        T v = 0;
+                        if (i < mr) {
+                            int64_t t = (k0 + i) / cg, c = (k0 + i) % cg;
+                            int64_t kh = t / g->k_w, kw = t % g->k_w;
+                            int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
+                            int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
+                            if (ih >= 0 && ih < g->in_h && iw >= 0 && iw < g->in_w)
+                                v = p->x[((n * g->in_h + ih) * g->in_w + iw) * g->in_c +
+                                         grp * cg + c];
+                        }
+                        o[i] = v;
+                    }
+                }
+            }
+            T *crow[MR];
+            for (int64_t i = 0; i < MR; i++)
+                crow[i] = part + BF_MIN(k0 + i, p->ktot - 1) * g->out_c + grp * p->og;
+            for (int64_t jp = 0; jp < p->npad / NR; jp++) {
+                int nr = (int)BF_MIN((int64_t)NR, p->og - jp * NR);
+                UKR(pc, apk, bpk + jp * p->pc * NR, crow, jp * NR, (int)mr, nr, 1);
+            }
+        }
+    }
+}
+
+typedef struct FN(bf_sum_arg) {
+    T *out;
+    const T *partials;
+    int64_t nel, nparts, chunk;
+} FN(bf_sum_arg);
+
+static void FN(bf_sum_task)(void *arg, int64_t i, int slot) {
+    const FN(bf_sum_arg) *s = arg;
+    int64_t e0 = i * s->chunk, e1 = BF_MIN(s->nel, e0 + s->chunk);
+    for (int64_t q = 0; q < s->nparts; q++) {
+        const T *restrict src = s->partials + q * s->nel;
+        T *restrict dst = s->out;
+        for (int64_t e = e0; e < e1; e++) dst[e] += src[e];
+    }
+}
+
+static void FN(bf_zero_task)(void *arg, int64_t i, int slot) {
+    const FN(bf_sum_arg) *s = arg;
+    int64_t e0 = i * s->chunk, e1 = BF_MIN(s->nel, e0 + s->chunk);
+    for (int64_t q = -1; q < s->nparts; q++) {
+        T *dst = q < 0 ? s->out : (T *)s->partials + q * s->nel;
+        for (int64_t e = e0; e < e1; e++) dst[e] = 0;
+    }
+}
+
+/* Zero out and the partials, run `fn` over ntasks, sum the partials into out. */
+static void FN(bf_partials_run)(T *out, T *partials, int64_t nel, int n_threads,
+                                int64_t ntasks, bf_task_fn fn, void *arg, const bf_exec *ex) {
+    FN(bf_sum_arg) s = {.out = out, .partials = partials, .nel = nel,
+                        .nparts = n_threads - 1, .chunk = 16384};
+    int64_t nchunks = bf_cc_ceil_div(nel, s.chunk);
+    bf_parallel_for(ex, nchunks, FN(bf_zero_task), &s);
+    bf_parallel_for(ex, ntasks, fn, arg);
+    if (n_threads > 1) bf_parallel_for(ex, nchunks, FN(bf_sum_task), &s);
+}
+
+static size_t FN(bf_cf_ws)(const bf_conv_geom *g, int n_threads) {
+    int64_t npad = bf_cc_round_up(BF_MAX(g->out_c / g->groups, 1), NR);
+    size_t nel = bf_cc_mad((size_t)(g->k_h * g->k_w), (size_t)g->k_in_c, 0);
+    nel = bf_cc_mad(nel, (size_t)g->out_c, 0);
+    size_t parts = bf_cc_mad(nel, (size_t)(n_threads - 1), 0);
+    size_t per = bf_cc_mad((size_t)FN(bf_cf_pc)(g), (size_t)(npad + MR), 16);
+    size_t tot = bf_cc_mad(per, (size_t)n_threads, parts);
+    return bf_cc_mad(bf_cc_mad(tot, 1, 16), sizeof(T), 64);
+}
+
+static void FN(bf_cf_run)(const bf_conv_geom *g, const T *x, const T *dy, T *out,
+                          const bf_exec *ex) {
+    FN(bf_cf_plan) p = {.g = g, .x = x, .dy = dy, .out = out, .ex = ex,
+                        .n_threads = ex->n_threads};
+    p.og = g->out_c / g->groups;
+    p.npad = bf_cc_round_up(BF_MAX(p.og, 1), NR);
+    p.pc = FN(bf_cf_pc)(g);
+    p.ktot = g->k_h * g->k_w * g->k_in_c;
+    p.nel = p.ktot * g->out_c;
+    p.partials = ex->workspace;
+    p.scratch = p.partials + bf_cc_round_up(p.nel * (p.n_threads - 1), 16);
+    p.scratch_per = bf_cc_round_up(p.pc * (p.npad + MR), 16);
+    int64_t P = g->n * g->out_h * g->out_w;
+    FN(bf_partials_run)(out, p.partials, p.nel, p.n_threads, bf_cc_ceil_div(P, p.pc),
+                        FN(bf_cf_task), &p, ex);
+}
+
+/* ---- depthwise ------------------------------------------------------------------------- */
+
+typedef struct FN(bf_dw_plan) {
+    bf_conv_op op;
+    const bf_conv_geom *g;
+    const T *a, *b;
+    T *out;
+    T *partials;    /* BWD_FILTER: (n_threads - 1) x [KH*KW*O] */
+    T *scratch;     /* per thread: one row of W x O (expanded input or dx accumulator) */
+    int64_t mult, rows_per_task, scratch_per, nel;
+    const bf_exec *ex;
+} FN(bf_dw_plan);
+
+/* x row [W][C] -> [W][C*M] with each channel repeated M times. */
+static const T *FN(bf_dw_expand)(const FN(bf_dw_plan) *p, const T *xrow, T *buf) {
+    int64_t c = p->g->in_c, m = p->mult;
+    if (m == 1) return xrow;
+    for (int64_t iw = 0; iw < p->g->in_w; iw++)
+        for (int64_t k = 0; k < c; k++)
+            for (int64_t q = 0; q < m; q++) buf[(iw * c + k) * m + q] = xrow[iw * c + k];
+    return buf;
+}
+
+static void FN(bf_dw_fwd_task)(void *arg, int64_t row, int slot) {
+    const FN(bf_dw_plan) *p = arg;
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    int64_t n = row / g->out_h, oh = row % g->out_h, O = g->out_c;
+    T *restrict y = p->out + row * g->out_w * O; /* [OW][O] */
+    T *buf = p->scratch + (int64_t)slot * p->scratch_per;
+    for (int64_t e = 0; e < g->out_w * O; e++) y[e] = 0;
+    for (int64_t kh = 0; kh < g->k_h; kh++) {
+        int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
+        if (ih < 0 || ih >= g->in_h) continue;
+        const T *restrict xr =
+            FN(bf_dw_expand)(p, p->a + (n * g->in_h + ih) * g->in_w * g->in_c, buf);
+        for (int64_t kw = 0; kw < g->k_w; kw++) {
+            const T *restrict wv = p->b + (kh * g->k_w + kw) * O;
+            for (int64_t ow = 0; ow < g->out_w; ow++) {
+                int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
+                if (iw < 0 || iw >= g->in_w) continue;
+                const T *restrict xv = xr + iw * O;
+                T *restrict yv = y + ow * O;
+                for (int64_t c = 0; c < O; c++) yv[c] += xv[c] * wv[c];
+            }
+        }
+    }
+}
+
+static void FN(bf_dw_bwd_input_task)(void *arg, int64_t row, int slot) {
+    const FN(bf_dw_plan) *p = arg;
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    int64_t n = row / g->in_h, ih = row % g->in_h, O = g->out_c, C = g->in_c;
+    T *restrict dx = p->out + row * g->in_w * C; /* [W][C] */
+    T *restrict acc = p->mult == 1 ? dx : p->scratch + (int64_t)slot * p->scratch_per;
+    for (int64_t e = 0; e < g->in_w * O; e++) acc[e] = 0;
+    for (int64_t kh = 0; kh < g->k_h; kh++) {
+        int64_t t = ih + g->pad_top - kh * g->dil_h;
+        if (t < 0 || t % g->stride_h) continue;
+        int64_t oh = t / g->stride_h;
+        if (oh >= g->out_h) continue;
+        const T *dyr = p->a + (n * g->out_h + oh) * g->out_w * O;
+        for (int64_t kw = 0; kw < g->k_w; kw++) {
+            const T *restrict wv = p->b + (kh * g->k_w + kw) * O;
+            for (int64_t ow = 0; ow < g->out_w; ow++) {
+                int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
+                if (iw < 0 || iw >= g->in_w) continue;
+                const T *restrict dv = dyr + ow * O;
+                T *restrict av = acc + iw * O;
+                for (int64_t c = 0; c < O; c++) av[c] += dv[c] * wv[c];
+            }
+        }
+    }
+    if (p->mult > 1)
+        for (int64_t iw = 0; iw < g->in_w; iw++)
+            for (int64_t k = 0; k < C; k++) {
+                T s = 0;
+                for (int64_t q = 0; q < p->mult; q++) s += acc[(iw * C + k) * p->mult + q];
+                dx[iw * C + k] = s;
+            }
+}
+
+static void FN(bf_dw_bwd_filter_task)(void *arg, int64_t task, int slot) {
+    const FN(bf_dw_plan) *p = arg;
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    int64_t O = g->out_c, rows = g->n * g->out_h;
+    T *part = slot == 0 ? p->out : p->partials + (int64_t)(slot - 1) * p->nel;
+    T *buf = p->scratch + (int64_t)slot * p->scratch_per;
+    for (int64_t row = task * p->rows_per_task;
+         row < BF_MIN(rows, (task + 1) * p->rows_per_task); row++) {
+        int64_t n = row / g->out_h, oh = row % g->out_h;
+        const T *dyr = p->b + row * g->out_w * O;
+        for (int64_t kh = 0; kh < g->k_h; kh++) {
+            int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
+            if (ih < 0 || ih >= g->in_h) continue;
+            const T *restrict xr =
+                FN(bf_dw_expand)(p, p->a + (n * g->in_h + ih) * g->in_w * g->in_c, buf);
+            for (int64_t kw = 0; kw < g->k_w; kw++) {
+                T *restrict pv = part + (kh * g->k_w + kw) * O;
+                for (int64_t ow = 0; ow < g->out_w; ow++) {
+                    int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
+                    if (iw < 0 || iw >= g->in_w) continue;
+                    const T *restrict xv = xr + iw * O;
+                    const T *restrict dv = dyr + ow * O;
+                    for (int64_t c = 0; c < O; c++) pv[c] += xv[c] * dv[c];
+                }
+            }
+        }
+    }
+}
+
+static size_t FN(bf_dw_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
+    size_t row = bf_cc_mad((size_t)BF_MAX(g->in_w, 1), (size_t)g->out_c, 32);
+    size_t tot = bf_cc_mad(row, (size_t)n_threads, 0);
+    if (op == BF_CONV_BWD_FILTER)
+        tot = bf_cc_mad((size_t)(g->k_h * g->k_w * g->out_c), (size_t)(n_threads - 1) , tot);
+    return bf_cc_mad(bf_cc_mad(tot, 1, 16), sizeof(T), 64);
+}
+
+static void FN(bf_dw_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *b,
+                          T *out, const bf_exec *ex) {
+    FN(bf_dw_plan) p = {.op = op, .g = g, .a = a, .b = b, .out = out, .ex = ex,
+                        .mult = g->out_c / g->in_c};
+    p.nel = g->k_h * g->k_w * g->out_c;
+    p.scratch_per = bf_cc_round_up(BF_MAX(g->in_w, 1) * g->out_c + 16, 16);
+    if (op == BF_CONV_FWD) {
+        p.scratch = ex->workspace;
+        bf_parallel_for(ex, g->n * g->out_h, FN(bf_dw_fwd_task), &p);
+    } else if (op == BF_CONV_BWD_INPUT) {
+        p.scratch = ex->workspace;
+        bf_parallel_for(ex, g->n * g->in_h, FN(bf_dw_bwd_input_task), &p);
+    } else {
+        p.partials = ex->workspace;
+        p.scratch = p.partials + bf_cc_round_up(p.nel * (ex->n_threads - 1), 16);
+        int64_t rows = g->n * g->out_h;
+        p.rows_per_task = BF_MAX(1, rows / (8 * ex->n_threads));
+        FN(bf_partials_run)(out, p.partials, p.nel, ex->n_threads,
+                            bf_cc_ceil_div(rows, p.rows_per_task), FN(bf_dw_bwd_filter_task),
+                            &p, ex);
+    }
+}
+
+/* ---- entry points of this instantiation ------------------------------------------------- */
+
+static size_t FN(bf_conv_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
+    if (n_threads < 1) n_threads = 1;
+    if (bf_conv_is_depthwise(g)) return FN(bf_dw_ws)(op, g, n_threads);
+    if (op == BF_CONV_BWD_FILTER) return FN(bf_cf_ws)(g, n_threads);
+    return FN(bf_cg_rows_ws)(op, g, n_threads);
+}
+
+static void FN(bf_conv_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *b,
+                            T *out, const bf_exec *ex) {
+    if (bf_conv_is_depthwise(g)) FN(bf_dw_run)(op, g, a, b, out, ex);
+    else if (op == BF_CONV_BWD_FILTER) FN(bf_cf_run)(g, a, b, out, ex);
+    else FN(bf_cg_rows_run)(op, g, a, b, out, ex);
+}
+
+#undef BF_CG_MC
+#undef BF_CG_KC
