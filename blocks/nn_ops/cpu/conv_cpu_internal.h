@@ -82,6 +82,9 @@ typedef struct bf_conv_sub {
     int64_t mh, ch, eh, qh, mw, cw, ew, qw;
 } bf_conv_sub;
 
+/* a / q where q divides a exactly (q == 1 is the common case and costs no division). */
+static inline int64_t bf_cc_exact_div(int64_t a, int64_t q) { return q == 1 ? a : a / q; }
+
 static inline int64_t bf_cc_mod(int64_t a, int64_t m) {
     int64_t r = a % m;
     return r < 0 ? r + m : r;

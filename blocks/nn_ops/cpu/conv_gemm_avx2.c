@@ -39,27 +39,46 @@
 #define MR 6
 #define NR 16
 
-static inline void ukr_avx2_f32(int64_t kc, const float *restrict a, const float *restrict b,
-                                float *const *crow, int64_t coff, int mr, int nr, int acc) {
+/* A is packed in blocks of KB reduction steps: a[(k / KB) * MR * KB + i * KB + k % KB]. */
+static inline __attribute__((always_inline)) void
+ukr_avx2_f32(const int KB, int64_t kc, const float *restrict a, const float *restrict b,
+             float *const *crow, int64_t coff, int mr, int nr, int acc) {
     __m256 c[MR][2];
 #pragma GCC unroll 6
     for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm256_setzero_ps();
-    for (int64_t k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
+    for (int64_t k0 = 0; k0 < kc; k0 += KB) {
+        const float *ab = a + k0 * MR;
+        int kn = (int)BF_MIN((int64_t)KB, kc - k0);
+        for (int kk = 0; kk < kn; kk++) {
+            const float *bk = b + (k0 + kk) * NR;
+            __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);
 #pragma GCC unroll 6
-        for (int i = 0; i < MR; i++) {
-            __m256 av = _mm256_broadcast_ss(a + k * MR + i);
-            c[i][0] = _mm256_fmadd_ps(av, b0, c[i][0]);
-            c[i][1] = _mm256_fmadd_ps(av, b1, c[i][1]);
+            for (int i = 0; i < MR; i++) {
+                __m256 av = _mm256_broadcast_ss(ab + i * KB + kk);
+                c[i][0] = _mm256_fmadd_ps(av, b0, c[i][0]);
+                c[i][1] = _mm256_fmadd_ps(av, b1, c[i][1]);
+            }
         }
     }
     BF_STORE_TILE(_mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, 8);
 }
+static void ukr1_avx2_f32(int64_t kc, const float *a, const float *b, float *const *crow,
+                          int64_t coff, int mr, int nr, int acc) {
+    ukr_avx2_f32(1, kc, a, b, crow, coff, mr, nr, acc);
+}
+static void ukrb_avx2_f32(int64_t kc, const float *a, const float *b, float *const *crow,
+                          int64_t coff, int mr, int nr, int acc) {
+    ukr_avx2_f32(8, kc, a, b, crow, coff, mr, nr, acc);
+}
 
-#define UKR ukr_avx2_f32
+#define UKR ukr1_avx2_f32
+#define UKRB ukrb_avx2_f32
+#define AKB 8
 #define FN(x) x##_avx2_f32
 #include "conv_gemm_impl.h"
 #undef UKR
+#undef UKRB
+#undef AKB
 #undef FN
 #undef T
 #undef MR
@@ -70,27 +89,46 @@ static inline void ukr_avx2_f32(int64_t kc, const float *restrict a, const float
 #define MR 6
 #define NR 8
 
-static inline void ukr_avx2_f64(int64_t kc, const double *restrict a, const double *restrict b,
-                                double *const *crow, int64_t coff, int mr, int nr, int acc) {
+/* A is packed in blocks of KB reduction steps: a[(k / KB) * MR * KB + i * KB + k % KB]. */
+static inline __attribute__((always_inline)) void
+ukr_avx2_f64(const int KB, int64_t kc, const double *restrict a, const double *restrict b,
+             double *const *crow, int64_t coff, int mr, int nr, int acc) {
     __m256d c[MR][2];
 #pragma GCC unroll 6
     for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm256_setzero_pd();
-    for (int64_t k = 0; k < kc; k++) {
-        __m256d b0 = _mm256_loadu_pd(b + k * NR), b1 = _mm256_loadu_pd(b + k * NR + 4);
+    for (int64_t k0 = 0; k0 < kc; k0 += KB) {
+        const double *ab = a + k0 * MR;
+        int kn = (int)BF_MIN((int64_t)KB, kc - k0);
+        for (int kk = 0; kk < kn; kk++) {
+            const double *bk = b + (k0 + kk) * NR;
+            __m256d b0 = _mm256_loadu_pd(bk), b1 = _mm256_loadu_pd(bk + 4);
 #pragma GCC unroll 6
-        for (int i = 0; i < MR; i++) {
-            __m256d av = _mm256_broadcast_sd(a + k * MR + i);
-            c[i][0] = _mm256_fmadd_pd(av, b0, c[i][0]);
-            c[i][1] = _mm256_fmadd_pd(av, b1, c[i][1]);
+            for (int i = 0; i < MR; i++) {
+                __m256d av = _mm256_broadcast_sd(ab + i * KB + kk);
+                c[i][0] = _mm256_fmadd_pd(av, b0, c[i][0]);
+                c[i][1] = _mm256_fmadd_pd(av, b1, c[i][1]);
+            }
         }
     }
     BF_STORE_TILE(_mm256_loadu_pd, _mm256_storeu_pd, _mm256_add_pd, 4);
 }
+static void ukr1_avx2_f64(int64_t kc, const double *a, const double *b, double *const *crow,
+                          int64_t coff, int mr, int nr, int acc) {
+    ukr_avx2_f64(1, kc, a, b, crow, coff, mr, nr, acc);
+}
+static void ukrb_avx2_f64(int64_t kc, const double *a, const double *b, double *const *crow,
+                          int64_t coff, int mr, int nr, int acc) {
+    ukr_avx2_f64(4, kc, a, b, crow, coff, mr, nr, acc);
+}
 
-#define UKR ukr_avx2_f64
+#define UKR ukr1_avx2_f64
+#define UKRB ukrb_avx2_f64
+#define AKB 4
 #define FN(x) x##_avx2_f64
 #include "conv_gemm_impl.h"
 #undef UKR
+#undef UKRB
+#undef AKB
 #undef FN
 
 const bf_conv_isa_impl bf_conv_isa_avx2_impl = {

@@ -43,28 +43,47 @@
 #define NR 32
 #define VADD _mm512_add_ps
 
-static inline void ukr_avx512_f32(int64_t kc, const float *restrict a, const float *restrict b,
-                                  float *const *crow, int64_t coff, int mr, int nr, int acc) {
+/* A is packed in blocks of KB reduction steps: a[(k / KB) * MR * KB + i * KB + k % KB]. */
+static inline __attribute__((always_inline)) void
+ukr_avx512_f32(const int KB, int64_t kc, const float *restrict a, const float *restrict b,
+               float *const *crow, int64_t coff, int mr, int nr, int acc) {
     __m512 c[MR][2];
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < kc; k++) {
-        __m512 b0 = _mm512_loadu_ps(b + k * NR), b1 = _mm512_loadu_ps(b + k * NR + 16);
+    for (int64_t k0 = 0; k0 < kc; k0 += KB) {
+        const float *ab = a + k0 * MR;
+        int kn = (int)BF_MIN((int64_t)KB, kc - k0);
+        for (int kk = 0; kk < kn; kk++) {
+            const float *bk = b + (k0 + kk) * NR;
+            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);
 #pragma GCC unroll 12
-        for (int i = 0; i < MR; i++) {
-            __m512 av = _mm512_set1_ps(a[k * MR + i]);
-            c[i][0] = _mm512_fmadd_ps(av, b0, c[i][0]);
-            c[i][1] = _mm512_fmadd_ps(av, b1, c[i][1]);
+            for (int i = 0; i < MR; i++) {
+                __m512 av = _mm512_set1_ps(ab[i * KB + kk]);
+                c[i][0] = _mm512_fmadd_ps(av, b0, c[i][0]);
+                c[i][1] = _mm512_fmadd_ps(av, b1, c[i][1]);
+            }
         }
     }
     BF_STORE_ROWS(__m512, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_maskz_loadu_ps,
                   _mm512_mask_storeu_ps, __mmask16, 16);
 }
+static void ukr1_avx512_f32(int64_t kc, const float *a, const float *b, float *const *crow,
+                            int64_t coff, int mr, int nr, int acc) {
+    ukr_avx512_f32(1, kc, a, b, crow, coff, mr, nr, acc);
+}
+static void ukrb_avx512_f32(int64_t kc, const float *a, const float *b, float *const *crow,
+                            int64_t coff, int mr, int nr, int acc) {
+    ukr_avx512_f32(16, kc, a, b, crow, coff, mr, nr, acc);
+}
 
-#define UKR ukr_avx512_f32
+#define UKR ukr1_avx512_f32
+#define UKRB ukrb_avx512_f32
+#define AKB 16
 #define FN(x) x##_avx512_f32
 #include "conv_gemm_impl.h"
 #undef UKR
+#undef UKRB
+#undef AKB
 #undef FN
 #undef T
 #undef MR
@@ -77,29 +96,47 @@ static inline void ukr_avx512_f32(int64_t kc, const float *restrict a, const flo
 #define NR 16
 #define VADD _mm512_add_pd
 
-static inline void ukr_avx512_f64(int64_t kc, const double *restrict a,
-                                  const double *restrict b, double *const *crow, int64_t coff,
-                                  int mr, int nr, int acc) {
+/* A is packed in blocks of KB reduction steps: a[(k / KB) * MR * KB + i * KB + k % KB]. */
+static inline __attribute__((always_inline)) void
+ukr_avx512_f64(const int KB, int64_t kc, const double *restrict a, const double *restrict b,
+               double *const *crow, int64_t coff, int mr, int nr, int acc) {
     __m512d c[MR][2];
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_pd();
-    for (int64_t k = 0; k < kc; k++) {
-        __m512d b0 = _mm512_loadu_pd(b + k * NR), b1 = _mm512_loadu_pd(b + k * NR + 8);
+    for (int64_t k0 = 0; k0 < kc; k0 += KB) {
+        const double *ab = a + k0 * MR;
+        int kn = (int)BF_MIN((int64_t)KB, kc - k0);
+        for (int kk = 0; kk < kn; kk++) {
+            const double *bk = b + (k0 + kk) * NR;
+            __m512d b0 = _mm512_loadu_pd(bk), b1 = _mm512_loadu_pd(bk + 8);
 #pragma GCC unroll 12
-        for (int i = 0; i < MR; i++) {
-            __m512d av = _mm512_set1_pd(a[k * MR + i]);
-            c[i][0] = _mm512_fmadd_pd(av, b0, c[i][0]);
-            c[i][1] = _mm512_fmadd_pd(av, b1, c[i][1]);
+            for (int i = 0; i < MR; i++) {
+                __m512d av = _mm512_set1_pd(ab[i * KB + kk]);
+                c[i][0] = _mm512_fmadd_pd(av, b0, c[i][0]);
+                c[i][1] = _mm512_fmadd_pd(av, b1, c[i][1]);
+            }
         }
     }
     BF_STORE_ROWS(__m512d, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_maskz_loadu_pd,
                   _mm512_mask_storeu_pd, __mmask8, 8);
 }
+static void ukr1_avx512_f64(int64_t kc, const double *a, const double *b, double *const *crow,
+                            int64_t coff, int mr, int nr, int acc) {
+    ukr_avx512_f64(1, kc, a, b, crow, coff, mr, nr, acc);
+}
+static void ukrb_avx512_f64(int64_t kc, const double *a, const double *b, double *const *crow,
+                            int64_t coff, int mr, int nr, int acc) {
+    ukr_avx512_f64(8, kc, a, b, crow, coff, mr, nr, acc);
+}
 
-#define UKR ukr_avx512_f64
+#define UKR ukr1_avx512_f64
+#define UKRB ukrb_avx512_f64
+#define AKB 8
 #define FN(x) x##_avx512_f64
 #include "conv_gemm_impl.h"
 #undef UKR
+#undef UKRB
+#undef AKB
 #undef FN
 
 const bf_conv_isa_impl bf_conv_isa_avx512_impl = {

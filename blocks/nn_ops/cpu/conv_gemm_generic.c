@@ -6,13 +6,16 @@
  */
 #include "conv_cpu_internal.h"
 
-#define BF_GENERIC_UKR(NAME, TT)                                                               \
-    static inline void NAME(int64_t kc, const TT *restrict a, const TT *restrict b,            \
-                            TT *const *crow, int64_t coff, int mr, int nr, int acc) {          \
+/* A is packed in blocks of KB reduction steps: a[(k / KB) * MR * KB + i * KB + k % KB]. */
+#define BF_GENERIC_UKR(NAME, TT, KB)                                                           \
+    static void NAME(int64_t kc, const TT *restrict a, const TT *restrict b, TT *const *crow,  \
+                     int64_t coff, int mr, int nr, int acc) {                                  \
         TT c[MR][NR] = {{0}};                                                                  \
-        for (int64_t k = 0; k < kc; k++)                                                       \
+        for (int64_t k = 0; k < kc; k++) {                                                     \
+            const TT *ak = a + (k / KB) * MR * KB + k % KB;                                    \
             for (int i = 0; i < MR; i++)                                                       \
-                for (int j = 0; j < NR; j++) c[i][j] += a[k * MR + i] * b[k * NR + j];         \
+                for (int j = 0; j < NR; j++) c[i][j] += ak[i * KB] * b[k * NR + j];            \
+        }                                                                                      \
         for (int i = 0; i < mr; i++)                                                           \
             for (int j = 0; j < nr; j++)                                                       \
                 crow[i][coff + j] = acc ? crow[i][coff + j] + c[i][j] : c[i][j];               \
@@ -21,11 +24,16 @@
 #define T float
 #define MR 4
 #define NR 16
-BF_GENERIC_UKR(ukr_generic_f32, float)
-#define UKR ukr_generic_f32
+BF_GENERIC_UKR(ukr1_generic_f32, float, 1)
+BF_GENERIC_UKR(ukrb_generic_f32, float, 4)
+#define UKR ukr1_generic_f32
+#define UKRB ukrb_generic_f32
+#define AKB 4
 #define FN(x) x##_generic_f32
 #include "conv_gemm_impl.h"
 #undef UKR
+#undef UKRB
+#undef AKB
 #undef FN
 #undef T
 #undef MR
@@ -34,11 +42,16 @@ BF_GENERIC_UKR(ukr_generic_f32, float)
 #define T double
 #define MR 4
 #define NR 8
-BF_GENERIC_UKR(ukr_generic_f64, double)
-#define UKR ukr_generic_f64
+BF_GENERIC_UKR(ukr1_generic_f64, double, 1)
+BF_GENERIC_UKR(ukrb_generic_f64, double, 4)
+#define UKR ukr1_generic_f64
+#define UKRB ukrb_generic_f64
+#define AKB 4
 #define FN(x) x##_generic_f64
 #include "conv_gemm_impl.h"
 #undef UKR
+#undef UKRB
+#undef AKB
 #undef FN
 
 const bf_conv_isa_impl bf_conv_isa_generic_impl = {

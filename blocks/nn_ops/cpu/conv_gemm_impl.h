@@ -98,6 +98,28 @@ static void FN(bf_cg_pack_b_task)(void *arg, int64_t i, int slot) {
     }
 }
 
+/* Copy len values from sv (zeros when sv is NULL) to packed-A row i, reduction index kk on:
+   element kk of row i lives at ap[(kk / AKB) * MR * AKB + i * AKB + kk % AKB]. */
+static inline void FN(bf_cg_copy_run)(T *restrict ap, int64_t i, int64_t kk,
+                                      const T *restrict sv, int64_t len) {
+    while (len > 0) {
+        int64_t off = kk % AKB, seg = BF_MIN(len, (int64_t)AKB - off);
+        T *restrict o = ap + (kk / AKB) * MR * AKB + i * AKB + off;
+        if (seg == AKB) {
+            if (sv)
+                for (int q = 0; q < AKB; q++) o[q] = sv[q];
+            else
+                for (int q = 0; q < AKB; q++) o[q] = 0;
+        } else if (sv) {
+            for (int64_t q = 0; q < seg; q++) o[q] = sv[q];
+        } else {
+            for (int64_t q = 0; q < seg; q++) o[q] = 0;
+        }
+        kk += seg, len -= seg;
+        if (sv) sv += seg;
+    }
+}
+
 /* One task: MC output rows of one (group, sub). */
 static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
     const FN(bf_cg_plan) *p = arg;
@@ -126,28 +148,41 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
     }
     int64_t kc0 = 0;
     do {
-        int64_t kc = BF_MIN(p->kc, ksub - kc0);
-        /* pack A: rows of im2col for k in [kc0, kc0 + kc) */
-        for (int64_t mb = 0; mb < nmb; mb++) {
-            T *ap = apack + mb * kc * MR;
+        int64_t kc = BF_MIN(p->kc, ksub - kc0), kcp = bf_cc_round_up(kc, AKB);
+        /* pack A: rows of im2col for k in [kc0, kc0 + kc), as [mb][k / AKB][MR][AKB] */
+        for (int64_t mb = 0; mb < nmb && kc > 0; mb++) {
+            T *ap = apack + mb * kcp * MR;
             for (int64_t i = 0; i < MR; i++) {
                 int64_t r = mb * MR + i;
-                int64_t k = kc0;
+                const T *base = r < mc ? p->src + rn[r] * p->sh * p->sw * p->sc + src_cofs
+                                       : NULL;
+                int64_t k = kc0, t = kc0 / p->kin, c = kc0 % p->kin;
+                int64_t ikh = t / sp.nkw, ikw = t % sp.nkw;
                 while (k < kc0 + kc) {
-                    int64_t t = k / p->kin, c0 = k % p->kin;
-                    int64_t c1 = BF_MIN(p->kin, c0 + (kc0 + kc - k));
-                    int64_t kh = sp.kh0 + (t / sp.nkw) * sp.khs, kw = sp.kw0 + (t % sp.nkw) * sp.kws;
-                    int64_t hh = ra[r] * sp.mh + (kh * sp.ch + sp.eh) / sp.qh;
-                    int64_t ww = rb[r] * sp.mw + (kw * sp.cw + sp.ew) / sp.qw;
-                    T *o = ap + (k - kc0) * MR + i;
-                    if (r < mc && hh >= 0 && hh < p->sh && ww >= 0 && ww < p->sw) {
-                        const T *sv = p->src + ((rn[r] * p->sh + hh) * p->sw + ww) * p->sc +
-                                      src_cofs;
-                        for (int64_t c = c0; c < c1; c++) o[(c - c0) * MR] = sv[c];
-                    } else {
-                        for (int64_t c = c0; c < c1; c++) o[(c - c0) * MR] = 0;
+                    int64_t kh = sp.kh0 + ikh * sp.khs, kw = sp.kw0 + ikw * sp.kws;
+                    int64_t hh = ra[r] * sp.mh + bf_cc_exact_div(kh * sp.ch + sp.eh, sp.qh);
+                    int64_t ww = rb[r] * sp.mw + bf_cc_exact_div(kw * sp.cw + sp.ew, sp.qw);
+                    bool valid = base && hh >= 0 && hh < p->sh && ww >= 0 && ww < p->sw;
+                    int64_t len = BF_MIN(p->kin - c, kc0 + kc - k);
+                    const T *sv = valid ? base + (hh * p->sw + ww) * p->sc + c : NULL;
+                    bool merged = false;
+                    /* FWD with unit dilation and all channels: the next kw taps continue the
+                       run in memory (small-C layers such as a 7x7 stem) */
+                    if (valid && p->op == BF_CONV_FWD && sp.cw == 1 && p->kin == p->sc &&
+                        c + len == p->kin) {
+                        int64_t lim = BF_MIN(sp.nkw - ikw - 1, p->sw - 1 - ww);
+                        int64_t more = BF_MIN(lim * p->kin, kc0 + kc - k - len);
+                        if (more > 0) len += more, merged = true;
                     }
-                    k += c1 - c0;
+                    FN(bf_cg_copy_run)(ap, i, k - kc0, sv, len);
+                    k += len;
+                    if (merged) {
+                        t = k / p->kin, c = k % p->kin;
+                        ikh = t / sp.nkw, ikw = t % sp.nkw;
+                    } else {
+                        c = 0;
+                        if (++ikw == sp.nkw) ikw = 0, ikh++;
+                    }
                 }
             }
         }
@@ -156,7 +191,7 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
             int nr = (int)BF_MIN((int64_t)NR, p->nout - jp * NR);
             for (int64_t mb = 0; mb < nmb; mb++) {
                 int mr = (int)BF_MIN((int64_t)MR, mc - mb * MR);
-                UKR(kc, apack + mb * kc * MR, bpp, crow + mb * MR, jp * NR, mr, nr, kc0 > 0);
+                UKRB(kc, apack + mb * kcp * MR, bpp, crow + mb * MR, jp * NR, mr, nr, kc0 > 0);
             }
         }
         kc0 += kc;
