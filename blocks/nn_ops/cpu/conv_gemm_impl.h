@@ -39,6 +39,7 @@
  */
 
 #define BF_CG_MC (MR * 8)               /* rows per FWD/BWD_INPUT task */
+#define BF_CF_PC_MAX 1024               /* most pixels per BWD_FILTER task */
 #define BF_CG_KC ((int64_t)(32768 / (NR * (int)sizeof(T)))) /* a KC x NR panel of B is 32 KiB */
 
 /* ---- dense FWD / BWD_INPUT ------------------------------------------------------------- */
@@ -238,6 +239,109 @@ static void FN(bf_cg_rows_run)(bf_conv_op op, const bf_conv_geom *g, const T *a,
     bf_parallel_for(ex, g->groups * p.nsubs * p.ntasks_sub_max, FN(bf_cg_rows_task), &p);
 }
 
+/* ---- dense BWD_INPUT with few input channels: GEMM into columns, then col2im --------------
+ * dcol[p, (tap, ci)] = sum_co dy[p, co] * w[tap, ci, co] for MC dy pixels at a time (a GEMM
+ * with taps*Cg columns instead of Cg, so a 3-channel dx still fills the vector lanes), then
+ * dcol is scattered into dx. One task per image, so no two tasks add into the same dx pixel.
+ */
+typedef struct FN(bf_ci_plan) {
+    const bf_conv_geom *g;
+    const T *dy;    /* [N, OH, OW, O] */
+    const T *w;     /* [KH, KW, Cg, O] */
+    T *dx;          /* [N, H, W, C] */
+    T *bpack;       /* [group][panel of NR (tap, ci) columns][og][NR] */
+    T *scratch;     /* per thread: A [MC x KC] then dcol [MC][ncol_pad] */
+    int64_t og, ncol, npad, scratch_per, kc;
+    const bf_exec *ex;
+} FN(bf_ci_plan);
+
+static bool FN(bf_ci_wanted)(const bf_conv_geom *g, int n_threads) {
+    return g->k_in_c < NR / 2 && g->k_h * g->k_w * g->k_in_c >= NR && g->n >= n_threads &&
+           g->groups == 1;
+}
+
+static void FN(bf_ci_pack_b_task)(void *arg, int64_t jp, int slot) {
+    const FN(bf_ci_plan) *p = arg;
+    const bf_conv_geom *g = p->g;
+    T *panel = p->bpack + jp * p->og * NR; /* [og][NR] */
+    for (int64_t co = 0; co < p->og; co++)
+        for (int64_t j = 0; j < NR; j++) {
+            int64_t col = jp * NR + j; /* (tap, ci) */
+            panel[co * NR + j] = col < p->ncol ? p->w[col * g->out_c + co] : 0;
+        }
+}
+
+static void FN(bf_ci_task)(void *arg, int64_t n, int slot) {
+    const FN(bf_ci_plan) *p = arg;
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    T *apack = p->scratch + (int64_t)slot * p->scratch_per;
+    T *dcol = apack + BF_CG_MC * p->kc;
+    T *dx = p->dx + n * g->in_h * g->in_w * g->in_c; /* [H, W, C] */
+    int64_t cg = g->k_in_c, npix = g->out_h * g->out_w;
+    for (int64_t e = 0; e < g->in_h * g->in_w * g->in_c; e++) dx[e] = 0;
+    T *crow[BF_CG_MC];
+    for (int64_t r = 0; r < BF_CG_MC; r++) crow[r] = dcol + r * p->npad;
+    for (int64_t m0 = 0; m0 < npix; m0 += BF_CG_MC) {
+        int64_t mc = BF_MIN((int64_t)BF_CG_MC, npix - m0), nmb = bf_cc_ceil_div(mc, MR);
+        const T *dyc = p->dy + (n * npix + m0) * g->out_c;
+        int64_t kc0 = 0;
+        do {
+            int64_t kc = BF_MIN(p->kc, p->og - kc0), kcp = bf_cc_round_up(kc, AKB);
+            for (int64_t mb = 0; mb < nmb && kc > 0; mb++)
+                for (int64_t i = 0; i < MR; i++) {
+                    int64_t r = mb * MR + i;
+                    FN(bf_cg_copy_run)(apack + mb * kcp * MR, i, 0,
+                                       r < mc ? dyc + r * g->out_c + kc0 : NULL, kc);
+                }
+            for (int64_t jp = 0; jp < p->npad / NR; jp++) {
+                int nr = (int)BF_MIN((int64_t)NR, p->ncol - jp * NR);
+                for (int64_t mb = 0; mb < nmb; mb++) {
+                    int mr = (int)BF_MIN((int64_t)MR, mc - mb * MR);
+                    UKRB(kc, apack + mb * kcp * MR, p->bpack + (jp * p->og + kc0) * NR,
+                         crow + mb * MR, jp * NR, mr, nr, kc0 > 0);
+                }
+            }
+            kc0 += kc;
+        } while (kc0 < p->og);
+        /* col2im: add each row's taps into dx */
+        for (int64_t r = 0; r < mc; r++) {
+            int64_t oh = (m0 + r) / g->out_w, ow = (m0 + r) % g->out_w;
+            const T *dc = dcol + r * p->npad;
+            for (int64_t kh = 0; kh < g->k_h; kh++) {
+                int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
+                if (ih < 0 || ih >= g->in_h) continue;
+                for (int64_t kw = 0; kw < g->k_w; kw++) {
+                    int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
+                    if (iw < 0 || iw >= g->in_w) continue;
+                    T *restrict d = dx + (ih * g->in_w + iw) * g->in_c;
+                    const T *restrict v = dc + (kh * g->k_w + kw) * cg;
+                    for (int64_t c = 0; c < cg; c++) d[c] += v[c];
+                }
+            }
+        }
+    }
+}
+
+static size_t FN(bf_ci_ws)(const bf_conv_geom *g, int n_threads) {
+    int64_t og = g->out_c, npad = bf_cc_round_up(g->k_h * g->k_w * g->k_in_c, NR);
+    size_t b = bf_cc_mad((size_t)og, (size_t)npad, 16);
+    size_t per = bf_cc_mad((size_t)BF_CG_MC, (size_t)(BF_CG_KC + npad), 16);
+    return bf_cc_mad(bf_cc_mad(per, (size_t)n_threads, b), sizeof(T), 64);
+}
+
+static void FN(bf_ci_run)(const bf_conv_geom *g, const T *dy, const T *w, T *dx,
+                          const bf_exec *ex) {
+    FN(bf_ci_plan) p = {.g = g, .dy = dy, .w = w, .dx = dx, .ex = ex, .kc = BF_CG_KC,
+                        .og = g->out_c, .ncol = g->k_h * g->k_w * g->k_in_c};
+    p.npad = bf_cc_round_up(p.ncol, NR);
+    p.bpack = ex->workspace;
+    p.scratch = p.bpack + bf_cc_round_up(p.og * p.npad, 16);
+    p.scratch_per = bf_cc_round_up(BF_CG_MC * (BF_CG_KC + p.npad), 16);
+    bf_parallel_for(ex, p.npad / NR, FN(bf_ci_pack_b_task), &p);
+    bf_parallel_for(ex, g->n, FN(bf_ci_task), &p);
+}
+
 /* ---- dense BWD_FILTER ------------------------------------------------------------------- */
 
 typedef struct FN(bf_cf_plan) {
@@ -255,7 +359,7 @@ typedef struct FN(bf_cf_plan) {
 static int64_t FN(bf_cf_pc)(const bf_conv_geom *g) {
     int64_t npad = bf_cc_round_up(BF_MAX(g->out_c / g->groups, 1), NR);
     int64_t pc = (int64_t)(262144 / sizeof(T)) / npad;
-    return BF_MAX(BF_MIN(pc, 1024), 32);
+    return BF_MAX(BF_MIN(pc, BF_CF_PC_MAX), 32);
 }
 
 static void FN(bf_cf_task)(void *arg, int64_t task, int slot) {
@@ -268,6 +372,15 @@ static void FN(bf_cf_task)(void *arg, int64_t task, int slot) {
     T *bpk = p->scratch + (int64_t)slot * p->scratch_per; /* [npad/NR][pc][NR] */
     T *apk = bpk + p->npad * p->pc;                        /* [pc][MR] */
     int64_t cg = g->k_in_c;
+    /* per pixel of the chunk: top-left input position and its index (may lie outside x) */
+    int64_t ph[BF_CF_PC_MAX], pw[BF_CF_PC_MAX], pb[BF_CF_PC_MAX];
+    for (int64_t q = 0; q < pc; q++) {
+        int64_t pix = p0 + q;
+        int64_t n = pix / (g->out_h * g->out_w), oh = pix / g->out_w % g->out_h;
+        int64_t ow = pix % g->out_w;
+        ph[q] = oh * g->stride_h - g->pad_top, pw[q] = ow * g->stride_w - g->pad_left;
+        pb[q] = ((n * g->in_h + ph[q]) * g->in_w + pw[q]) * g->in_c;
+    }
     for (int64_t grp = 0; grp < g->groups; grp++) {
         for (int64_t q = 0; q < pc; q++) {
             const T *d = p->dy + (p0 + q) * g->out_c + grp * p->og;
@@ -279,38 +392,37 @@ static void FN(bf_cf_task)(void *arg, int64_t task, int slot) {
         }
         for (int64_t mb = 0; mb < bf_cc_ceil_div(p->ktot, MR); mb++) {
             int64_t k0 = mb * MR, mr = BF_MIN((int64_t)MR, p->ktot - k0);
-            int64_t t0 = k0 / cg, c0 = k0 % cg;
-            int one_tap = c0 + mr <= cg;
-            for (int64_t q = 0; q < pc; q++) {
-                int64_t pix = p0 + q;
-                int64_t n = pix / (g->out_h * g->out_w), oh = pix / g->out_w % g->out_h;
-                int64_t ow = pix % g->out_w;
-                T *o = apk + q * MR;
-                if (one_tap) {
-                    int64_t kh = t0 / g->k_w, kw = t0 % g->k_w;
-                    int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
-                    int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
+            /* row i of this block is tap (kh_i, kw_i), channel c_i: its x value for pixel q
+               sits at index pb[q] + off[i] when ph[q] + dh[i], pw[q] + dw[i] are in range */
+            int64_t dh[MR], dw[MR], off[MR];
+            for (int64_t i = 0; i < MR; i++) {
+                int64_t k = BF_MIN(k0 + i, p->ktot - 1), t = k / cg, c = k % cg;
+                dh[i] = t / g->k_w * g->dil_h, dw[i] = t % g->k_w * g->dil_w;
+                off[i] = (dh[i] * g->in_w + dw[i]) * g->in_c + grp * cg + c;
+            }
+            if (k0 % cg + mr <= cg) {
+                /* one tap: MR consecutive channels, a contiguous copy per pixel */
+                for (int64_t q = 0; q < pc; q++) {
+                    T *restrict o = apk + q * MR;
+                    int64_t ih = ph[q] + dh[0], iw = pw[q] + dw[0];
                     if (ih >= 0 && ih < g->in_h && iw >= 0 && iw < g->in_w) {
-                        const T *xv = p->x + ((n * g->in_h + ih) * g->in_w + iw) * g->in_c +
-                                      grp * cg + c0;
-                        for (int64_t i = 0; i < mr; i++) o[i] = xv[i];
+                        const T *restrict xv = p->x + pb[q] + off[0];
+                        if (mr == MR)
+                            for (int i = 0; i < MR; i++) o[i] = xv[i];
+                        else
+                            for (int64_t i = 0; i < MR; i++) o[i] = i < mr ? xv[i] : 0;
                     } else {
-                        for (int64_t i = 0; i < mr; i++) o[i] = 0;
+                        for (int i = 0; i < MR; i++) o[i] = 0;
                     }
-                    for (int64_t i = mr; i < MR; i++) o[i] = 0;
-                } else {
+                }
+            } else {
+                for (int64_t q = 0; q < pc; q++) {
+                    T *restrict o = apk + q * MR;
                     for (int64_t i = 0; i < MR; i++) {
-                        T v = 0;
-                        if (i < mr) {
-                            int64_t t = (k0 + i) / cg, c = (k0 + i) % cg;
-                            int64_t kh = t / g->k_w, kw = t % g->k_w;
-                            int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
-                            int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
-                            if (ih >= 0 && ih < g->in_h && iw >= 0 && iw < g->in_w)
-                                v = p->x[((n * g->in_h + ih) * g->in_w + iw) * g->in_c +
-                                         grp * cg + c];
-                        }
-                        o[i] = v;
+                        int64_t ih = ph[q] + dh[i], iw = pw[q] + dw[i];
+                        o[i] = i < mr && ih >= 0 && ih < g->in_h && iw >= 0 && iw < g->in_w
+                                   ? p->x[pb[q] + off[i]]
+                                   : 0;
                     }
                 }
             }
@@ -538,6 +650,7 @@ static size_t FN(bf_conv_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads
     if (n_threads < 1) n_threads = 1;
     if (bf_conv_is_depthwise(g)) return FN(bf_dw_ws)(op, g, n_threads);
     if (op == BF_CONV_BWD_FILTER) return FN(bf_cf_ws)(g, n_threads);
+    if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, n_threads)) return FN(bf_ci_ws)(g, n_threads);
     return FN(bf_cg_rows_ws)(op, g, n_threads);
 }
 
@@ -545,8 +658,11 @@ static void FN(bf_conv_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, co
                             T *out, const bf_exec *ex) {
     if (bf_conv_is_depthwise(g)) FN(bf_dw_run)(op, g, a, b, out, ex);
     else if (op == BF_CONV_BWD_FILTER) FN(bf_cf_run)(g, a, b, out, ex);
+    else if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, ex->n_threads))
+        FN(bf_ci_run)(g, a, b, out, ex);
     else FN(bf_cg_rows_run)(op, g, a, b, out, ex);
 }
 
 #undef BF_CG_MC
 #undef BF_CG_KC
+#undef BF_CF_PC_MAX
