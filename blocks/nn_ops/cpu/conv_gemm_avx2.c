@@ -7,6 +7,8 @@
  */
 #include "conv_cpu_internal.h"
 
+#include <string.h>
+
 #include <immintrin.h>
 
 /* Store/add the register tile c[MR][2] to crow[i] + coff for i < mr, j < nr. */

@@ -8,6 +8,8 @@
  */
 #include "conv_cpu_internal.h"
 
+#include <string.h>
+
 #include <immintrin.h>
 
 /* Store or add an MR x (2 vectors) block to crow[i] + coff, masking the nr tail. */

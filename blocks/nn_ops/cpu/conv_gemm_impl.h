@@ -358,7 +358,9 @@ typedef struct FN(bf_cf_plan) {
 
 static int64_t FN(bf_cf_pc)(const bf_conv_geom *g) {
     int64_t npad = bf_cc_round_up(BF_MAX(g->out_c / g->groups, 1), NR);
+    /* the dy chunk (pc x npad) and the x rows it reads (pc x C) both stay in L2 */
     int64_t pc = (int64_t)(262144 / sizeof(T)) / npad;
+    pc = BF_MIN(pc, (int64_t)(262144 / sizeof(T)) / BF_MAX(g->in_c, 1));
     return BF_MAX(BF_MIN(pc, BF_CF_PC_MAX), 32);
 }
 
@@ -384,11 +386,13 @@ static void FN(bf_cf_task)(void *arg, int64_t task, int slot) {
     for (int64_t grp = 0; grp < g->groups; grp++) {
         for (int64_t q = 0; q < pc; q++) {
             const T *d = p->dy + (p0 + q) * g->out_c + grp * p->og;
-            for (int64_t jp = 0; jp < p->npad / NR; jp++)
-                for (int64_t j = 0; j < NR; j++) {
-                    int64_t n = jp * NR + j;
-                    bpk[(jp * p->pc + q) * NR + j] = n < p->og ? d[n] : 0;
-                }
+            for (int64_t jp = 0; jp < p->npad / NR; jp++) {
+                T *restrict o = bpk + (jp * p->pc + q) * NR;
+                if ((jp + 1) * NR <= p->og)
+                    memcpy(o, d + jp * NR, NR * sizeof(T));
+                else
+                    for (int64_t j = 0; j < NR; j++) o[j] = jp * NR + j < p->og ? d[jp * NR + j] : 0;
+            }
         }
         for (int64_t mb = 0; mb < bf_cc_ceil_div(p->ktot, MR); mb++) {
             int64_t k0 = mb * MR, mr = BF_MIN((int64_t)MR, p->ktot - k0);
@@ -408,7 +412,7 @@ static void FN(bf_cf_task)(void *arg, int64_t task, int slot) {
                     if (ih >= 0 && ih < g->in_h && iw >= 0 && iw < g->in_w) {
                         const T *restrict xv = p->x + pb[q] + off[0];
                         if (mr == MR)
-                            for (int i = 0; i < MR; i++) o[i] = xv[i];
+                            memcpy(o, xv, MR * sizeof(T)); /* fixed size: inlined moves */
                         else
                             for (int64_t i = 0; i < MR; i++) o[i] = i < mr ? xv[i] : 0;
                     } else {
@@ -416,14 +420,25 @@ static void FN(bf_cf_task)(void *arg, int64_t task, int slot) {
                     }
                 }
             } else {
+                /* rows span several taps: split them into runs of one tap each (a run of
+                   consecutive channels is contiguous in x) */
+                int64_t s0[MR], sl[MR], ns = 0;
+                for (int64_t i = 0; i < mr; i++) {
+                    if (i > 0 && dh[i] == dh[i - 1] && dw[i] == dw[i - 1]) sl[ns - 1]++;
+                    else s0[ns] = i, sl[ns] = 1, ns++;
+                }
                 for (int64_t q = 0; q < pc; q++) {
                     T *restrict o = apk + q * MR;
-                    for (int64_t i = 0; i < MR; i++) {
-                        int64_t ih = ph[q] + dh[i], iw = pw[q] + dw[i];
-                        o[i] = i < mr && ih >= 0 && ih < g->in_h && iw >= 0 && iw < g->in_w
-                                   ? p->x[pb[q] + off[i]]
-                                   : 0;
+                    for (int64_t sg = 0; sg < ns; sg++) {
+                        int64_t a0 = s0[sg], ih = ph[q] + dh[a0], iw = pw[q] + dw[a0];
+                        if (ih >= 0 && ih < g->in_h && iw >= 0 && iw < g->in_w) {
+                            const T *restrict xv = p->x + pb[q] + off[a0];
+                            for (int64_t i = 0; i < sl[sg]; i++) o[a0 + i] = xv[i];
+                        } else {
+                            for (int64_t i = 0; i < sl[sg]; i++) o[a0 + i] = 0;
+                        }
                     }
+                    for (int64_t i = mr; i < MR; i++) o[i] = 0;
                 }
             }
             T *crow[MR];
