@@ -9,6 +9,8 @@
 
 #include <string.h>
 
+#define BF_VEC_BYTES 32 /* channel vectors of the depthwise loops */
+
 #include <immintrin.h>
 
 /* Store/add the register tile c[MR][2] to crow[i] + coff for i < mr, j < nr. */

@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#define BF_VEC_BYTES 64 /* channel vectors of the depthwise loops */
+
 #include <immintrin.h>
 
 /* Store or add an MR x (2 vectors) block to crow[i] + coff, masking the nr tail. */

@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#define BF_VEC_BYTES 16 /* channel vectors of the depthwise loops */
+
 /* A is packed in blocks of KB reduction steps: a[(k / KB) * MR * KB + i * KB + k % KB]. */
 #define BF_GENERIC_UKR(NAME, TT, KB)                                                           \
     static void NAME(int64_t kc, const TT *restrict a, const TT *restrict b, TT *const *crow,  \

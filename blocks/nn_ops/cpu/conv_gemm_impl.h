@@ -69,17 +69,18 @@ static int64_t FN(bf_cg_bofs)(const FN(bf_cg_plan) *p, int64_t grp, int64_t s) {
     return (grp * p->g->k_h * p->g->k_w + taps_before) * p->kin * p->npad;
 }
 
-/* Pack B of (group, sub) as [panel][k][NR]; k = tap*kin + c. One task per (grp, sub). */
+/* Pack B of (group, sub) as [panel][k][NR]; k = tap*kin + c. One task per (grp, sub, panel). */
 static void FN(bf_cg_pack_b_task)(void *arg, int64_t i, int slot) {
     const FN(bf_cg_plan) *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
-    int64_t grp = i / p->nsubs, s = i % p->nsubs;
+    int64_t npan = p->npad / NR, jp0 = i % npan;
+    int64_t grp = i / npan / p->nsubs, s = i / npan % p->nsubs;
     bf_conv_sub sp;
     bf_conv_sub_make(p->op, g, s, &sp);
     int64_t ksub = sp.nkh * sp.nkw * p->kin, cg = g->k_in_c, og = g->out_c / g->groups;
     T *bp = p->bpack + FN(bf_cg_bofs)(p, grp, s);
-    for (int64_t jp = 0; jp < p->npad / NR; jp++) {
+    for (int64_t jp = jp0; jp == jp0; jp++) {
         T *panel = bp + jp * ksub * NR; /* [ksub][NR] */
         for (int64_t ih = 0; ih < sp.nkh; ih++)
             for (int64_t iw = 0; iw < sp.nkw; iw++) {
@@ -235,7 +236,7 @@ static void FN(bf_cg_rows_run)(bf_conv_op op, const bf_conv_geom *g, const T *a,
     p.bpack = ex->workspace;
     p.ascratch = p.bpack + bf_cc_round_up(g->groups * g->k_h * g->k_w * p.kin * p.npad, 16);
     if (p.nout == 0 || msub == 0) return;
-    bf_parallel_for(ex, g->groups * p.nsubs, FN(bf_cg_pack_b_task), &p);
+    bf_parallel_for(ex, g->groups * p.nsubs * (p.npad / NR), FN(bf_cg_pack_b_task), &p);
     bf_parallel_for(ex, g->groups * p.nsubs * p.ntasks_sub_max, FN(bf_cg_rows_task), &p);
 }
 
@@ -538,6 +539,27 @@ static const T *FN(bf_dw_expand)(const FN(bf_dw_plan) *p, const T *xrow, T *buf)
     return buf;
 }
 
+/* Vectors of BF_VEC_BYTES for the channel loops (GCC vector extension: one zmm with AVX-512,
+   one ymm with AVX2, one xmm in the generic build). Unaligned loads and stores via memcpy. */
+typedef T FN(bf_vec) __attribute__((vector_size(BF_VEC_BYTES)));
+#define BF_VL ((int64_t)(BF_VEC_BYTES / sizeof(T)))
+static inline FN(bf_vec) FN(bf_ldv)(const T *p) {
+    FN(bf_vec) v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void FN(bf_stv)(T *p, FN(bf_vec) v) { memcpy(p, &v, sizeof v); }
+
+/* Output positions o in [*lo, *hi) whose input position o*s + off lies in [0, in). */
+static inline void FN(bf_dw_range)(int64_t off, int64_t s, int64_t in, int64_t out,
+                                   int64_t *lo, int64_t *hi) {
+    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t h = in - 1 - off < 0 ? 0 : (in - 1 - off) / s + 1;
+    *lo = BF_MIN(l, out), *hi = BF_MAX(BF_MIN(h, out), *lo);
+}
+
+/* y[n, oh, :, :] for task row = n*OH + oh: per output pixel and channel vector, all taps are
+   accumulated in a register and stored once. */
 static void FN(bf_dw_fwd_task)(void *arg, int64_t row, int slot) {
     const FN(bf_dw_plan) *p = arg;
     const bf_conv_geom *g = p->g;
@@ -545,66 +567,109 @@ static void FN(bf_dw_fwd_task)(void *arg, int64_t row, int slot) {
     int64_t n = row / g->out_h, oh = row % g->out_h, O = g->out_c;
     T *restrict y = p->out + row * g->out_w * O; /* [OW][O] */
     T *buf = p->scratch + (int64_t)slot * p->scratch_per;
-    for (int64_t e = 0; e < g->out_w * O; e++) y[e] = 0;
-    for (int64_t kh = 0; kh < g->k_h; kh++) {
+    int64_t kh0 = 0, kh1 = 0;
+    const T *xr[64];
+    int64_t khv[64], nk = 0;
+    (void)kh0, (void)kh1;
+    for (int64_t kh = 0; kh < g->k_h && nk < 64; kh++) {
         int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
         if (ih < 0 || ih >= g->in_h) continue;
-        const T *restrict xr =
-            FN(bf_dw_expand)(p, p->a + (n * g->in_h + ih) * g->in_w * g->in_c, buf);
-        for (int64_t kw = 0; kw < g->k_w; kw++) {
-            const T *restrict wv = p->b + (kh * g->k_w + kw) * O;
-            for (int64_t ow = 0; ow < g->out_w; ow++) {
-                int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
-                if (iw < 0 || iw >= g->in_w) continue;
-                const T *restrict xv = xr + iw * O;
-                T *restrict yv = y + ow * O;
-                for (int64_t c = 0; c < O; c++) yv[c] += xv[c] * wv[c];
-            }
+        const T *src = p->a + (n * g->in_h + ih) * g->in_w * g->in_c;
+        if (p->mult > 1) { /* expand each valid row into its own slice of scratch */
+            FN(bf_dw_expand)(p, src, buf + nk * g->in_w * O);
+            src = buf + nk * g->in_w * O;
+        }
+        xr[nk] = src, khv[nk] = kh, nk++;
+    }
+    int64_t cv = O / BF_VL * BF_VL;
+    for (int64_t ow = 0; ow < g->out_w; ow++) {
+        int64_t iw0 = ow * g->stride_w - g->pad_left;
+        for (int64_t c = 0; c < cv; c += BF_VL) {
+            FN(bf_vec) acc = {0};
+            for (int64_t r = 0; r < nk; r++)
+                for (int64_t kw = 0; kw < g->k_w; kw++) {
+                    int64_t iw = iw0 + kw * g->dil_w;
+                    if (iw < 0 || iw >= g->in_w) continue;
+                    acc += FN(bf_ldv)(xr[r] + iw * O + c) *
+                           FN(bf_ldv)(p->b + (khv[r] * g->k_w + kw) * O + c);
+                }
+            FN(bf_stv)(y + ow * O + c, acc);
+        }
+        for (int64_t c = cv; c < O; c++) {
+            T acc = 0;
+            for (int64_t r = 0; r < nk; r++)
+                for (int64_t kw = 0; kw < g->k_w; kw++) {
+                    int64_t iw = iw0 + kw * g->dil_w;
+                    if (iw < 0 || iw >= g->in_w) continue;
+                    acc += xr[r][iw * O + c] * p->b[(khv[r] * g->k_w + kw) * O + c];
+                }
+            y[ow * O + c] = acc;
         }
     }
 }
 
+/* dx[n, ih, :, :] for task row = n*H + ih, gathering from the dy rows that reach it. With a
+   multiplier the sums over out_c channels go to scratch first and are folded over q. */
 static void FN(bf_dw_bwd_input_task)(void *arg, int64_t row, int slot) {
     const FN(bf_dw_plan) *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
     int64_t n = row / g->in_h, ih = row % g->in_h, O = g->out_c, C = g->in_c;
     T *restrict dx = p->out + row * g->in_w * C; /* [W][C] */
-    T *restrict acc = p->mult == 1 ? dx : p->scratch + (int64_t)slot * p->scratch_per;
-    for (int64_t e = 0; e < g->in_w * O; e++) acc[e] = 0;
-    for (int64_t kh = 0; kh < g->k_h; kh++) {
+    T *restrict acc_row = p->mult == 1 ? dx : p->scratch + (int64_t)slot * p->scratch_per;
+    const T *dyr[64];
+    int64_t khv[64], nk = 0;
+    for (int64_t kh = 0; kh < g->k_h && nk < 64; kh++) {
         int64_t t = ih + g->pad_top - kh * g->dil_h;
         if (t < 0 || t % g->stride_h) continue;
         int64_t oh = t / g->stride_h;
         if (oh >= g->out_h) continue;
-        const T *dyr = p->a + (n * g->out_h + oh) * g->out_w * O;
-        for (int64_t kw = 0; kw < g->k_w; kw++) {
-            const T *restrict wv = p->b + (kh * g->k_w + kw) * O;
-            for (int64_t ow = 0; ow < g->out_w; ow++) {
-                int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
-                if (iw < 0 || iw >= g->in_w) continue;
-                const T *restrict dv = dyr + ow * O;
-                T *restrict av = acc + iw * O;
-                for (int64_t c = 0; c < O; c++) av[c] += dv[c] * wv[c];
-            }
+        dyr[nk] = p->a + (n * g->out_h + oh) * g->out_w * O, khv[nk] = kh, nk++;
+    }
+    int64_t cv = O / BF_VL * BF_VL;
+    for (int64_t iw = 0; iw < g->in_w; iw++) {
+        /* taps kw with (iw + pad_left - kw*dil) a non-negative multiple of stride, < OW */
+        int64_t kwv[64], owv[64], nw = 0;
+        for (int64_t kw = 0; kw < g->k_w && nw < 64; kw++) {
+            int64_t t = iw + g->pad_left - kw * g->dil_w;
+            if (t < 0 || t % g->stride_w || t / g->stride_w >= g->out_w) continue;
+            kwv[nw] = kw, owv[nw] = t / g->stride_w, nw++;
+        }
+        for (int64_t c = 0; c < cv; c += BF_VL) {
+            FN(bf_vec) acc = {0};
+            for (int64_t r = 0; r < nk; r++)
+                for (int64_t q = 0; q < nw; q++)
+                    acc += FN(bf_ldv)(dyr[r] + owv[q] * O + c) *
+                           FN(bf_ldv)(p->b + (khv[r] * g->k_w + kwv[q]) * O + c);
+            FN(bf_stv)(acc_row + iw * O + c, acc);
+        }
+        for (int64_t c = cv; c < O; c++) {
+            T acc = 0;
+            for (int64_t r = 0; r < nk; r++)
+                for (int64_t q = 0; q < nw; q++)
+                    acc += dyr[r][owv[q] * O + c] * p->b[(khv[r] * g->k_w + kwv[q]) * O + c];
+            acc_row[iw * O + c] = acc;
         }
     }
     if (p->mult > 1)
         for (int64_t iw = 0; iw < g->in_w; iw++)
             for (int64_t k = 0; k < C; k++) {
                 T s = 0;
-                for (int64_t q = 0; q < p->mult; q++) s += acc[(iw * C + k) * p->mult + q];
+                for (int64_t q = 0; q < p->mult; q++) s += acc_row[(iw * C + k) * p->mult + q];
                 dx[iw * C + k] = s;
             }
 }
 
+/* Partial dw over a chunk of (n, oh) rows: for each tap and channel vector, the products over
+   the valid ow range are summed in four registers and added to the partial once per row. */
 static void FN(bf_dw_bwd_filter_task)(void *arg, int64_t task, int slot) {
     const FN(bf_dw_plan) *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
-    int64_t O = g->out_c, rows = g->n * g->out_h;
+    int64_t O = g->out_c, rows = g->n * g->out_h, cv = O / BF_VL * BF_VL;
     T *part = slot == 0 ? p->out : p->partials + (int64_t)(slot - 1) * p->nel;
     T *buf = p->scratch + (int64_t)slot * p->scratch_per;
+    int64_t sw = g->stride_w;
     for (int64_t row = task * p->rows_per_task;
          row < BF_MIN(rows, (task + 1) * p->rows_per_task); row++) {
         int64_t n = row / g->out_h, oh = row % g->out_h;
@@ -612,16 +677,37 @@ static void FN(bf_dw_bwd_filter_task)(void *arg, int64_t task, int slot) {
         for (int64_t kh = 0; kh < g->k_h; kh++) {
             int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
             if (ih < 0 || ih >= g->in_h) continue;
-            const T *restrict xr =
+            const T *xr =
                 FN(bf_dw_expand)(p, p->a + (n * g->in_h + ih) * g->in_w * g->in_c, buf);
             for (int64_t kw = 0; kw < g->k_w; kw++) {
-                T *restrict pv = part + (kh * g->k_w + kw) * O;
-                for (int64_t ow = 0; ow < g->out_w; ow++) {
-                    int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
-                    if (iw < 0 || iw >= g->in_w) continue;
-                    const T *restrict xv = xr + iw * O;
-                    const T *restrict dv = dyr + ow * O;
-                    for (int64_t c = 0; c < O; c++) pv[c] += xv[c] * dv[c];
+                int64_t off = kw * g->dil_w - g->pad_left, lo, hi;
+                FN(bf_dw_range)(off, sw, g->in_w, g->out_w, &lo, &hi);
+                T *pv = part + (kh * g->k_w + kw) * O;
+                const T *xo = xr; /* x of output position ow: xo + ow*sw*O + xoff */
+                int64_t xoff = off * O;
+                for (int64_t c = 0; c < cv; c += BF_VL) {
+                    FN(bf_vec) a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+                    int64_t ow = lo;
+                    for (; ow + 4 <= hi; ow += 4) {
+                        a0 += FN(bf_ldv)(xo + (ow + 0) * sw * O + xoff + c) *
+                              FN(bf_ldv)(dyr + (ow + 0) * O + c);
+                        a1 += FN(bf_ldv)(xo + (ow + 1) * sw * O + xoff + c) *
+                              FN(bf_ldv)(dyr + (ow + 1) * O + c);
+                        a2 += FN(bf_ldv)(xo + (ow + 2) * sw * O + xoff + c) *
+                              FN(bf_ldv)(dyr + (ow + 2) * O + c);
+                        a3 += FN(bf_ldv)(xo + (ow + 3) * sw * O + xoff + c) *
+                              FN(bf_ldv)(dyr + (ow + 3) * O + c);
+                    }
+                    for (; ow < hi; ow++)
+                        a0 += FN(bf_ldv)(xo + ow * sw * O + xoff + c) *
+                              FN(bf_ldv)(dyr + ow * O + c);
+                    FN(bf_stv)(pv + c, FN(bf_ldv)(pv + c) + (a0 + a1) + (a2 + a3));
+                }
+                for (int64_t c = cv; c < O; c++) {
+                    T acc = 0;
+                    for (int64_t ow = lo; ow < hi; ow++)
+                        acc += xo[ow * sw * O + xoff + c] * dyr[ow * O + c];
+                    pv[c] += acc;
                 }
             }
         }
@@ -629,7 +715,8 @@ static void FN(bf_dw_bwd_filter_task)(void *arg, int64_t task, int slot) {
 }
 
 static size_t FN(bf_dw_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
-    size_t row = bf_cc_mad((size_t)BF_MAX(g->in_w, 1), (size_t)g->out_c, 32);
+    size_t row = bf_cc_mad(bf_cc_mad((size_t)BF_MAX(g->in_w, 1), (size_t)g->out_c, 0),
+                           (size_t)BF_MIN(BF_MAX(g->k_h, 1), 64), 32);
     size_t tot = bf_cc_mad(row, (size_t)n_threads, 0);
     if (op == BF_CONV_BWD_FILTER)
         tot = bf_cc_mad((size_t)(g->k_h * g->k_w * g->out_c), (size_t)(n_threads - 1) , tot);
@@ -641,7 +728,7 @@ static void FN(bf_dw_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, cons
     FN(bf_dw_plan) p = {.op = op, .g = g, .a = a, .b = b, .out = out, .ex = ex,
                         .mult = g->out_c / g->in_c};
     p.nel = g->k_h * g->k_w * g->out_c;
-    p.scratch_per = bf_cc_round_up(BF_MAX(g->in_w, 1) * g->out_c + 16, 16);
+    p.scratch_per = bf_cc_round_up(BF_MAX(g->in_w, 1) * g->out_c * BF_MIN(BF_MAX(g->k_h, 1), 64) + 16, 16);
     if (op == BF_CONV_FWD) {
         p.scratch = ex->workspace;
         bf_parallel_for(ex, g->n * g->out_h, FN(bf_dw_fwd_task), &p);
@@ -661,9 +748,14 @@ static void FN(bf_dw_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, cons
 
 /* ---- entry points of this instantiation ------------------------------------------------- */
 
+/* The depthwise row kernels keep per-row tap lists of at most 64 entries. */
+static bool FN(bf_dw_wanted)(const bf_conv_geom *g) {
+    return bf_conv_is_depthwise(g) && g->k_h <= 64 && g->k_w <= 64;
+}
+
 static size_t FN(bf_conv_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
     if (n_threads < 1) n_threads = 1;
-    if (bf_conv_is_depthwise(g)) return FN(bf_dw_ws)(op, g, n_threads);
+    if (FN(bf_dw_wanted)(g)) return FN(bf_dw_ws)(op, g, n_threads);
     if (op == BF_CONV_BWD_FILTER) return FN(bf_cf_ws)(g, n_threads);
     if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, n_threads)) return FN(bf_ci_ws)(g, n_threads);
     return FN(bf_cg_rows_ws)(op, g, n_threads);
@@ -671,7 +763,7 @@ static size_t FN(bf_conv_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads
 
 static void FN(bf_conv_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *b,
                             T *out, const bf_exec *ex) {
-    if (bf_conv_is_depthwise(g)) FN(bf_dw_run)(op, g, a, b, out, ex);
+    if (FN(bf_dw_wanted)(g)) FN(bf_dw_run)(op, g, a, b, out, ex);
     else if (op == BF_CONV_BWD_FILTER) FN(bf_cf_run)(g, a, b, out, ex);
     else if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, ex->n_threads))
         FN(bf_ci_run)(g, a, b, out, ex);
@@ -681,3 +773,4 @@ static void FN(bf_conv_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, co
 #undef BF_CG_MC
 #undef BF_CG_KC
 #undef BF_CF_PC_MAX
+#undef BF_VL
