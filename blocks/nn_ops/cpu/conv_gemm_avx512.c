@@ -41,6 +41,27 @@
         }                                                                                      \
     } while (0)
 
+/* Copy n < 16 (f32) / n < 8... values, or zeros when src is NULL, with one masked move. Runs
+   longer than one vector are split by the caller. */
+static inline void copy_short_f32(float *dst, const float *src, int64_t n) {
+    while (n > 0) {
+        int64_t k = BF_MIN(n, 16);
+        __mmask16 m = (__mmask16)((1u << k) - 1);
+        _mm512_mask_storeu_ps(dst, m, src ? _mm512_maskz_loadu_ps(m, src) : _mm512_setzero_ps());
+        dst += k, n -= k;
+        if (src) src += k;
+    }
+}
+static inline void copy_short_f64(double *dst, const double *src, int64_t n) {
+    while (n > 0) {
+        int64_t k = BF_MIN(n, 8);
+        __mmask8 m = (__mmask8)((1u << k) - 1);
+        _mm512_mask_storeu_pd(dst, m, src ? _mm512_maskz_loadu_pd(m, src) : _mm512_setzero_pd());
+        dst += k, n -= k;
+        if (src) src += k;
+    }
+}
+
 /* ---- f32 ---- */
 #define T float
 #define MR 12
@@ -81,11 +102,13 @@ static void ukrb_avx512_f32(int64_t kc, const float *a, const float *b, float *c
 }
 
 #define UKR ukr1_avx512_f32
+#define BF_COPY_SHORT copy_short_f32
 #define UKRB ukrb_avx512_f32
 #define AKB 16
 #define FN(x) x##_avx512_f32
 #include "conv_gemm_impl.h"
 #undef UKR
+#undef BF_COPY_SHORT
 #undef UKRB
 #undef AKB
 #undef FN
@@ -134,11 +157,13 @@ static void ukrb_avx512_f64(int64_t kc, const double *a, const double *b, double
 }
 
 #define UKR ukr1_avx512_f64
+#define BF_COPY_SHORT copy_short_f64
 #define UKRB ukrb_avx512_f64
 #define AKB 8
 #define FN(x) x##_avx512_f64
 #include "conv_gemm_impl.h"
 #undef UKR
+#undef BF_COPY_SHORT
 #undef UKRB
 #undef AKB
 #undef FN

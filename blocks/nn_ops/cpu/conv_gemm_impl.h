@@ -112,10 +112,15 @@ static inline void FN(bf_cg_copy_run)(T *restrict ap, int64_t i, int64_t kk,
                 for (int q = 0; q < AKB; q++) o[q] = sv[q];
             else
                 for (int q = 0; q < AKB; q++) o[q] = 0;
-        } else if (sv) {
-            for (int64_t q = 0; q < seg; q++) o[q] = sv[q];
         } else {
-            for (int64_t q = 0; q < seg; q++) o[q] = 0;
+#ifdef BF_COPY_SHORT
+            BF_COPY_SHORT(o, sv, seg); /* ISA hook: masked vector copy of seg < AKB values */
+#else
+            if (sv)
+                for (int64_t q = 0; q < seg; q++) o[q] = sv[q];
+            else
+                for (int64_t q = 0; q < seg; q++) o[q] = 0;
+#endif
         }
         kk += seg, len -= seg;
         if (sv) sv += seg;
@@ -167,24 +172,21 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
                     bool valid = base && hh >= 0 && hh < p->sh && ww >= 0 && ww < p->sw;
                     int64_t len = BF_MIN(p->kin - c, kc0 + kc - k);
                     const T *sv = valid ? base + (hh * p->sw + ww) * p->sc + c : NULL;
-                    bool merged = false;
+                    int64_t adv = 1; /* taps this run covers */
                     /* FWD with unit dilation and all channels: the next kw taps continue the
                        run in memory (small-C layers such as a 7x7 stem) */
                     if (valid && p->op == BF_CONV_FWD && sp.cw == 1 && p->kin == p->sc &&
                         c + len == p->kin) {
                         int64_t lim = BF_MIN(sp.nkw - ikw - 1, p->sw - 1 - ww);
-                        int64_t more = BF_MIN(lim * p->kin, kc0 + kc - k - len);
-                        if (more > 0) len += more, merged = true;
+                        int64_t room = kc0 + kc - k - len;
+                        if (lim > 0 && lim * p->kin <= room) len += lim * p->kin, adv += lim;
+                        else if (lim > 0 && room > 0) len += room; /* ends the block */
                     }
                     FN(bf_cg_copy_run)(ap, i, k - kc0, sv, len);
                     k += len;
-                    if (merged) {
-                        t = k / p->kin, c = k % p->kin;
-                        ikh = t / sp.nkw, ikw = t % sp.nkw;
-                    } else {
-                        c = 0;
-                        if (++ikw == sp.nkw) ikw = 0, ikh++;
-                    }
+                    c = 0;
+                    ikw += adv;
+                    if (ikw == sp.nkw) ikw = 0, ikh++;
                 }
             }
         }
@@ -432,12 +434,13 @@ static void FN(bf_cf_task)(void *arg, int64_t task, int slot) {
                     T *restrict o = apk + q * MR;
                     for (int64_t sg = 0; sg < ns; sg++) {
                         int64_t a0 = s0[sg], ih = ph[q] + dh[a0], iw = pw[q] + dw[a0];
-                        if (ih >= 0 && ih < g->in_h && iw >= 0 && iw < g->in_w) {
-                            const T *restrict xv = p->x + pb[q] + off[a0];
-                            for (int64_t i = 0; i < sl[sg]; i++) o[a0 + i] = xv[i];
-                        } else {
-                            for (int64_t i = 0; i < sl[sg]; i++) o[a0 + i] = 0;
-                        }
+                        bool in = ih >= 0 && ih < g->in_h && iw >= 0 && iw < g->in_w;
+                        const T *xv = in ? p->x + pb[q] + off[a0] : NULL;
+#ifdef BF_COPY_SHORT
+                        BF_COPY_SHORT(o + a0, xv, sl[sg]);
+#else
+                        for (int64_t i = 0; i < sl[sg]; i++) o[a0 + i] = xv ? xv[i] : 0;
+#endif
                     }
                     for (int64_t i = mr; i < MR; i++) o[i] = 0;
                 }
@@ -558,6 +561,48 @@ static inline void FN(bf_dw_range)(int64_t off, int64_t s, int64_t in, int64_t o
     *lo = BF_MIN(l, out), *hi = BF_MAX(BF_MIN(h, out), *lo);
 }
 
+/*
+ * Interior of a depthwise row: for output positions o in [lo, hi) (all taps in range),
+ * out[o][c] = sum_r sum_kw rows[r][(o*ms + off[kw]) * O + c] * w[tap(r, kw) * O + c], four
+ * positions at a time so four independent accumulators hide the add latency. Returns the
+ * first position it did not do (the caller finishes the rest with its bounds-checked loop).
+ */
+static int64_t FN(bf_dw_interior)(T *restrict out, const T *const *rows, const int64_t *khv,
+                                  int64_t nk, const int64_t *off, int64_t kwn, int64_t ms,
+                                  const T *w, int64_t kw_total, int64_t O, int64_t lo,
+                                  int64_t hi) {
+    int64_t cv = O / BF_VL * BF_VL, o = lo;
+    if (cv == 0) return lo;
+    for (; o + 4 <= hi; o += 4) {
+        for (int64_t c = 0; c < cv; c += BF_VL) {
+            FN(bf_vec) a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int64_t r = 0; r < nk; r++)
+                for (int64_t kw = 0; kw < kwn; kw++) {
+                    FN(bf_vec) wv = FN(bf_ldv)(w + (khv[r] * kw_total + kw) * O + c);
+                    const T *base = rows[r] + (o * ms + off[kw]) * O + c;
+                    a0 += FN(bf_ldv)(base) * wv;
+                    a1 += FN(bf_ldv)(base + ms * O) * wv;
+                    a2 += FN(bf_ldv)(base + 2 * ms * O) * wv;
+                    a3 += FN(bf_ldv)(base + 3 * ms * O) * wv;
+                }
+            FN(bf_stv)(out + o * O + c, a0);
+            FN(bf_stv)(out + (o + 1) * O + c, a1);
+            FN(bf_stv)(out + (o + 2) * O + c, a2);
+            FN(bf_stv)(out + (o + 3) * O + c, a3);
+        }
+        for (int64_t c = cv; c < O; c++)
+            for (int64_t q = 0; q < 4; q++) {
+                T acc = 0;
+                for (int64_t r = 0; r < nk; r++)
+                    for (int64_t kw = 0; kw < kwn; kw++)
+                        acc += rows[r][((o + q) * ms + off[kw]) * O + c] *
+                               w[(khv[r] * kw_total + kw) * O + c];
+                out[(o + q) * O + c] = acc;
+            }
+    }
+    return o;
+}
+
 /* y[n, oh, :, :] for task row = n*OH + oh: per output pixel and channel vector, all taps are
    accumulated in a register and stored once. */
 static void FN(bf_dw_fwd_task)(void *arg, int64_t row, int slot) {
@@ -582,7 +627,16 @@ static void FN(bf_dw_fwd_task)(void *arg, int64_t row, int slot) {
         xr[nk] = src, khv[nk] = kh, nk++;
     }
     int64_t cv = O / BF_VL * BF_VL;
+    /* interior: output columns whose every kw tap is inside the row */
+    int64_t off[64], lo, hi, l2, h2;
+    for (int64_t kw = 0; kw < g->k_w; kw++) off[kw] = kw * g->dil_w - g->pad_left;
+    FN(bf_dw_range)(off[0], g->stride_w, g->in_w, g->out_w, &lo, &hi);
+    FN(bf_dw_range)(off[g->k_w - 1], g->stride_w, g->in_w, g->out_w, &l2, &h2);
+    lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
+    int64_t done = FN(bf_dw_interior)(y, xr, khv, nk, off, g->k_w, g->stride_w, p->b, g->k_w,
+                                      O, lo, hi);
     for (int64_t ow = 0; ow < g->out_w; ow++) {
+        if (ow >= lo && ow < done) continue;
         int64_t iw0 = ow * g->stride_w - g->pad_left;
         for (int64_t c = 0; c < cv; c += BF_VL) {
             FN(bf_vec) acc = {0};
@@ -627,7 +681,19 @@ static void FN(bf_dw_bwd_input_task)(void *arg, int64_t row, int slot) {
         dyr[nk] = p->a + (n * g->out_h + oh) * g->out_w * O, khv[nk] = kh, nk++;
     }
     int64_t cv = O / BF_VL * BF_VL;
+    int64_t lo = 0, done = 0;
+    if (g->stride_w == 1) {
+        /* interior: dx columns every kw tap reaches, ow = iw + pad_left - kw*dil */
+        int64_t off[64], hi, l2, h2;
+        for (int64_t kw = 0; kw < g->k_w; kw++) off[kw] = g->pad_left - kw * g->dil_w;
+        FN(bf_dw_range)(off[0], 1, g->out_w, g->in_w, &lo, &hi);
+        FN(bf_dw_range)(off[g->k_w - 1], 1, g->out_w, g->in_w, &l2, &h2);
+        lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
+        done = FN(bf_dw_interior)(acc_row, dyr, khv, nk, off, g->k_w, 1, p->b, g->k_w, O, lo,
+                                  hi);
+    }
     for (int64_t iw = 0; iw < g->in_w; iw++) {
+        if (iw >= lo && iw < done) continue;
         /* taps kw with (iw + pad_left - kw*dil) a non-negative multiple of stride, < OW */
         int64_t kwv[64], owv[64], nw = 0;
         for (int64_t kw = 0; kw < g->k_w && nw < 64; kw++) {
