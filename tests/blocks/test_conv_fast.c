@@ -214,6 +214,11 @@ START_TEST(larger_blocks) {
     check_geom(&s2, 98, "stride2", false);
     bf_conv_geom stem = make_geom(1, 23, 23, 3, 7, 7, 20, 1, 2, 2, 1, 1, 2, 3, 2, 3, 0);
     check_geom(&stem, 97, "stem", false);
+    /* channel counts that are whole vectors: the whole-tap packing path of FWD / BWD_INPUT */
+    bf_conv_geom wt = make_geom(2, 9, 10, 64, 3, 3, 32, 1, 1, 2, 2, 1, 2, 1, 1, 2, 0);
+    check_geom(&wt, 96, "whole-taps", true);
+    bf_conv_geom wt2 = make_geom(2, 8, 7, 32, 3, 2, 64, 2, 2, 1, 1, 1, 1, 1, 0, 1, 1);
+    check_geom(&wt2, 95, "whole-taps-grouped", true);
 }
 END_TEST
 

@@ -40,6 +40,7 @@
 
 #define BF_CG_MC (MR * 8)               /* rows per FWD/BWD_INPUT task */
 #define BF_CF_PC_MAX 1024               /* most pixels per BWD_FILTER task */
+#define BF_CG_TAPS_MAX 256              /* taps of the whole-tap packing fast path */
 #define BF_CG_KC ((int64_t)(32768 / (NR * (int)sizeof(T)))) /* a KC x NR panel of B is 32 KiB */
 
 /* ---- dense FWD / BWD_INPUT ------------------------------------------------------------- */
@@ -153,11 +154,45 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
         crow[r] = p->dst + ((n * p->dh + sp.oh0 + sp.osh * a) * p->dw + sp.ow0 + sp.osw * b) *
                                p->dc + dst_cofs;
     }
+    /* per tap of the sub: source row/column offsets, for the whole-tap fast path */
+    int64_t ntaps = sp.nkh * sp.nkw, hoff[BF_CG_TAPS_MAX], woff[BF_CG_TAPS_MAX];
+    bool whole_taps = p->kin % AKB == 0 && p->kc % p->kin == 0 && ntaps <= BF_CG_TAPS_MAX;
+    for (int64_t t = 0; whole_taps && t < ntaps; t++) {
+        int64_t kh = sp.kh0 + t / sp.nkw * sp.khs, kw = sp.kw0 + t % sp.nkw * sp.kws;
+        hoff[t] = bf_cc_exact_div(kh * sp.ch + sp.eh, sp.qh);
+        woff[t] = bf_cc_exact_div(kw * sp.cw + sp.ew, sp.qw);
+    }
     int64_t kc0 = 0;
     do {
         int64_t kc = BF_MIN(p->kc, ksub - kc0), kcp = bf_cc_round_up(kc, AKB);
         /* pack A: rows of im2col for k in [kc0, kc0 + kc), as [mb][k / AKB][MR][AKB] */
-        for (int64_t mb = 0; mb < nmb && kc > 0; mb++) {
+        if (whole_taps && kc > 0) {
+            /* fast path: the block is whole taps of kin (a multiple of AKB) channels, so each
+               (row, tap) is kin / AKB full-vector copies */
+            int64_t t0 = kc0 / p->kin, t1 = (kc0 + kc) / p->kin, nv = p->kin / AKB;
+            for (int64_t mb = 0; mb < nmb; mb++) {
+                T *ap = apack + mb * kcp * MR;
+                for (int64_t i = 0; i < MR; i++) {
+                    int64_t r = mb * MR + i;
+                    const T *base = r < mc ? p->src + rn[r] * p->sh * p->sw * p->sc + src_cofs
+                                           : NULL;
+                    int64_t h0 = ra[r] * sp.mh, w0 = rb[r] * sp.mw;
+                    for (int64_t t = t0; t < t1; t++) {
+                        int64_t hh = h0 + hoff[t], ww = w0 + woff[t];
+                        T *restrict o = ap + (t - t0) * nv * MR * AKB + i * AKB;
+                        if (base && hh >= 0 && hh < p->sh && ww >= 0 && ww < p->sw) {
+                            const T *restrict sv = base + (hh * p->sw + ww) * p->sc;
+                            for (int64_t v = 0; v < nv; v++)
+                                memcpy(o + v * MR * AKB, sv + v * AKB, AKB * sizeof(T));
+                        } else {
+                            for (int64_t v = 0; v < nv; v++)
+                                memset(o + v * MR * AKB, 0, AKB * sizeof(T));
+                        }
+                    }
+                }
+            }
+        }
+        for (int64_t mb = 0; mb < nmb && kc > 0 && !whole_taps; mb++) {
             T *ap = apack + mb * kcp * MR;
             for (int64_t i = 0; i < MR; i++) {
                 int64_t r = mb * MR + i;
@@ -839,4 +874,5 @@ static void FN(bf_conv_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, co
 #undef BF_CG_MC
 #undef BF_CG_KC
 #undef BF_CF_PC_MAX
+#undef BF_CG_TAPS_MAX
 #undef BF_VL
