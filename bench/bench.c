@@ -32,6 +32,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -112,6 +113,9 @@ static void peer_start(peer *p, char *const argv[]) {
     int in[2], out[2];
     if (access(argv[0], X_OK) != 0) return;
     if (pipe(in) || pipe(out)) return;
+    /* our ends must not leak into later peers, or a peer never sees EOF on its stdin */
+    fcntl(in[1], F_SETFD, FD_CLOEXEC);
+    fcntl(out[0], F_SETFD, FD_CLOEXEC);
     pid_t pid = fork();
     if (pid < 0) return;
     if (pid == 0) {
