@@ -264,7 +264,7 @@ static Suite *suite(void) {
     Suite *s = suite_create("conv_fast");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, random_geometries, 0, 12);
+    tcase_add_loop_test(tc, random_geometries, 0, 40);
     tcase_add_loop_test(tc, channel_tails, 0, 8);
     tcase_add_test(tc, larger_blocks);
     tcase_add_test(tc, fallback_and_degenerate);

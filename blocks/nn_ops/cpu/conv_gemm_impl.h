@@ -815,6 +815,20 @@ static void FN(bf_dw_bwd_filter_task)(void *arg, int64_t task, int slot) {
     }
 }
 
+static void FN(bf_dw_fwd_chunk)(void *arg, int64_t task, int slot) {
+    const FN(bf_dw_plan) *p = arg;
+    int64_t rows = p->g->n * p->g->out_h;
+    for (int64_t r = task * p->rows_per_task; r < BF_MIN(rows, (task + 1) * p->rows_per_task); r++)
+        FN(bf_dw_fwd_task)(arg, r, slot);
+}
+
+static void FN(bf_dw_bwd_input_chunk)(void *arg, int64_t task, int slot) {
+    const FN(bf_dw_plan) *p = arg;
+    int64_t rows = p->g->n * p->g->in_h;
+    for (int64_t r = task * p->rows_per_task; r < BF_MIN(rows, (task + 1) * p->rows_per_task); r++)
+        FN(bf_dw_bwd_input_task)(arg, r, slot);
+}
+
 static size_t FN(bf_dw_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
     size_t row = bf_cc_mad(bf_cc_mad((size_t)BF_MAX(g->in_w, 1), (size_t)g->out_c, 0),
                            (size_t)BF_MIN(BF_MAX(g->k_h, 1), 64), 32);
@@ -830,12 +844,13 @@ static void FN(bf_dw_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, cons
                         .mult = g->out_c / g->in_c};
     p.nel = g->k_h * g->k_w * g->out_c;
     p.scratch_per = bf_cc_round_up(BF_MAX(g->in_w, 1) * g->out_c * BF_MIN(BF_MAX(g->k_h, 1), 64) + 16, 16);
-    if (op == BF_CONV_FWD) {
+    if (op == BF_CONV_FWD || op == BF_CONV_BWD_INPUT) {
+        /* chunks of consecutive rows, so a thread reuses the input rows it just read */
         p.scratch = ex->workspace;
-        bf_parallel_for(ex, g->n * g->out_h, FN(bf_dw_fwd_task), &p);
-    } else if (op == BF_CONV_BWD_INPUT) {
-        p.scratch = ex->workspace;
-        bf_parallel_for(ex, g->n * g->in_h, FN(bf_dw_bwd_input_task), &p);
+        int64_t rows = g->n * (op == BF_CONV_FWD ? g->out_h : g->in_h);
+        p.rows_per_task = BF_MAX(1, BF_MIN(16, rows / (8 * ex->n_threads)));
+        bf_parallel_for(ex, bf_cc_ceil_div(rows, p.rows_per_task),
+                        op == BF_CONV_FWD ? FN(bf_dw_fwd_chunk) : FN(bf_dw_bwd_input_chunk), &p);
     } else {
         p.partials = ex->workspace;
         p.scratch = p.partials + bf_cc_round_up(p.nel * (ex->n_threads - 1), 16);
