@@ -3,7 +3,10 @@
  * element type. Include it after defining:
  *   T        element type (float or double)
  *   MR, NR   register block of the microkernel: MR output rows x NR output columns
- *   UKR      static microkernel (see below)
+ *   UKR      static microkernel, A as [k][MR] (see below)
+ *   UKRB     the same microkernel with A as [k / AKB][MR][AKB]
+ *   AKB      the A block width of UKRB (one vector of T)
+ *   BF_VEC_BYTES  vector width of the depthwise loops
  *   FN(x)    name mangling, e.g. x##_avx512_f32
  * The file that includes it is compiled with that ISA's flags (CMake: *_avx512.c, *_avx2.c),
  * so the packing and depthwise loops below are auto-vectorised for the same ISA.
@@ -13,29 +16,42 @@
  *   FWD and BWD_INPUT: implicit GEMM over "sub-problems" (see bf_conv_sub). Rows are output
  *   pixels, columns output channels of one group, the reduction runs over (tap, source
  *   channel). B (the filter, transposed per tap for BWD_INPUT) is packed once per call into
- *   workspace as [group][sub][panel of NR columns][k][NR]. Work is split into tasks of MC
- *   rows; a task packs its rows of im2col, KC reduction steps at a time, into per-thread
- *   scratch as [MR-row block][k][MR] (zeros for padding) and runs the microkernel over every
- *   column panel, so a packed A block stays in L2 while all of B's KC x NR panels stream past.
+ *   workspace as [group][sub][panel of NR columns][k][NR] (one task per panel). Work is split
+ *   into tasks of MC rows; a task packs its rows of im2col, KC reduction steps at a time, into
+ *   per-thread scratch as [MR-row block][k / AKB][MR][AKB] (zeros for padding; AKB = one
+ *   vector, so a run of channels is copied with full-vector moves and the microkernel still
+ *   broadcasts from constant offsets), then runs the microkernel over every column panel, so
+ *   a packed A block stays in L2 while B's KC x NR panels stream through L1. When the channels
+ *   are whole vectors the packing walks a per-task table of tap offsets (no divisions); for
+ *   small C (a 3-channel stem) consecutive kw taps are merged into one contiguous run.
  *   BWD_INPUT with stride s splits dx into s_h*s_w phases; each phase only sees the taps that
  *   reach it, so no multiply is spent on the zeros a dilated-dy formulation would insert.
  *
+ *   BWD_INPUT with few input channels (Cg < NR/2): dcol = dy x W^T has taps*Cg columns, which
+ *   fills the vector lanes where dx's Cg columns would not; it is computed MC dy pixels at a
+ *   time and scattered (col2im) into dx, one task per image so no two tasks touch one pixel.
+ *
  *   BWD_FILTER: dW[(tap, ci), co] = sum_p im2col(x)[p, (tap, ci)] * dy[p, co], a GEMM whose
- *   reduction runs over all N*OH*OW pixels. Tasks are chunks of PC pixels; a task packs its
- *   dy chunk as [panel][p][NR] and, for each MR rows of dW, the matching x values as
- *   [p][MR] (MR consecutive channels of one tap are contiguous in NHWC, so this is a copy),
- *   then accumulates into the thread's partial dW (slot 0 writes `out` itself, the other
- *   slots use workspace), and a final pass sums the partials.
+ *   reduction runs over all N*OH*OW pixels. Tasks are chunks of PC pixels (sized so the packed
+ *   chunk stays in L2); a task packs its dy chunk as [panel][p][NR] and, for each MR rows of
+ *   dW, the matching x values as [p][MR] (runs of consecutive channels of one tap are
+ *   contiguous in NHWC, so this is a copy per pixel and run), then accumulates into the
+ *   thread's partial dW (slot 0 writes `out` itself, the other slots use workspace), and a
+ *   final pass sums the partials.
  *
  * Depthwise (groups == in_c, k_in_c == 1, multiplier M = out_c / in_c) is memory bound and
- * is done with channel-vector loops over NHWC rows: one task per output (FWD), input
- * (BWD_INPUT) row, or chunk of rows (BWD_FILTER, per-thread partial dW). With M > 1 each
- * input row is first expanded to out_c channels (x[.., c] repeated M times) in scratch so the
- * inner loop is the same unit-stride multiply-add over out_c channels.
+ * is done with channel-vector loops over NHWC rows (GCC vector extensions of BF_VEC_BYTES):
+ * FWD and BWD_INPUT gather every tap of an output (input) pixel into a register, four pixels
+ * at a time in the interior, in tasks of consecutive rows; BWD_FILTER sums each tap over a
+ * row in four registers into a per-thread partial dW. With M > 1 each input row is first
+ * expanded to out_c channels (x[.., c] repeated M times) in scratch so the inner loop is the
+ * same unit-stride multiply-add over out_c channels.
  *
  * Microkernel contract: UKR(kc, a, b, crow, coff, mr, nr, acc) computes the MR x NR block
  * sum_k a[k*MR + i] * b[k*NR + j] and, for i < mr and j < nr, stores it to crow[i][coff + j]
- * (acc == 0) or adds it there (acc != 0). kc may be 0 (stores zeros).
+ * (acc == 0) or adds it there (acc != 0). kc may be 0 (stores zeros). UKRB is the same with
+ * A in AKB-wide k blocks: a[(k / AKB) * MR * AKB + i * AKB + k % AKB].
+ * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL).
  */
 
 #define BF_CG_MC (MR * 8)               /* rows per FWD/BWD_INPUT task */
