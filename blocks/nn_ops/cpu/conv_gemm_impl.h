@@ -474,24 +474,32 @@ static void FN(bf_cf_task)(void *arg, int64_t task, int slot) {
                     }
                 }
             } else {
-                /* rows span several taps: split them into runs of one tap each (a run of
-                   consecutive channels is contiguous in x) */
+                /* rows span several taps: split them into runs that are contiguous in x
+                   (one tap's consecutive channels, extended over the next kw taps when all
+                   channels of x belong to the run, e.g. a 3-channel stem) */
                 int64_t s0[MR], sl[MR], ns = 0;
                 for (int64_t i = 0; i < mr; i++) {
-                    if (i > 0 && dh[i] == dh[i - 1] && dw[i] == dw[i - 1]) sl[ns - 1]++;
+                    if (i > 0 && dh[i] == dh[i - 1] && off[i] == off[i - 1] + 1) sl[ns - 1]++;
                     else s0[ns] = i, sl[ns] = 1, ns++;
                 }
                 for (int64_t q = 0; q < pc; q++) {
                     T *restrict o = apk + q * MR;
                     for (int64_t sg = 0; sg < ns; sg++) {
-                        int64_t a0 = s0[sg], ih = ph[q] + dh[a0], iw = pw[q] + dw[a0];
-                        bool in = ih >= 0 && ih < g->in_h && iw >= 0 && iw < g->in_w;
-                        const T *xv = in ? p->x + pb[q] + off[a0] : NULL;
+                        int64_t a0 = s0[sg], a1 = a0 + sl[sg] - 1, ih = ph[q] + dh[a0];
+                        bool row_in = ih >= 0 && ih < g->in_h;
+                        if (row_in && pw[q] + dw[a0] >= 0 && pw[q] + dw[a1] < g->in_w) {
 #ifdef BF_COPY_SHORT
-                        BF_COPY_SHORT(o + a0, xv, sl[sg]);
+                            BF_COPY_SHORT(o + a0, p->x + pb[q] + off[a0], sl[sg]);
 #else
-                        for (int64_t i = 0; i < sl[sg]; i++) o[a0 + i] = xv ? xv[i] : 0;
+                            for (int64_t i = 0; i < sl[sg]; i++)
+                                o[a0 + i] = p->x[pb[q] + off[a0] + i];
 #endif
+                        } else {
+                            for (int64_t i = a0; i <= a1; i++) {
+                                int64_t iw = pw[q] + dw[i];
+                                o[i] = row_in && iw >= 0 && iw < g->in_w ? p->x[pb[q] + off[i]] : 0;
+                            }
+                        }
                     }
                     for (int64_t i = mr; i < MR; i++) o[i] = 0;
                 }
