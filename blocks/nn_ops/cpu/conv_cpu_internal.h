@@ -1,0 +1,134 @@
+/*
+ * conv_cpu_internal.h - private interface between the CPU convolution dispatcher (conv_cpu.c)
+ * and its instruction-set specific kernels (conv_gemm_avx512.c, conv_gemm_avx2.c,
+ * conv_gemm_generic.c). Not part of conv_kernels.h: only the dispatcher and the tests use it.
+ *
+ * Every ISA file instantiates the same template (conv_gemm_impl.h) with its own microkernel
+ * and register blocking and exports one bf_conv_isa_impl table. The tables work on NHWC
+ * activations only; conv_cpu.c transposes NCHW into workspace around them.
+ *
+ * There is no global "forced ISA" switch: the ISA is an argument of the internal entry points
+ * below, and the public bf_conv_cpu_* pick the best one the CPU supports.
+ */
+#ifndef BF_CONV_CPU_INTERNAL_H
+#define BF_CONV_CPU_INTERNAL_H
+
+#include "../conv_kernels.h"
+
+typedef enum bf_conv_isa {
+    BF_CONV_ISA_GENERIC = 0, /* portable C, auto-vectorised for the baseline target */
+    BF_CONV_ISA_AVX2 = 1,    /* AVX2 + FMA */
+    BF_CONV_ISA_AVX512 = 2,  /* AVX-512 F/BW/VL/DQ + FMA */
+    BF_CONV_ISA_COUNT
+} bf_conv_isa;
+
+/* One instantiation of the kernels for one ISA. Geometries are NHWC (g->nchw ignored). */
+typedef struct bf_conv_isa_impl {
+    const char *name;
+    size_t (*workspace_f32)(bf_conv_op op, const bf_conv_geom *g, int n_threads);
+    size_t (*workspace_f64)(bf_conv_op op, const bf_conv_geom *g, int n_threads);
+    void (*run_f32)(bf_conv_op op, const bf_conv_geom *g, const float *a, const float *b,
+                    float *out, const bf_exec *ex);
+    void (*run_f64)(bf_conv_op op, const bf_conv_geom *g, const double *a, const double *b,
+                    double *out, const bf_exec *ex);
+} bf_conv_isa_impl;
+
+extern const bf_conv_isa_impl bf_conv_isa_generic_impl;
+extern const bf_conv_isa_impl bf_conv_isa_avx2_impl;
+extern const bf_conv_isa_impl bf_conv_isa_avx512_impl;
+
+/* The best ISA this CPU runs (by __builtin_cpu_supports), and whether `isa` runs here. */
+bf_conv_isa bf_conv_cpu_best_isa(void);
+bool bf_conv_cpu_isa_supported(bf_conv_isa isa);
+const char *bf_conv_cpu_isa_name(bf_conv_isa isa);
+
+/*
+ * The public entry points with an explicit ISA (which must be supported). The workspace size
+ * depends on the ISA: plan it with bf_conv_cpu_workspace_isa for the same ISA. With less
+ * workspace than planned the kernels fall back to a slow direct loop that needs none.
+ */
+size_t bf_conv_cpu_workspace_isa(bf_conv_isa isa, bf_conv_op op, const bf_conv_geom *g,
+                                 bf_dtype dt, int n_threads);
+void bf_conv_cpu_f32_isa(bf_conv_isa isa, bf_conv_op op, const bf_conv_geom *g, const float *a,
+                         const float *b, float *out, const bf_exec *ex);
+void bf_conv_cpu_f64_isa(bf_conv_isa isa, bf_conv_op op, const bf_conv_geom *g,
+                         const double *a, const double *b, double *out, const bf_exec *ex);
+
+/* ---- helpers shared by the template instantiations (type independent) ------------------ */
+
+static inline int64_t bf_cc_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline int64_t bf_cc_round_up(int64_t a, int64_t b) { return bf_cc_ceil_div(a, b) * b; }
+
+/* a*b + c in size_t with overflow going to SIZE_MAX (sizes are checked, never wrap). */
+static inline size_t bf_cc_mad(size_t a, size_t b, size_t c) {
+    size_t m, s;
+    if (!bf_size_mul(a, b, &m) || !bf_size_add(m, c, &s)) return SIZE_MAX;
+    return s;
+}
+
+/*
+ * One implicit-GEMM sub-problem of FWD or BWD_INPUT. Its output rows are the pixels
+ * (n, oh0 + osh*a, ow0 + osw*b) for a < ah, b < aw; its reduction runs over the taps
+ * kh = kh0 + khs*i (i < nkh) times kw = kw0 + kws*j (j < nkw), and for each tap over `kin`
+ * source channels. The source pixel of output position a for tap kh is
+ *   sh = a*mh + (kh*ch + eh) / qh          (exact division by construction)
+ * FWD has one sub-problem (all taps, mh = stride, ch = dil, eh = -pad, qh = 1). BWD_INPUT has
+ * one per stride phase (ph, pw): dx rows ih = ph + s*a, taps with (ph + pad - kh*dil) % s == 0,
+ * source dy row oh = a + (ph + pad - kh*dil) / s.
+ */
+typedef struct bf_conv_sub {
+    int64_t oh0, osh, ah, ow0, osw, aw;
+    int64_t kh0, khs, nkh, kw0, kws, nkw;
+    int64_t mh, ch, eh, qh, mw, cw, ew, qw;
+} bf_conv_sub;
+
+/* a / q where q divides a exactly (q == 1 is the common case and costs no division). */
+static inline int64_t bf_cc_exact_div(int64_t a, int64_t q) { return q == 1 ? a : a / q; }
+
+static inline int64_t bf_cc_mod(int64_t a, int64_t m) {
+    int64_t r = a % m;
+    return r < 0 ? r + m : r;
+}
+
+/* Number of sub-problems of op (FWD: 1, BWD_INPUT: stride_h * stride_w). */
+static inline int64_t bf_conv_n_subs(bf_conv_op op, const bf_conv_geom *g) {
+    return op == BF_CONV_FWD ? 1 : g->stride_h * g->stride_w;
+}
+
+/* Fill sub-problem `s` of op (FWD or BWD_INPUT) for geometry g. */
+static inline void bf_conv_sub_make(bf_conv_op op, const bf_conv_geom *g, int64_t s,
+                                    bf_conv_sub *sp) {
+    if (op == BF_CONV_FWD) {
+        *sp = (bf_conv_sub){.oh0 = 0, .osh = 1, .ah = g->out_h, .ow0 = 0, .osw = 1,
+                            .aw = g->out_w, .kh0 = 0, .khs = 1, .nkh = g->k_h, .kw0 = 0,
+                            .kws = 1, .nkw = g->k_w, .mh = g->stride_h, .ch = g->dil_h,
+                            .eh = -g->pad_top, .qh = 1, .mw = g->stride_w, .cw = g->dil_w,
+                            .ew = -g->pad_left, .qw = 1};
+        return;
+    }
+    int64_t ph = s / g->stride_w, pw = s % g->stride_w;
+    int64_t dims[2][6] = {{ph, g->stride_h, g->in_h, g->k_h, g->dil_h, g->pad_top},
+                          {pw, g->stride_w, g->in_w, g->k_w, g->dil_w, g->pad_left}};
+    int64_t r[2][5]; /* a-count, k0, kstep, nk */
+    for (int d = 0; d < 2; d++) {
+        int64_t p = dims[d][0], st = dims[d][1], in = dims[d][2], k = dims[d][3];
+        int64_t dl = dims[d][4], pad = dims[d][5];
+        r[d][0] = in > p ? bf_cc_ceil_div(in - p, st) : 0;
+        /* taps with (p + pad - kh*dl) % st == 0: a residue class mod st/gcd(dl, st) */
+        int64_t k0 = -1, period = st;
+        for (int64_t kk = 0; kk < st && kk < k; kk++)
+            if (bf_cc_mod(p + pad - kk * dl, st) == 0) { k0 = kk; break; }
+        for (int64_t kk = 1; kk <= st; kk++)
+            if (bf_cc_mod(kk * dl, st) == 0) { period = kk; break; }
+        r[d][1] = k0 < 0 ? 0 : k0;
+        r[d][2] = period;
+        r[d][3] = k0 < 0 ? 0 : bf_cc_ceil_div(k - k0, period);
+    }
+    *sp = (bf_conv_sub){.oh0 = ph, .osh = g->stride_h, .ah = r[0][0], .ow0 = pw,
+                        .osw = g->stride_w, .aw = r[1][0], .kh0 = r[0][1], .khs = r[0][2],
+                        .nkh = r[0][3], .kw0 = r[1][1], .kws = r[1][2], .nkw = r[1][3],
+                        .mh = 1, .ch = -g->dil_h, .eh = ph + g->pad_top, .qh = g->stride_h,
+                        .mw = 1, .cw = -g->dil_w, .ew = pw + g->pad_left, .qw = g->stride_w};
+}
+
+#endif /* BF_CONV_CPU_INTERNAL_H */

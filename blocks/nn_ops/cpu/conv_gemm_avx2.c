@@ -1,0 +1,144 @@
+/*
+ * conv_gemm_avx2.c - AVX2 + FMA instantiation of the convolution kernels (conv_gemm_impl.h).
+ *
+ * Microkernels: f32 6 x 16 (12 ymm accumulators, 2 ymm of B, 1 broadcast), f64 6 x 8. The
+ * classic Haswell shape: 12 FMAs per 2 B loads and 6 broadcasts. Column tails go through a
+ * small stack tile. Only called after bf_conv_cpu_isa_supported(BF_CONV_ISA_AVX2).
+ */
+#include "conv_cpu_internal.h"
+
+#include <string.h>
+
+#define BF_VEC_BYTES 32 /* channel vectors of the depthwise loops */
+
+#include <immintrin.h>
+
+/* Store/add the register tile c[MR][2] to crow[i] + coff for i < mr, j < nr. */
+#define BF_STORE_TILE(LOADU, STOREU, VADD, LANES)                                              \
+    do {                                                                                       \
+        if (nr == 2 * LANES) {                                                                 \
+            for (int i = 0; i < mr; i++) {                                                     \
+                T *p = crow[i] + coff;                                                         \
+                if (acc) {                                                                     \
+                    c[i][0] = VADD(c[i][0], LOADU(p));                                         \
+                    c[i][1] = VADD(c[i][1], LOADU(p + LANES));                                 \
+                }                                                                              \
+                STOREU(p, c[i][0]);                                                            \
+                STOREU(p + LANES, c[i][1]);                                                    \
+            }                                                                                  \
+        } else {                                                                               \
+            T tile[MR][2 * LANES];                                                             \
+            for (int i = 0; i < MR; i++) {                                                     \
+                STOREU(tile[i], c[i][0]);                                                      \
+                STOREU(tile[i] + LANES, c[i][1]);                                              \
+            }                                                                                  \
+            for (int i = 0; i < mr; i++)                                                       \
+                for (int j = 0; j < nr; j++)                                                   \
+                    crow[i][coff + j] = acc ? crow[i][coff + j] + tile[i][j] : tile[i][j];     \
+        }                                                                                      \
+    } while (0)
+
+/* ---- f32 ---- */
+#define T float
+#define MR 6
+#define NR 16
+
+/* A is packed in blocks of KB reduction steps: a[(k / KB) * MR * KB + i * KB + k % KB]. */
+static inline __attribute__((always_inline)) void
+ukr_avx2_f32(const int KB, int64_t kc, const float *restrict a, const float *restrict b,
+             float *const *crow, int64_t coff, int mr, int nr, int acc) {
+    __m256 c[MR][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm256_setzero_ps();
+    for (int64_t k0 = 0; k0 < kc; k0 += KB) {
+        const float *ab = a + k0 * MR;
+        int kn = (int)BF_MIN((int64_t)KB, kc - k0);
+        for (int kk = 0; kk < kn; kk++) {
+            const float *bk = b + (k0 + kk) * NR;
+            __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);
+#pragma GCC unroll 6
+            for (int i = 0; i < MR; i++) {
+                __m256 av = _mm256_broadcast_ss(ab + i * KB + kk);
+                c[i][0] = _mm256_fmadd_ps(av, b0, c[i][0]);
+                c[i][1] = _mm256_fmadd_ps(av, b1, c[i][1]);
+            }
+        }
+    }
+    BF_STORE_TILE(_mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, 8);
+}
+static void ukr1_avx2_f32(int64_t kc, const float *a, const float *b, float *const *crow,
+                          int64_t coff, int mr, int nr, int acc) {
+    ukr_avx2_f32(1, kc, a, b, crow, coff, mr, nr, acc);
+}
+static void ukrb_avx2_f32(int64_t kc, const float *a, const float *b, float *const *crow,
+                          int64_t coff, int mr, int nr, int acc) {
+    ukr_avx2_f32(8, kc, a, b, crow, coff, mr, nr, acc);
+}
+
+#define UKR ukr1_avx2_f32
+#define UKRB ukrb_avx2_f32
+#define AKB 8
+#define FN(x) x##_avx2_f32
+#include "conv_gemm_impl.h"
+#undef UKR
+#undef UKRB
+#undef AKB
+#undef FN
+#undef T
+#undef MR
+#undef NR
+
+/* ---- f64 ---- */
+#define T double
+#define MR 6
+#define NR 8
+
+/* A is packed in blocks of KB reduction steps: a[(k / KB) * MR * KB + i * KB + k % KB]. */
+static inline __attribute__((always_inline)) void
+ukr_avx2_f64(const int KB, int64_t kc, const double *restrict a, const double *restrict b,
+             double *const *crow, int64_t coff, int mr, int nr, int acc) {
+    __m256d c[MR][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm256_setzero_pd();
+    for (int64_t k0 = 0; k0 < kc; k0 += KB) {
+        const double *ab = a + k0 * MR;
+        int kn = (int)BF_MIN((int64_t)KB, kc - k0);
+        for (int kk = 0; kk < kn; kk++) {
+            const double *bk = b + (k0 + kk) * NR;
+            __m256d b0 = _mm256_loadu_pd(bk), b1 = _mm256_loadu_pd(bk + 4);
+#pragma GCC unroll 6
+            for (int i = 0; i < MR; i++) {
+                __m256d av = _mm256_broadcast_sd(ab + i * KB + kk);
+                c[i][0] = _mm256_fmadd_pd(av, b0, c[i][0]);
+                c[i][1] = _mm256_fmadd_pd(av, b1, c[i][1]);
+            }
+        }
+    }
+    BF_STORE_TILE(_mm256_loadu_pd, _mm256_storeu_pd, _mm256_add_pd, 4);
+}
+static void ukr1_avx2_f64(int64_t kc, const double *a, const double *b, double *const *crow,
+                          int64_t coff, int mr, int nr, int acc) {
+    ukr_avx2_f64(1, kc, a, b, crow, coff, mr, nr, acc);
+}
+static void ukrb_avx2_f64(int64_t kc, const double *a, const double *b, double *const *crow,
+                          int64_t coff, int mr, int nr, int acc) {
+    ukr_avx2_f64(4, kc, a, b, crow, coff, mr, nr, acc);
+}
+
+#define UKR ukr1_avx2_f64
+#define UKRB ukrb_avx2_f64
+#define AKB 4
+#define FN(x) x##_avx2_f64
+#include "conv_gemm_impl.h"
+#undef UKR
+#undef UKRB
+#undef AKB
+#undef FN
+
+const bf_conv_isa_impl bf_conv_isa_avx2_impl = {
+    .name = "avx2",
+    .workspace_f32 = bf_conv_ws_avx2_f32,
+    .workspace_f64 = bf_conv_ws_avx2_f64,
+    .run_f32 = bf_conv_run_avx2_f32,
+    .run_f64 = bf_conv_run_avx2_f64,
+};

@@ -1,0 +1,177 @@
+/*
+ * conv_gemm_avx512.c - AVX-512 instantiation of the convolution kernels (conv_gemm_impl.h).
+ *
+ * Microkernels: f32 12 x 32 (24 zmm accumulators, 2 zmm of B per k, one broadcast of A per
+ * row), f64 12 x 16 (same shape in doubles). Per reduction step: 2 aligned B loads, 12
+ * broadcasts, 24 FMAs, which keeps both Zen 5 FMA pipes busy. Compiled with -mavx512f...
+ * (CMake) and only called after bf_conv_cpu_isa_supported(BF_CONV_ISA_AVX512).
+ */
+#include "conv_cpu_internal.h"
+
+#include <string.h>
+
+#define BF_VEC_BYTES 64 /* channel vectors of the depthwise loops */
+
+#include <immintrin.h>
+
+/* Store or add an MR x (2 vectors) block to crow[i] + coff, masking the nr tail. */
+#define BF_STORE_ROWS(VT, LOADU, STOREU, MLOAD, MSTORE, MASKT, LANES)                         \
+    do {                                                                                       \
+        MASKT m0 = (MASKT)(nr >= LANES ? (MASKT)~0 : (MASKT)((1u << nr) - 1));                 \
+        MASKT m1 = (MASKT)(nr >= 2 * LANES ? (MASKT)~0                                         \
+                           : nr > LANES     ? (MASKT)((1u << (nr - LANES)) - 1)                \
+                                            : (MASKT)0);                                       \
+        for (int i = 0; i < mr; i++) {                                                         \
+            T *p = crow[i] + coff;                                                             \
+            if (nr == 2 * LANES) {                                                             \
+                if (acc) {                                                                     \
+                    c[i][0] = VADD(c[i][0], LOADU(p));                                         \
+                    c[i][1] = VADD(c[i][1], LOADU(p + LANES));                                 \
+                }                                                                              \
+                STOREU(p, c[i][0]);                                                            \
+                STOREU(p + LANES, c[i][1]);                                                    \
+            } else {                                                                           \
+                if (acc) {                                                                     \
+                    c[i][0] = VADD(c[i][0], MLOAD(m0, p));                                     \
+                    c[i][1] = VADD(c[i][1], MLOAD(m1, p + LANES));                             \
+                }                                                                              \
+                MSTORE(p, m0, c[i][0]);                                                        \
+                MSTORE(p + LANES, m1, c[i][1]);                                                \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+/* Copy n < 16 (f32) / n < 8... values, or zeros when src is NULL, with one masked move. Runs
+   longer than one vector are split by the caller. */
+static inline void copy_short_f32(float *dst, const float *src, int64_t n) {
+    while (n > 0) {
+        int64_t k = BF_MIN(n, 16);
+        __mmask16 m = (__mmask16)((1u << k) - 1);
+        _mm512_mask_storeu_ps(dst, m, src ? _mm512_maskz_loadu_ps(m, src) : _mm512_setzero_ps());
+        dst += k, n -= k;
+        if (src) src += k;
+    }
+}
+static inline void copy_short_f64(double *dst, const double *src, int64_t n) {
+    while (n > 0) {
+        int64_t k = BF_MIN(n, 8);
+        __mmask8 m = (__mmask8)((1u << k) - 1);
+        _mm512_mask_storeu_pd(dst, m, src ? _mm512_maskz_loadu_pd(m, src) : _mm512_setzero_pd());
+        dst += k, n -= k;
+        if (src) src += k;
+    }
+}
+
+/* ---- f32 ---- */
+#define T float
+#define MR 12
+#define NR 32
+#define VADD _mm512_add_ps
+
+/* A is packed in blocks of KB reduction steps: a[(k / KB) * MR * KB + i * KB + k % KB]. */
+static inline __attribute__((always_inline)) void
+ukr_avx512_f32(const int KB, int64_t kc, const float *restrict a, const float *restrict b,
+               float *const *crow, int64_t coff, int mr, int nr, int acc) {
+    __m512 c[MR][2];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_ps();
+    for (int64_t k0 = 0; k0 < kc; k0 += KB) {
+        const float *ab = a + k0 * MR;
+        int kn = (int)BF_MIN((int64_t)KB, kc - k0);
+        for (int kk = 0; kk < kn; kk++) {
+            const float *bk = b + (k0 + kk) * NR;
+            __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);
+#pragma GCC unroll 12
+            for (int i = 0; i < MR; i++) {
+                __m512 av = _mm512_set1_ps(ab[i * KB + kk]);
+                c[i][0] = _mm512_fmadd_ps(av, b0, c[i][0]);
+                c[i][1] = _mm512_fmadd_ps(av, b1, c[i][1]);
+            }
+        }
+    }
+    BF_STORE_ROWS(__m512, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_maskz_loadu_ps,
+                  _mm512_mask_storeu_ps, __mmask16, 16);
+}
+static void ukr1_avx512_f32(int64_t kc, const float *a, const float *b, float *const *crow,
+                            int64_t coff, int mr, int nr, int acc) {
+    ukr_avx512_f32(1, kc, a, b, crow, coff, mr, nr, acc);
+}
+static void ukrb_avx512_f32(int64_t kc, const float *a, const float *b, float *const *crow,
+                            int64_t coff, int mr, int nr, int acc) {
+    ukr_avx512_f32(16, kc, a, b, crow, coff, mr, nr, acc);
+}
+
+#define UKR ukr1_avx512_f32
+#define BF_COPY_SHORT copy_short_f32
+#define UKRB ukrb_avx512_f32
+#define AKB 16
+#define FN(x) x##_avx512_f32
+#include "conv_gemm_impl.h"
+#undef UKR
+#undef BF_COPY_SHORT
+#undef UKRB
+#undef AKB
+#undef FN
+#undef T
+#undef MR
+#undef NR
+#undef VADD
+
+/* ---- f64 ---- */
+#define T double
+#define MR 12
+#define NR 16
+#define VADD _mm512_add_pd
+
+/* A is packed in blocks of KB reduction steps: a[(k / KB) * MR * KB + i * KB + k % KB]. */
+static inline __attribute__((always_inline)) void
+ukr_avx512_f64(const int KB, int64_t kc, const double *restrict a, const double *restrict b,
+               double *const *crow, int64_t coff, int mr, int nr, int acc) {
+    __m512d c[MR][2];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_pd();
+    for (int64_t k0 = 0; k0 < kc; k0 += KB) {
+        const double *ab = a + k0 * MR;
+        int kn = (int)BF_MIN((int64_t)KB, kc - k0);
+        for (int kk = 0; kk < kn; kk++) {
+            const double *bk = b + (k0 + kk) * NR;
+            __m512d b0 = _mm512_loadu_pd(bk), b1 = _mm512_loadu_pd(bk + 8);
+#pragma GCC unroll 12
+            for (int i = 0; i < MR; i++) {
+                __m512d av = _mm512_set1_pd(ab[i * KB + kk]);
+                c[i][0] = _mm512_fmadd_pd(av, b0, c[i][0]);
+                c[i][1] = _mm512_fmadd_pd(av, b1, c[i][1]);
+            }
+        }
+    }
+    BF_STORE_ROWS(__m512d, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_maskz_loadu_pd,
+                  _mm512_mask_storeu_pd, __mmask8, 8);
+}
+static void ukr1_avx512_f64(int64_t kc, const double *a, const double *b, double *const *crow,
+                            int64_t coff, int mr, int nr, int acc) {
+    ukr_avx512_f64(1, kc, a, b, crow, coff, mr, nr, acc);
+}
+static void ukrb_avx512_f64(int64_t kc, const double *a, const double *b, double *const *crow,
+                            int64_t coff, int mr, int nr, int acc) {
+    ukr_avx512_f64(8, kc, a, b, crow, coff, mr, nr, acc);
+}
+
+#define UKR ukr1_avx512_f64
+#define BF_COPY_SHORT copy_short_f64
+#define UKRB ukrb_avx512_f64
+#define AKB 8
+#define FN(x) x##_avx512_f64
+#include "conv_gemm_impl.h"
+#undef UKR
+#undef BF_COPY_SHORT
+#undef UKRB
+#undef AKB
+#undef FN
+
+const bf_conv_isa_impl bf_conv_isa_avx512_impl = {
+    .name = "avx512",
+    .workspace_f32 = bf_conv_ws_avx512_f32,
+    .workspace_f64 = bf_conv_ws_avx512_f64,
+    .run_f32 = bf_conv_run_avx512_f32,
+    .run_f64 = bf_conv_run_avx512_f64,
+};

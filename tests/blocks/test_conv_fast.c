@@ -1,0 +1,276 @@
+/*
+ * test_conv_fast.c - the fast CPU convolution kernels (blocks/nn_ops/cpu/conv_cpu.c and the
+ * conv_gemm_* instantiations) against an independent float64 reference written plainly here.
+ *
+ * Random non-zero data; random shapes, strides, dilations, asymmetric paddings, groups and
+ * depthwise multipliers 1-3, NHWC and NCHW, channel counts that hit every vector tail; f32
+ * and f64; 1 thread and a 3-thread pool; every ISA this CPU supports (generic, AVX2,
+ * AVX-512), plus the no-workspace fallback. Outputs are filled with NaN first, so an element
+ * the kernel forgets to write fails the comparison.
+ *
+ * Tolerances, with R the length of the reduction behind one output element (FWD: KH*KW*Cg,
+ * BWD_INPUT: KH*KW*O/groups, BWD_FILTER: N*OH*OW) and |values| <= 1:
+ *   f32: |got - want| <= 4e-6 * R + 1e-4 * |want|   (float accumulation error grows ~ R*eps)
+ *   f64: |got - want| <= 1e-12 * R + 1e-10 * |want|
+ */
+#include "bf_test.h"
+#include "exec.h"
+#include "nn_ops/cpu/conv_cpu_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the reference ------------------------------------------------------------------------ */
+
+static int64_t act_at(const bf_conv_geom *g, int64_t n, int64_t h, int64_t w, int64_t c,
+                      int64_t H, int64_t W, int64_t C) {
+    return g->nchw ? ((n * C + c) * H + h) * W + w : ((n * H + h) * W + w) * C + c;
+}
+
+/* out = op(a, b) in double, by scattering every multiply-add of the definition. */
+static void ref_conv(bf_conv_op op, const bf_conv_geom *g, const double *a, const double *b,
+                     double *out, int64_t out_n) {
+    memset(out, 0, (size_t)out_n * sizeof(double));
+    int64_t og = g->out_c / g->groups, cg = g->k_in_c;
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t oh = 0; oh < g->out_h; oh++)
+            for (int64_t ow = 0; ow < g->out_w; ow++)
+                for (int64_t kh = 0; kh < g->k_h; kh++)
+                    for (int64_t kw = 0; kw < g->k_w; kw++) {
+                        int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
+                        int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
+                        if (ih < 0 || ih >= g->in_h || iw < 0 || iw >= g->in_w) continue;
+                        for (int64_t co = 0; co < g->out_c; co++)
+                            for (int64_t ci = 0; ci < cg; ci++) {
+                                int64_t c = co / og * cg + ci;
+                                int64_t xi = act_at(g, n, ih, iw, c, g->in_h, g->in_w, g->in_c);
+                                int64_t yi =
+                                    act_at(g, n, oh, ow, co, g->out_h, g->out_w, g->out_c);
+                                int64_t wi = ((kh * g->k_w + kw) * cg + ci) * g->out_c + co;
+                                if (op == BF_CONV_FWD) out[yi] += a[xi] * b[wi];
+                                else if (op == BF_CONV_BWD_FILTER) out[wi] += a[xi] * b[yi];
+                                else out[xi] += a[yi] * b[wi];
+                            }
+                    }
+}
+
+/* ---- one comparison ----------------------------------------------------------------------- */
+
+typedef struct sizes {
+    int64_t x, y, w;
+} sizes;
+
+static sizes sizes_of(const bf_conv_geom *g) {
+    return (sizes){g->n * g->in_h * g->in_w * g->in_c, g->n * g->out_h * g->out_w * g->out_c,
+                   g->k_h * g->k_w * g->k_in_c * g->out_c};
+}
+
+static void fill(bf_rng *r, double *p, int64_t n, bool f32) {
+    for (int64_t i = 0; i < n; i++) {
+        double v = bf_rng_nonzero(r);
+        p[i] = f32 ? (double)(float)v : v;
+    }
+}
+
+/* Run op on (isa, dtype, pool or not, workspace or not) and compare with the reference. */
+static void check_one(bf_conv_op op, const bf_conv_geom *g, bf_conv_isa isa, bool f32,
+                      bf_pool *pool, bool with_ws, uint64_t seed, const char *what) {
+    sizes s = sizes_of(g);
+    int64_t na = op == BF_CONV_BWD_INPUT ? s.y : s.x;
+    int64_t nb = op == BF_CONV_BWD_FILTER ? s.y : s.w;
+    int64_t no = op == BF_CONV_FWD ? s.y : op == BF_CONV_BWD_FILTER ? s.w : s.x;
+    bf_rng r = {seed};
+    double *a = malloc((size_t)(na + 1) * 8), *b = malloc((size_t)(nb + 1) * 8);
+    double *want = malloc((size_t)(no + 1) * 8), *got = malloc((size_t)(no + 1) * 8);
+    ck_assert(a && b && want && got);
+    fill(&r, a, na, f32);
+    fill(&r, b, nb, f32);
+    ref_conv(op, g, a, b, want, no);
+    int nt = pool ? bf_pool_threads(pool) : 1;
+    size_t wsz = bf_conv_cpu_workspace_isa(isa, op, g, f32 ? BF_DTYPE_F32 : BF_DTYPE_F64, nt);
+    ck_assert_uint_ne(wsz, SIZE_MAX);
+    void *ws = with_ws ? bf_aligned_alloc(wsz ? wsz : 1, false) : NULL;
+    ck_assert(!with_ws || ws);
+    bf_exec ex = {.pool = pool, .n_threads = nt, .workspace = ws,
+                  .workspace_size = with_ws ? wsz : 0};
+    if (f32) {
+        float *fa = malloc((size_t)(na + 1) * 4), *fb = malloc((size_t)(nb + 1) * 4);
+        float *fo = malloc((size_t)(no + 1) * 4);
+        ck_assert(fa && fb && fo);
+        for (int64_t i = 0; i < na; i++) fa[i] = (float)a[i];
+        for (int64_t i = 0; i < nb; i++) fb[i] = (float)b[i];
+        for (int64_t i = 0; i < no; i++) fo[i] = NAN;
+        bf_conv_cpu_f32_isa(isa, op, g, fa, fb, fo, &ex);
+        for (int64_t i = 0; i < no; i++) got[i] = fo[i];
+        free(fa), free(fb), free(fo);
+    } else {
+        for (int64_t i = 0; i < no; i++) got[i] = NAN;
+        bf_conv_cpu_f64_isa(isa, op, g, a, b, got, &ex);
+    }
+    int64_t red = op == BF_CONV_FWD       ? g->k_h * g->k_w * g->k_in_c
+                  : op == BF_CONV_BWD_INPUT ? g->k_h * g->k_w * (g->out_c / g->groups)
+                                          : g->n * g->out_h * g->out_w;
+    double atol = (f32 ? 4e-6 : 1e-12) * (double)BF_MAX(red, 1), rtol = f32 ? 1e-4 : 1e-10;
+    double ex_ = bf_test_rel_excess(got, want, no, atol, rtol);
+    if (!(ex_ <= 1.0)) {
+        int64_t bad = -1;
+        for (int64_t i = 0; i < no && bad < 0; i++)
+            if (!(fabs(got[i] - want[i]) <= atol + rtol * fabs(want[i]))) bad = i;
+        ck_abort_msg("%s: op %d isa %s %s threads %d ws %d: n%lld h%lld w%lld c%lld k%lldx%lld "
+                     "kc%lld o%lld out%lldx%lld s%lld,%lld d%lld,%lld p%lld,%lld,%lld,%lld "
+                     "g%lld nchw%d: element %lld got %g want %g (excess %g)",
+                     what, (int)op, bf_conv_cpu_isa_name(isa), f32 ? "f32" : "f64", nt,
+                     (int)with_ws, (long long)g->n, (long long)g->in_h, (long long)g->in_w,
+                     (long long)g->in_c, (long long)g->k_h, (long long)g->k_w,
+                     (long long)g->k_in_c, (long long)g->out_c, (long long)g->out_h,
+                     (long long)g->out_w, (long long)g->stride_h, (long long)g->stride_w,
+                     (long long)g->dil_h, (long long)g->dil_w, (long long)g->pad_top,
+                     (long long)g->pad_bottom, (long long)g->pad_left, (long long)g->pad_right,
+                     (long long)g->groups, g->nchw, (long long)bad, bad >= 0 ? got[bad] : 0.0,
+                     bad >= 0 ? want[bad] : 0.0, ex_);
+    }
+    bf_aligned_free(ws);
+    free(a), free(b), free(want), free(got);
+}
+
+/* All ops x ISAs x dtypes x {1 thread, pool} on one geometry. */
+static void check_geom(const bf_conv_geom *g, uint64_t seed, const char *what, bool all_isas) {
+    bf_pool *pool = NULL;
+    bf_error err = {0};
+    ck_assert_int_eq(bf_pool_new(3, &pool, &err), BF_OK);
+    for (int op = 0; op < 3; op++)
+        for (int isa = 0; isa < BF_CONV_ISA_COUNT; isa++) {
+            if (!bf_conv_cpu_isa_supported((bf_conv_isa)isa)) continue;
+            if (!all_isas && isa != (int)bf_conv_cpu_best_isa()) continue;
+            for (int f = 0; f < 2; f++)
+                for (int t = 0; t < 2; t++)
+                    check_one((bf_conv_op)op, g, (bf_conv_isa)isa, f == 0, t ? pool : NULL,
+                              true, seed + (uint64_t)(op * 16 + isa * 4 + f * 2 + t), what);
+        }
+    bf_pool_free(pool);
+}
+
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
+    int64_t span = in + p0 + p1 - ((k - 1) * d + 1);
+    return span < 0 ? 0 : span / s + 1;
+}
+
+static bf_conv_geom make_geom(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
+                              int64_t kw, int64_t o, int64_t groups, int64_t sh, int64_t sw,
+                              int64_t dh, int64_t dw, int64_t pt, int64_t pb, int64_t pl,
+                              int64_t pr, int nchw) {
+    bf_conv_geom g = {.n = n, .in_h = h, .in_w = w, .in_c = c, .k_h = kh, .k_w = kw,
+                      .k_in_c = c / groups, .out_c = o, .stride_h = sh, .stride_w = sw,
+                      .dil_h = dh, .dil_w = dw, .pad_top = pt, .pad_bottom = pb,
+                      .pad_left = pl, .pad_right = pr, .groups = groups, .nchw = nchw};
+    g.out_h = out_size(h, kh, sh, dh, pt, pb);
+    g.out_w = out_size(w, kw, sw, dw, pl, pr);
+    return g;
+}
+
+/* ---- tests -------------------------------------------------------------------------------- */
+
+/* Random geometries; loop index i picks the seed. */
+START_TEST(random_geometries) {
+    bf_rng r = {0x5eed0000u + (uint64_t)_i};
+    static const int64_t chans[] = {1, 2, 3, 5, 8, 15, 16, 17, 33};
+    for (int rep = 0; rep < 6; rep++) {
+        int kind = (int)bf_rng_int(&r, 0, 3); /* 0,1 dense, 2 grouped, 3 depthwise */
+        int64_t groups = 1, cg = chans[bf_rng_int(&r, 0, 8)], og = chans[bf_rng_int(&r, 0, 8)];
+        if (kind == 2) groups = bf_rng_int(&r, 2, 3);
+        if (kind == 3) groups = bf_rng_int(&r, 2, 20), cg = 1, og = bf_rng_int(&r, 1, 3);
+        int64_t kh = bf_rng_int(&r, 1, 4), kw = bf_rng_int(&r, 1, 4);
+        bf_conv_geom g = make_geom(
+            bf_rng_int(&r, 1, 3), bf_rng_int(&r, 1, 11), bf_rng_int(&r, 1, 11), groups * cg,
+            kh, kw, groups * og, groups, bf_rng_int(&r, 1, 3), bf_rng_int(&r, 1, 3),
+            bf_rng_int(&r, 1, 3), bf_rng_int(&r, 1, 3), bf_rng_int(&r, 0, 3),
+            bf_rng_int(&r, 0, 3), bf_rng_int(&r, 0, 3), bf_rng_int(&r, 0, 3),
+            (int)bf_rng_int(&r, 0, 1));
+        check_geom(&g, r.s, "random", true);
+    }
+}
+END_TEST
+
+/* Every vector tail of the channel loops: dense 1x1 / 3x3 and depthwise, C and O odd. */
+START_TEST(channel_tails) {
+    static const int64_t chans[] = {1, 3, 15, 17, 31, 33, 47, 65};
+    int64_t c = chans[_i % 8], o = chans[(_i * 3 + 1) % 8];
+    bf_conv_geom g1 = make_geom(2, 5, 6, c, 1, 1, o, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0);
+    check_geom(&g1, 11 + (uint64_t)_i, "1x1", true);
+    bf_conv_geom g3 = make_geom(1, 7, 5, c, 3, 3, o, 1, 1, 2, 1, 1, 1, 1, 0, 1, _i & 1);
+    check_geom(&g3, 21 + (uint64_t)_i, "3x3", true);
+    bf_conv_geom dw = make_geom(2, 9, 8, c + 1, 3, 3, (c + 1) * (1 + _i % 3), c + 1, 2, 2, 1, 1,
+                                0, 1, 1, 1, _i & 1);
+    check_geom(&dw, 31 + (uint64_t)_i, "depthwise", true);
+}
+END_TEST
+
+/* Reductions longer than one KC block and more rows than one task (multi-panel, multi-task). */
+START_TEST(larger_blocks) {
+    bf_conv_geom g = make_geom(2, 13, 11, 70, 3, 3, 70, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0);
+    check_geom(&g, 99, "larger", false);
+    bf_conv_geom s2 = make_geom(2, 14, 14, 40, 3, 3, 36, 1, 2, 2, 1, 1, 0, 1, 0, 1, 0);
+    check_geom(&s2, 98, "stride2", false);
+    bf_conv_geom stem = make_geom(1, 23, 23, 3, 7, 7, 20, 1, 2, 2, 1, 1, 2, 3, 2, 3, 0);
+    check_geom(&stem, 97, "stem", false);
+    /* channel counts that are whole vectors: the whole-tap packing path of FWD / BWD_INPUT */
+    bf_conv_geom wt = make_geom(2, 9, 10, 64, 3, 3, 32, 1, 1, 2, 2, 1, 2, 1, 1, 2, 0);
+    check_geom(&wt, 96, "whole-taps", true);
+    bf_conv_geom wt2 = make_geom(2, 8, 7, 32, 3, 2, 64, 2, 2, 1, 1, 1, 1, 1, 0, 1, 1);
+    check_geom(&wt2, 95, "whole-taps-grouped", true);
+}
+END_TEST
+
+/* No workspace: the direct fallback, and degenerate sizes (empty output, no taps reach). */
+START_TEST(fallback_and_degenerate) {
+    bf_pool *pool = NULL;
+    bf_error err = {0};
+    ck_assert_int_eq(bf_pool_new(2, &pool, &err), BF_OK);
+    bf_conv_geom g = make_geom(2, 6, 5, 6, 3, 2, 4, 2, 2, 1, 1, 2, 1, 0, 2, 1, 1);
+    bf_conv_geom empty = make_geom(1, 2, 2, 3, 5, 5, 4, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0);
+    bf_conv_geom far = make_geom(1, 5, 5, 3, 2, 2, 4, 1, 4, 4, 1, 1, 0, 0, 0, 0, 0);
+    for (int op = 0; op < 3; op++)
+        for (int f = 0; f < 2; f++) {
+            check_one((bf_conv_op)op, &g, bf_conv_cpu_best_isa(), f, pool, false, 5, "no-ws");
+            check_one((bf_conv_op)op, &empty, bf_conv_cpu_best_isa(), f, pool, true, 6,
+                      "empty");
+            check_one((bf_conv_op)op, &far, bf_conv_cpu_best_isa(), f, pool, true, 7, "far");
+        }
+    bf_pool_free(pool);
+}
+END_TEST
+
+/* The public entry points plan and run the best ISA. */
+START_TEST(public_entry_points) {
+    bf_conv_geom g = make_geom(1, 8, 8, 16, 3, 3, 32, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0);
+    size_t ws = bf_conv_cpu_workspace(BF_CONV_FWD, &g, BF_DTYPE_F32, 1);
+    ck_assert_uint_eq(ws, bf_conv_cpu_workspace_isa(bf_conv_cpu_best_isa(), BF_CONV_FWD, &g,
+                                                    BF_DTYPE_F32, 1));
+    float *x = calloc(8 * 8 * 16, 4), *w = calloc(9 * 16 * 32, 4), *y = calloc(8 * 8 * 32, 4);
+    void *buf = bf_aligned_alloc(ws, false);
+    ck_assert(x && w && y && buf);
+    x[0] = 2.0f, w[(1 * 3 + 1) * 16 * 32] = 3.0f; /* centre tap, ci 0 -> co 0 */
+    bf_exec ex = {.n_threads = 1, .workspace = buf, .workspace_size = ws};
+    bf_conv_cpu_f32(BF_CONV_FWD, &g, x, w, y, &ex);
+    ck_assert_float_eq(y[0], 6.0f);
+    ck_assert_float_eq(y[1], 0.0f);
+    bf_aligned_free(buf);
+    free(x), free(w), free(y);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("conv_fast");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, random_geometries, 0, 40);
+    tcase_add_loop_test(tc, channel_tails, 0, 8);
+    tcase_add_test(tc, larger_blocks);
+    tcase_add_test(tc, fallback_and_degenerate);
+    tcase_add_test(tc, public_entry_points);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return bf_test_main(suite()); }
