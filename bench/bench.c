@@ -42,7 +42,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int bf_bench_gpu_main(int argc, char **argv) __attribute__((weak));
+#include "bench_gpu.h"
 
 #define BENCH_MAX_TIMES 4096
 #define BENCH_PEERS 2
@@ -329,13 +329,7 @@ int bf_bench_main(int argc, char **argv) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--device") && v) {
-            if (!strcmp(v, "gpu")) {
-                if (!bf_bench_gpu_main) {
-                    fprintf(stderr, "blockflow bench: this build has no GPU benchmark\n");
-                    return 2;
-                }
-                return bf_bench_gpu_main(argc, argv);
-            }
+            if (!strcmp(v, "gpu")) return bf_bench_gpu_main(argc, argv);
             i++;
         } else if (!strcmp(a, "--cases") && v) o.cases = v, i++;
         else if (!strcmp(a, "--ops") && v) o.ops = v, i++;

@@ -25,7 +25,7 @@ enum {
     EXIT_CANCEL = 130 /* interrupted (Ctrl-C) */
 };
 
-int bf_bench_main(int argc, char **argv) __attribute__((weak)); /* TEMP until bench lands */
+int bf_bench_main(int argc, char **argv); /* bench/bench.c */
 
 static const char usage[] =
     "usage: blockflow COMMAND [ARGS]\n"
@@ -497,7 +497,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "blocks")) return cmd_blocks(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench") && bf_bench_main) return bf_bench_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return bf_bench_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("blockflow %s\n", BF_VERSION_STRING);
         return EXIT_OK;

@@ -161,3 +161,8 @@ typedef struct ref_job {
 
 BF_CONV_REF_BODIES(float, f32)
 BF_CONV_REF_BODIES(double, f64)
+
+double bf_conv_macs(const bf_conv_geom *g) {
+    return (double)g->n * (double)g->out_h * (double)g->out_w * (double)g->out_c *
+           (double)g->k_h * (double)g->k_w * (double)g->k_in_c;
+}
