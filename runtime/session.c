@@ -748,7 +748,8 @@ static void execute(snode *n) {
                                                                            &ex, e);
     if (st == BF_OK && n->dev) st = n->dev->ops->sync(n->dev, g->stream, e);
     n->stats.ms = (bf_now() - t0) * 1e3;
-    if (st == BF_OK && cancelled(s)) st = BF_ECANCELED; /* tasks may have been skipped */
+    if (st == BF_OK && cancelled(s)) /* tasks may have been skipped: the output is partial */
+        st = bf_err(e, BF_ECANCELED, "cancelled", "the run was cancelled");
     for (int i = 0; i < d->n_outputs && i < 4; i++) {
         n->stats.rank[i] = out_info[i].rank;
         n->stats.dtype[i] = out_info[i].dtype;
