@@ -48,6 +48,7 @@ static const char usage[] =
     "  --max-blocks N         blocks in a page (default 100000)\n"
     "  --max-page-bytes BYTES size of the page file (default 64M)\n"
     "  --max-json-depth N     JSON nesting of the page (default 64)\n"
+    "  --confine-files        \"file\" attributes may only read inside the page's folder\n"
     "\n"
     "exit status: 0 success, 2 usage error, 3 invalid page or feed, 4 run-time failure,\n"
     "             5 results could not be written, 130 interrupted\n";
@@ -145,6 +146,10 @@ static bool parse_u64(const char *s, uint64_t *out) {
 static int parse_limit(int argc, char **argv, int *i, bf_config *cfg) {
     static const char *const names[] = {"--mem-limit", "--max-elements", "--max-blocks",
                                         "--max-page-bytes", "--max-json-depth"};
+    if (!strcmp(argv[*i], "--confine-files")) {
+        cfg->confine_files = 1;
+        return 1;
+    }
     int k = 0;
     while (k < 5 && strcmp(argv[*i], names[k])) k++;
     if (k == 5) return 0;

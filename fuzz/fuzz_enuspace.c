@@ -55,7 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bf_error tmpl = {0};
     bf_diags *diags = bf_diags_new();
     bf_attr_report rep = {.tmpl = &tmpl, .diags = diags};
-    if (j && bf_attrs_parse(desc, j, NULL, node.max_elements, vals, &rep) == BF_OK &&
+    bf_file_scope files = {.dir = NULL, .confine = true, .max_elements = node.max_elements};
+    if (j && bf_attrs_parse(desc, j, &files, vals, &rep) == BF_OK &&
         (!desc->init || desc->init(&node, &rep.first) == BF_OK)) {
         bf_port_info out[8];
         bf_error e2;

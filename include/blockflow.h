@@ -212,6 +212,9 @@ typedef struct bf_config {
     int max_json_depth;         /* JSON nesting; 0 = 64 */
     int threads;                /* kernel threads; 0 = number of CPU cores */
     int disable_gpu;            /* 1: never use a GPU even when present */
+    int confine_files;          /* 1: "file" attributes may only name files inside the page's
+                                   folder (no absolute path, no "..", no link leading out);
+                                   for servers running other people's pages */
 } bf_config;
 
 /* Fill `cfg` with the defaults (all zeros mean "default"). */

@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,9 +98,39 @@ static bool flatten_numbers(const cJSON *j, int depth, bf_attr_value *v, double 
     return true;
 }
 
-bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, const char *dir,
-                            uint64_t max_elements, bf_attr_value *v, bool *legacy,
-                            bf_error *err) {
+/*
+ * Resolve a FILE attribute's `name` against `files` into path[size]. With files->confine, the
+ * name must be relative without ".." components, and the file it reaches (symlinks followed)
+ * must lie inside the page's folder.
+ */
+static bf_status resolve_file(const char *name, const bf_file_scope *files, char *path,
+                              size_t size, bf_error *err) {
+    const char *dir = files ? files->dir : NULL;
+    int n = name[0] == '/' || !dir || !dir[0] ? snprintf(path, size, "%s", name)
+                                              : snprintf(path, size, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= size)
+        return bf_err(err, BF_EATTR, "bad_attr", "the file path is too long");
+    if (!files || !files->confine) return BF_OK;
+    bool dotdot = false;
+    for (const char *p = name; *p; p = strchr(p, '/') ? strchr(p, '/') + 1 : p + strlen(p))
+        dotdot |= !strncmp(p, "..", 2) && (p[2] == '/' || p[2] == '\0');
+    if (name[0] == '/' || dotdot)
+        return bf_err(err, BF_EATTR, "file_outside_page",
+                      "\"%.80s\" is outside the page's folder (file reads are confined: "
+                      "bf_config.confine_files, blockflow --confine-files)", name);
+    char real_dir[PATH_MAX], real_file[PATH_MAX];
+    if (!realpath(dir && dir[0] ? dir : ".", real_dir) || !realpath(path, real_file))
+        return bf_err(err, BF_EIO, "io_error", "%s: cannot open: %s", path, strerror(errno));
+    size_t k = strlen(real_dir);
+    if (strncmp(real_file, real_dir, k) || (real_file[k] != '/' && k > 1))
+        return bf_err(err, BF_EATTR, "file_outside_page",
+                      "\"%.80s\" leads outside the page's folder through a link (file reads "
+                      "are confined)", name);
+    return BF_OK;
+}
+
+bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, const bf_file_scope *files,
+                            bf_attr_value *v, bool *legacy, bf_error *err) {
     bf_attr_value_free(v);
     bf_err_at(err, NULL, d->name);
     int64_t iv;
@@ -139,21 +170,14 @@ bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, const char *d
         if (!(v->s = bf_strdup(j->valuestring))) goto oom;
         if (d->kind == BF_ATTR_FILE) {
             if (!v->s[0]) return bf_err(err, BF_EATTR, "bad_attr", "the file name is empty");
-            char path[4096];
-            int n = v->s[0] == '/' || !dir || !dir[0]
-                        ? snprintf(path, sizeof(path), "%s", v->s)
-                        : snprintf(path, sizeof(path), "%s/%s", dir, v->s);
-            if (n < 0 || (size_t)n >= sizeof(path))
-                return bf_err(err, BF_EATTR, "bad_attr", "the file path is too long");
-            bf_status st = bf_tensor_load_npy(NULL, path, &v->tensor, err);
+            char path[PATH_MAX];
+            bf_status st = resolve_file(v->s, files, path, sizeof(path), err);
+            if (st == BF_OK)
+                st = bf_npy_load(path, files ? files->max_elements : 0, &v->tensor, err);
             if (st) {
                 bf_err_at(err, NULL, d->name);
                 return st;
             }
-            if (max_elements && (uint64_t)v->tensor->numel > max_elements)
-                return bf_err(err, BF_ELIMIT, "too_large",
-                              "%s has %lld elements, above bf_config.max_tensor_elements (blockflow --max-elements)", path,
-                              (long long)v->tensor->numel);
         }
         break;
     case BF_ATTR_DTYPE:
@@ -314,8 +338,8 @@ static int find_attr(const bf_block_desc *desc, const char *name) {
 }
 
 /* Parse "key_ = value; key2 = {1,2};" into vals. */
-static void parse_legacy_text(const bf_block_desc *desc, const char *text, const char *dir,
-                              uint64_t max_el, bf_attr_value *vals, bool *given,
+static void parse_legacy_text(const bf_block_desc *desc, const char *text,
+                              const bf_file_scope *files, bf_attr_value *vals, bool *given,
                               bf_attr_report *rep) {
     size_t len = strlen(text);
     char *buf = bf_malloc(len + 1);
@@ -357,7 +381,7 @@ static void parse_legacy_text(const bf_block_desc *desc, const char *text, const
             rep->oom = true; /* not a malformed value: cJSON ran out of memory */
             continue;
         }
-        bf_status st = j ? bf_attr_parse_one(d, j, dir, max_el, &vals[idx], NULL, &e)
+        bf_status st = j ? bf_attr_parse_one(d, j, files, &vals[idx], NULL, &e)
                          : bf_err(&e, BF_EATTR, "bad_attr", "\"%.60s\" is not a valid %s", val,
                                   kind_name(d->kind));
         bf_err_at(&e, NULL, d->name);
@@ -384,14 +408,14 @@ static void pointer_token(char *dst, size_t size, const char *tok) {
     dst[n] = '\0';
 }
 
-bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs, const char *dir,
-                         uint64_t max_elements, bf_attr_value *vals, bf_attr_report *rep) {
+bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs,
+                         const bf_file_scope *files, bf_attr_value *vals, bf_attr_report *rep) {
     /* Attributes present in the page, parsed or not: a malformed one is reported as such,
      * never also as missing, and never silently replaced by its default. */
     bool given[64] = {false};
     BF_ASSERT(desc->n_attrs <= BF_COUNT(given));
     if (attrs && cJSON_IsString(attrs)) {
-        parse_legacy_text(desc, attrs->valuestring, dir, max_elements, vals, given, rep);
+        parse_legacy_text(desc, attrs->valuestring, files, vals, given, rep);
         bf_error w = {0};
         bf_strlcpy(w.code, "legacy_attr_form", sizeof(w.code));
         bf_strlcpy(w.message, "enuSpace attribute text accepted; write \"attrs\" as a JSON "
@@ -414,7 +438,7 @@ bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs, const ch
             }
             bool legacy = false;
             given[idx] = true;
-            if (bf_attr_parse_one(&desc->attrs[idx], j, dir, max_elements, &vals[idx], &legacy,
+            if (bf_attr_parse_one(&desc->attrs[idx], j, files, &vals[idx], &legacy,
                                   &e))
                 report(rep, &e, suffix);
             else if (legacy)
@@ -432,7 +456,7 @@ bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs, const ch
         if (d->def) {
             cJSON *j = cJSON_Parse(d->def);
             bf_error e = {0};
-            bf_status st = j ? bf_attr_parse_one(d, j, dir, max_elements, &vals[i], NULL, &e)
+            bf_status st = j ? bf_attr_parse_one(d, j, files, &vals[i], NULL, &e)
                              : BF_ENOMEM;
             cJSON_Delete(j);
             BF_ASSERT(st == BF_OK || st == BF_ENOMEM); /* defaults are ours: they must parse */
@@ -489,7 +513,8 @@ bf_status bf_node_make(const bf_block_desc *desc, const char *attrs_json, bf_nod
     }
     bf_error tmpl = {0};
     bf_attr_report rep = {.tmpl = &tmpl};
-    bf_status st = bf_attrs_parse(desc, j, NULL, node->max_elements, vals, &rep);
+    bf_file_scope files = {.max_elements = node->max_elements};
+    bf_status st = bf_attrs_parse(desc, j, &files, vals, &rep);
     cJSON_Delete(j);
     if (st == BF_OK && desc->init) st = desc->init(node, &rep.first);
     if (st) {

@@ -14,6 +14,13 @@
 
 #include <cjson/cJSON.h>
 
+/* Where FILE attributes may be read from, and how much they may hold. */
+typedef struct bf_file_scope {
+    const char *dir;       /* the page's folder: relative names resolve here (NULL/"": cwd) */
+    bool confine;          /* only files inside dir: no absolute path, no "..", no symlink out */
+    uint64_t max_elements; /* element limit of a loaded file (0: none) */
+} bf_file_scope;
+
 /*
  * Where attribute problems go: every problem is copied from `tmpl` (page, block id and the
  * block's JSON pointer, e.g. "/blocks/3"), completed (attr, pointer suffix, message) and
@@ -30,16 +37,15 @@ typedef struct bf_attr_report {
 /*
  * Parse `attrs` (a JSON object, an enuSpace text string, or NULL) into vals[desc->n_attrs]
  * (zeroed by the caller), apply defaults, and report unknown, missing and malformed
- * attributes. `dir` resolves FILE attributes; `max_elements` bounds loaded .npy files.
+ * attributes. `files` (may be NULL: current folder, no limits) governs FILE attributes.
  * Returns BF_OK or the status of the first error; vals is always left freeable.
  */
-bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs, const char *dir,
-                         uint64_t max_elements, bf_attr_value *vals, bf_attr_report *rep);
+bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs,
+                         const bf_file_scope *files, bf_attr_value *vals, bf_attr_report *rep);
 
 /* Parse one attribute's JSON value into *v (freed first). Errors name the attribute. */
-bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, const char *dir,
-                            uint64_t max_elements, bf_attr_value *v, bool *legacy,
-                            bf_error *err);
+bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, const bf_file_scope *files,
+                            bf_attr_value *v, bool *legacy, bf_error *err);
 
 /* Free what a value owns and zero it. */
 void bf_attr_value_free(bf_attr_value *v);

@@ -231,7 +231,7 @@ static bf_status read_exact(FILE *f, void *buf, size_t n, const char *path, cons
 /*
  * Everything after fopen: the caller closes `f`. On success *out holds the tensor.
  */
-static bf_status load_from(const bf_context *ctx, FILE *f, const char *path, bf_tensor **out,
+static bf_status load_from(uint64_t max_el, FILE *f, const char *path, bf_tensor **out,
                            bf_error *err) {
     struct stat sb;
     if (fstat(fileno(f), &sb))
@@ -297,7 +297,6 @@ static bf_status load_from(const bf_context *ctx, FILE *f, const char *path, bf_
                       "(np.ascontiguousarray)", path);
 
     /* Sizes, limits and the file size, all before allocating. */
-    uint64_t max_el = ctx ? bf_context_config(ctx)->max_tensor_elements : BF_DEFAULT_MAX_ELEMENTS;
     int64_t numel;
     size_t nbytes;
     bf_error inner = {0};
@@ -327,6 +326,12 @@ static bf_status load_from(const bf_context *ctx, FILE *f, const char *path, bf_
 
 bf_status bf_tensor_load_npy(const bf_context *ctx, const char *path, bf_tensor **out,
                              bf_error *err) {
+    return bf_npy_load(path, ctx ? bf_context_config(ctx)->max_tensor_elements
+                                 : BF_DEFAULT_MAX_ELEMENTS,
+                       out, err);
+}
+
+bf_status bf_npy_load(const char *path, uint64_t max_elements, bf_tensor **out, bf_error *err) {
     if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     *out = NULL;
     if (!path) return bf_err(err, BF_EINVAL, "bad_argument", "path is NULL");
@@ -339,7 +344,7 @@ bf_status bf_tensor_load_npy(const bf_context *ctx, const char *path, bf_tensor 
         if (fd >= 0) close(fd);
         return bf_err(err, BF_EIO, "io_error", "%s: cannot open: %s", path, strerror(e));
     }
-    bf_status st = load_from(ctx, f, path, out, err);
+    bf_status st = load_from(max_elements, f, path, out, err);
     fclose(f); /* read-only: nothing to lose */
     return st;
 }

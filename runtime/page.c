@@ -247,8 +247,8 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
     bf_strlcpy(tmpl.block_id, id, sizeof(tmpl.block_id));
     bf_strlcpy(tmpl.pointer, ptr, sizeof(tmpl.pointer));
     bf_attr_report rep = {.tmpl = &tmpl, .diags = L->diags};
-    bf_attrs_parse(desc, cJSON_GetObjectItemCaseSensitive(jb, "attrs"), page->dir,
-                   ctx->cfg.max_tensor_elements, b->attrs, &rep);
+    bf_file_scope files = {page->dir, ctx->cfg.confine_files != 0, ctx->cfg.max_tensor_elements};
+    bf_attrs_parse(desc, cJSON_GetObjectItemCaseSensitive(jb, "attrs"), &files, b->attrs, &rep);
     if (rep.n_errors && L->n_errors++ == 0) L->first = rep.first;
     L->n_errors += rep.n_errors ? rep.n_errors - 1 : 0;
     L->oom |= rep.oom;
@@ -462,6 +462,7 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
     page->file = bf_strdup(name ? name : "");
     page->dir = bf_strdup(dir ? dir : "");
     page->max_elements = ctx->cfg.max_tensor_elements;
+    page->confine_files = ctx->cfg.confine_files != 0;
     loader L = {.page = page, .diags = diags};
     bf_error e0 = {0};
     if (!page->file || !page->dir) {

@@ -35,6 +35,7 @@ struct bf_page {
     char **outputs;
     int n_outputs;
     uint64_t max_elements;   /* the loading context's limit, for attribute changes */
+    bool confine_files;      /* the loading context's confine_files, likewise */
     int *index;              /* [index_cap] open-addressing hash of block ids: block index
                                 or -1 (empty); NULL while there is none (linear search) */
     size_t index_cap;        /* a power of two, at least twice the block count */

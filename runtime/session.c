@@ -537,8 +537,8 @@ bf_status bf_session_set_attr(bf_session *s, const char *block_id, const char *a
     }
     cJSON *j = json_value ? cJSON_Parse(json_value) : NULL;
     bf_attr_value v = {0};
-    bf_status st = j ? bf_attr_parse_one(&d->attrs[a], j, s->page->dir, s->page->max_elements,
-                                         &v, NULL, &e)
+    bf_file_scope files = {s->page->dir, s->page->confine_files, s->page->max_elements};
+    bf_status st = j ? bf_attr_parse_one(&d->attrs[a], j, &files, &v, NULL, &e)
                      : bf_err(&e, BF_EPARSE, "bad_json", "the value is not valid JSON");
     cJSON_Delete(j);
     if (st == BF_OK) {

@@ -65,6 +65,9 @@ bf_status bf_tensor_convert(const bf_tensor *src, bf_tensor *dst, bf_error *err)
 /* Store `v` (a double) as element i of t, converted as bf_tensor_convert does. */
 bf_status bf_tensor_set_f64(bf_tensor *t, int64_t i, double v, bf_error *err);
 
+/* bf_tensor_load_npy with an element limit of its own (0: none) instead of a context's. */
+bf_status bf_npy_load(const char *path, uint64_t max_elements, bf_tensor **out, bf_error *err);
+
 /* The absolute limits used when no context is given (bf_tensor_new(NULL, ...)). */
 #define BF_DEFAULT_MAX_ELEMENTS ((uint64_t)1 << 40)
 

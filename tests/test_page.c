@@ -630,6 +630,57 @@ START_TEST(enuspace_forms_on_a_conv_block) {
 }
 END_TEST
 
+/* With confine_files, "file" attributes reach only inside the page's folder. */
+static bf_status load_const_file(bool confine, const char *dir, const char *name, bf_error *e) {
+    bf_config cfg;
+    bf_config_init(&cfg);
+    cfg.confine_files = confine;
+    bf_context *ctx = NULL;
+    ck_assert_int_eq(bf_context_new(&cfg, &ctx, NULL), BF_OK);
+    char json[512];
+    snprintf(json, sizeof(json),
+             HEAD "\"blocks\":[{\"id\":\"c\",\"type\":\"Const\",\"attrs\":{\"file\":\"%s\"}}]}",
+             name);
+    bf_page *page = NULL;
+    memset(e, 0, sizeof(*e));
+    bf_status st = bf_page_load_string(ctx, json, strlen(json), "p.json", dir, &page, NULL, e);
+    bf_page_free(page);
+    bf_context_free(ctx);
+    return st;
+}
+
+START_TEST(confined_file_reads) {
+    char sub[256], abs_out[256], link[256];
+    save_npy("outside.npy"); /* scratch/outside.npy, beside the page folder */
+    snprintf(sub, sizeof(sub), "%s/page", scratch);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    snprintf(abs_out, sizeof(abs_out), "%s/outside.npy", scratch);
+    snprintf(link, sizeof(link), "%s/page/link.npy", scratch);
+    ck_assert_int_eq(symlink(abs_out, link), 0);
+    char inside[256];
+    snprintf(inside, sizeof(inside), "%s/page/in.npy", scratch);
+    ck_assert_int_eq(rename(abs_out, inside), 0); /* move it in, then make the outside one again */
+    save_npy("outside.npy");
+
+    bf_error e;
+    static const char *const outside[] = {"../outside.npy", "link.npy", NULL};
+    ck_assert_int_eq(load_const_file(true, sub, "in.npy", &e), BF_OK);
+    for (int i = 0; outside[i]; i++) {
+        ck_assert_int_eq(load_const_file(false, sub, outside[i], &e), BF_OK);
+        ck_assert_int_eq(load_const_file(true, sub, outside[i], &e), BF_EATTR);
+        ck_assert_str_eq(e.code, "file_outside_page");
+        ck_assert_str_eq(e.attr, "file");
+        ck_assert_str_eq(e.pointer, "/blocks/0/attrs/file");
+    }
+    ck_assert_int_eq(load_const_file(false, sub, abs_out, &e), BF_OK);
+    ck_assert_int_eq(load_const_file(true, sub, abs_out, &e), BF_EATTR);
+    ck_assert_str_eq(e.code, "file_outside_page");
+    unlink(link);
+    unlink(inside);
+    rmdir(sub);
+}
+END_TEST
+
 START_TEST(legacy_attribute_text) {
     bf_context *ctx = ctx_with(0, 0, 0);
     bf_diags *d = bf_diags_new();
@@ -792,6 +843,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, legacy_int_list_forms);
     tcase_add_test(tc, legacy_attribute_text);
     tcase_add_test(tc, enuspace_forms_on_a_conv_block);
+    tcase_add_test(tc, confined_file_reads);
     tcase_add_test(tc, node_make);
     tcase_add_test(tc, const_file_shape_mismatch);
     suite_add_tcase(s, tc);
