@@ -69,7 +69,8 @@ const bf_block_desc bf_block_placeholder = {
     .type = "Placeholder",
     .category = "generic",
     .synopsis = "output = the tensor fed at run time",
-    .doc = "An input of the page, fed with bf_session_feed() or `blockflow run --feed ID=FILE.npy`.",
+    .doc = "An input of the page, fed with bf_session_feed() or "
+           "`blockflow run --feed ID=FILE.npy`.",
     .flags = BF_BLOCK_FEEDABLE,
     .outputs = outputs,
     .n_outputs = BF_COUNT(outputs),

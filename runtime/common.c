@@ -44,7 +44,10 @@ void bf_assert_fail(const char *expr, const char *file, int line) {
 /* ---- allocation ---------------------------------------------------------------------------- */
 
 static void *default_malloc(size_t size, void *user) { (void)user; return malloc(size); }
-static void *default_realloc(void *p, size_t size, void *user) { (void)user; return realloc(p, size); }
+static void *default_realloc(void *p, size_t size, void *user) {
+    (void)user;
+    return realloc(p, size);
+}
 static void default_free(void *p, void *user) { (void)user; free(p); }
 
 static struct {

@@ -407,7 +407,8 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
     int n = cJSON_GetArraySize(blocks);
     if (n > ctx->cfg.max_blocks) {
         problem(L, BF_ELIMIT, "too_many_blocks", NULL, NULL, NULL,
-                "the page has %d blocks, above the limit of %d (raise bf_config.max_blocks, or blockflow --max-blocks)",
+                "the page has %d blocks, above the limit of %d (raise bf_config.max_blocks, or "
+                "blockflow --max-blocks)",
                 "/blocks", n,
                 ctx->cfg.max_blocks);
         return;
@@ -422,7 +423,8 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
         return;
     }
     int index = 0;
-    for (const cJSON *jb = blocks->child; jb && !L->oom; jb = jb->next) load_block(L, ctx, jb, index++);
+    for (const cJSON *jb = blocks->child; jb && !L->oom; jb = jb->next)
+        load_block(L, ctx, jb, index++);
     if (L->oom) return;
     link_inputs(L);
 
@@ -481,7 +483,9 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
         int line, col;
         line_col(json, deep, &line, &col);
         problem(&L, BF_ELIMIT, "too_deep", NULL, NULL, NULL,
-                "JSON nested deeper than %d levels (raise bf_config.max_json_depth, or blockflow --max-json-depth)", "",
+                "JSON nested deeper than %d levels (raise bf_config.max_json_depth, or "
+                "blockflow --max-json-depth)",
+                "",
                 ctx->cfg.max_json_depth);
         L.first.line = line;
         L.first.column = col;
@@ -514,7 +518,9 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
     }
     if (json_depth(root, 1, ctx->cfg.max_json_depth) > ctx->cfg.max_json_depth) {
         problem(&L, BF_ELIMIT, "too_deep", NULL, NULL, NULL,
-                "JSON nested deeper than %d levels (raise bf_config.max_json_depth, or blockflow --max-json-depth)", "",
+                "JSON nested deeper than %d levels (raise bf_config.max_json_depth, or "
+                "blockflow --max-json-depth)",
+                "",
                 ctx->cfg.max_json_depth);
     } else {
         load_top(&L, ctx, root);

@@ -103,7 +103,8 @@ bf_status bf_budget_charge(bf_budget *b, size_t bytes, bf_error *err) {
         if (bytes > b->limit || used > b->limit - bytes)
             return bf_err(err, BF_ELIMIT, "memory_limit",
                           "needs %zu more bytes of tensor memory but the session limit is "
-                          "%llu bytes with %llu in use (raise bf_config.max_session_bytes, or blockflow --mem-limit)",
+                          "%llu bytes with %llu in use (raise bf_config.max_session_bytes, or "
+                          "blockflow --mem-limit)",
                           bytes, (unsigned long long)b->limit, (unsigned long long)used);
         if (atomic_compare_exchange_weak(&b->used, &used, used + bytes)) return BF_OK;
     }

@@ -72,7 +72,8 @@ void bf_conv_cpu_f64(bf_conv_op op, const bf_conv_geom *g, const double *a, cons
                      double *out, const bf_exec *ex);
 
 /*
- * GPU (cuda/conv_cuda.cu and friends): cuDNN path and our own kernels. `dt` is the tensor dtype; pointers are
+ * GPU (cuda/conv_cuda.cu and friends): cuDNN path and our own kernels. `dt` is the tensor
+ * dtype; pointers are
  * device pointers; ex->stream and ex->device_ctx come from the CUDA device. use_cudnn selects
  * cuDNN (1) or our own kernels (0). Returns BF_EDEVICE with the CUDA/cuDNN message on failure.
  * bf_conv_cuda_unsupported returns NULL or the reason this combination cannot run there.
