@@ -73,9 +73,8 @@ void bf_conv_cpu_f64(bf_conv_op op, const bf_conv_geom *g, const double *a, cons
 
 /*
  * GPU (cuda/conv_cuda.cu and friends): cuDNN path and our own kernels. `dt` is the tensor
- * dtype; pointers are
- * device pointers; ex->stream and ex->device_ctx come from the CUDA device. use_cudnn selects
- * cuDNN (1) or our own kernels (0). Returns BF_EDEVICE with the CUDA/cuDNN message on failure.
+ * dtype; pointers are device pointers; ex->stream and ex->device_ctx come from the CUDA
+ * device. use_cudnn selects cuDNN (1) or our own kernels (0). Returns BF_EDEVICE with the CUDA/cuDNN message on failure.
  * bf_conv_cuda_unsupported returns NULL or the reason this combination cannot run there.
  */
 const char *bf_conv_cuda_unsupported(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt,
