@@ -46,6 +46,7 @@
 
 #define BENCH_MAX_TIMES 4096
 #define BENCH_PEERS 2
+#define BENCH_BIG_FLOP 1e7 /* rows below this measure per-call overhead, not kernels */
 
 typedef struct bench_opts {
     const char *cases;
@@ -319,7 +320,8 @@ typedef struct row_result {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: blockflow bench [--cases FILE] [--ops LIST] [--threads N] [--rounds R]\n"
-               "                       [--time SECONDS] [--no-peers] [--json] [--device cpu|gpu]\n");
+               "                       [--time SECONDS] [--no-peers] [--json]\n"
+               "                       [--device cpu|gpu]\n");
 }
 
 int bf_bench_main(int argc, char **argv) {
@@ -374,7 +376,8 @@ int bf_bench_main(int argc, char **argv) {
         snprintf(p1, sizeof p1, "%s", e1 ? e1 : "");
         if (!e1) snprintf(p1, sizeof p1, "%s/blockflow-onednn-peer", dir);
         if (e2) snprintf(p2, sizeof p2, "%s", e2);
-        else if (access("bench/torch_peer.py", R_OK) == 0) snprintf(p2, sizeof p2, "bench/torch_peer.py");
+        else if (access("bench/torch_peer.py", R_OK) == 0)
+            snprintf(p2, sizeof p2, "bench/torch_peer.py");
         else snprintf(p2, sizeof p2, "%s/../bench/torch_peer.py", dir);
         char *a1[] = {p1, nt_s, NULL};
         peer_start(&peers[0], a1);
@@ -403,8 +406,8 @@ int bf_bench_main(int argc, char **argv) {
                "min-max ms", "GFLOP/s", "oneDNN", "PyTorch", "ratio");
     }
     /* geometric means of ours/best-peer over groups: dense fwd/bf/bi, dw fwd/bf/bi */
-    double lsum[2][3] = {{0}}, lall = 0;
-    int lcnt[2][3] = {{0}}, call = 0, status = 0;
+    double lsum[2][3] = {{0}}, lall = 0, lbig = 0;
+    int lcnt[2][3] = {{0}}, call = 0, cbig = 0, status = 0;
     samples *mine = bf_malloc(sizeof(samples)), *theirs = bf_malloc(sizeof(samples) * BENCH_PEERS);
     if (!mine || !theirs) return 1;
     const cJSON *c;
@@ -460,6 +463,7 @@ int bf_bench_main(int argc, char **argv) {
                 rr.ratio = rr.med / best;
                 lsum[dw][op] += log(rr.ratio), lcnt[dw][op]++;
                 lall += log(rr.ratio), call++;
+                if (2.0 * macs_of(&g) >= BENCH_BIG_FLOP) lbig += log(rr.ratio), cbig++;
             }
             if (o.json) {
                 printf("{\"case\":\"%s\",\"op\":\"%s\",\"threads\":%d,\"median_ms\":%.6g,"
@@ -477,8 +481,10 @@ int bf_bench_main(int argc, char **argv) {
                 char mm[40], pc[BENCH_PEERS][16], rc[16];
                 snprintf(mm, sizeof mm, "%.3f-%.3f", rr.lo, rr.hi);
                 for (int p = 0; p < BENCH_PEERS; p++) {
-                    if (isfinite(rr.peer_med[p])) snprintf(pc[p], sizeof pc[p], "%.3f", rr.peer_med[p]);
-                    else snprintf(pc[p], sizeof pc[p], "n/a");
+                    if (isfinite(rr.peer_med[p]))
+                        snprintf(pc[p], sizeof pc[p], "%.3f", rr.peer_med[p]);
+                    else
+                        snprintf(pc[p], sizeof pc[p], "n/a");
                 }
                 if (isfinite(rr.ratio)) snprintf(rc, sizeof rc, "%.2fx", rr.ratio);
                 else snprintf(rc, sizeof rc, "n/a");
@@ -496,14 +502,18 @@ int bf_bench_main(int argc, char **argv) {
         for (int d = 0; d < 2; d++) {
             for (int op = 0; op < 3; op++)
                 if (lcnt[d][op])
-                    printf("  %-28s %.3fx (%d rows)\n", gname[d][op], exp(lsum[d][op] / lcnt[d][op]),
-                           lcnt[d][op]);
+                    printf("  %-28s %.3fx (%d rows)\n", gname[d][op],
+                           exp(lsum[d][op] / lcnt[d][op]), lcnt[d][op]);
             int n2 = lcnt[d][1] + lcnt[d][2];
             if (n2)
-                printf("  %-28s %.3fx (%d rows)\n", d ? "Depthwise backprop (both)" : "Conv2D backprop (both)",
+                printf("  %-28s %.3fx (%d rows)\n",
+                       d ? "Depthwise backprop (both)" : "Conv2D backprop (both)",
                        exp((lsum[d][1] + lsum[d][2]) / n2), n2);
         }
         if (call) printf("  %-28s %.3fx (%d rows)\n", "all", exp(lall / call), call);
+        if (cbig)
+            printf("  %-28s %.3fx (%d rows; per-call overhead cases left out)\n",
+                   "all >= 10 MFLOP", exp(lbig / cbig), cbig);
         else printf("  n/a (no peer measured)\n");
     }
     bf_free(mine), bf_free(theirs);

@@ -125,12 +125,12 @@ static int build(setup *s, const long long *k, dnnl_engine_t eng, char *err, siz
         pd = fpd;
         fpd = NULL;
     } else if (op == 1) {
-        CHK(dnnl_dilated_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct, &xa, &wa,
-                                                        NULL, &ya, strides, dil, pl, pr));
+        CHK(dnnl_dilated_convolution_backward_weights_desc_init(
+            &bd, dnnl_convolution_direct, &xa, &wa, NULL, &ya, strides, dil, pl, pr));
         CHK(dnnl_primitive_desc_create(&pd, &bd, NULL, eng, fpd));
     } else {
-        CHK(dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &xa, &wa, &ya,
-                                                     strides, dil, pl, pr));
+        CHK(dnnl_dilated_convolution_backward_data_desc_init(
+            &bd, dnnl_convolution_direct, &xa, &wa, &ya, strides, dil, pl, pr));
         CHK(dnnl_primitive_desc_create(&pd, &bd, NULL, eng, fpd));
     }
     static const dnnl_query_t q[3][3] = {

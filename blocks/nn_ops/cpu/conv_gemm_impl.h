@@ -445,7 +445,8 @@ static void FN(bf_cf_task)(void *arg, int64_t task, int slot) {
                 if ((jp + 1) * NR <= p->og)
                     memcpy(o, d + jp * NR, NR * sizeof(T));
                 else
-                    for (int64_t j = 0; j < NR; j++) o[j] = jp * NR + j < p->og ? d[jp * NR + j] : 0;
+                    for (int64_t j = 0; j < NR; j++)
+                        o[j] = jp * NR + j < p->og ? d[jp * NR + j] : 0;
             }
         }
         for (int64_t mb = 0; mb < bf_cc_ceil_div(p->ktot, MR); mb++) {
@@ -867,7 +868,8 @@ static void FN(bf_dw_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, cons
     FN(bf_dw_plan) p = {.op = op, .g = g, .a = a, .b = b, .out = out, .ex = ex,
                         .mult = g->out_c / g->in_c};
     p.nel = g->k_h * g->k_w * g->out_c;
-    p.scratch_per = bf_cc_round_up(BF_MAX(g->in_w, 1) * g->out_c * BF_MIN(BF_MAX(g->k_h, 1), 64) + 16, 16);
+    p.scratch_per =
+        bf_cc_round_up(BF_MAX(g->in_w, 1) * g->out_c * BF_MIN(BF_MAX(g->k_h, 1), 64) + 16, 16);
     if (op == BF_CONV_FWD || op == BF_CONV_BWD_INPUT) {
         /* chunks of consecutive rows, so a thread reuses the input rows it just read */
         p.scratch = ex->workspace;
@@ -897,7 +899,8 @@ static size_t FN(bf_conv_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads
     if (n_threads < 1) n_threads = 1;
     if (FN(bf_dw_wanted)(g)) return FN(bf_dw_ws)(op, g, n_threads);
     if (op == BF_CONV_BWD_FILTER) return FN(bf_cf_ws)(g, n_threads);
-    if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, n_threads)) return FN(bf_ci_ws)(g, n_threads);
+    if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, n_threads))
+        return FN(bf_ci_ws)(g, n_threads);
     return FN(bf_cg_rows_ws)(op, g, n_threads);
 }
 
