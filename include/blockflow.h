@@ -365,6 +365,9 @@ BF_API bf_status bf_session_set_attr(bf_session *s, const char *block_id, const 
  * Errors: anything bf_session_check returns, plus BF_ECANCELED, BF_ETIMEDOUT, BF_EDEVICE,
  * BF_ENOMEM, BF_ELIMIT and kernel errors, each naming the block. After a failed run the
  * session stays usable; results of blocks that completed are kept.
+ * The call blocks the calling thread until the run ends (its blocks run on libuv's thread
+ * pool meanwhile). An event-loop program, such as the coming server, calls it from a worker
+ * thread, forwards the on_event records to its loop, and cancels with bf_session_cancel().
  */
 BF_API bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *diags,
                                 bf_error *err);
