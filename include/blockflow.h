@@ -381,7 +381,8 @@ BF_API void bf_session_cancel(bf_session *s);
 /*
  * The tensor of output `port` (NULL = the first) of block `block_id` after the last run, in
  * host memory. Borrowed until the next run, feed, attribute change or free. NULL when the
- * block did not produce it.
+ * block did not produce it, or when it is an intermediate result that stayed on a GPU (fetch
+ * it to have it copied to the host).
  */
 BF_API const bf_tensor *bf_session_output(bf_session *s, const char *block_id,
                                           const char *port);

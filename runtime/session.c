@@ -50,6 +50,7 @@ typedef struct snode {
     bool ordered;              /* in the topological order (not on or behind a cycle) */
     /* per run */
     bool needed, scheduled, finished;
+    uint32_t fetched;          /* bit p: output p is fetched by this run */
     int pending;               /* inputs not yet produced in this run */
     bf_device *dev;            /* NULL = CPU */
     bf_status status;
@@ -863,14 +864,14 @@ static void drain(bf_session *s) {
 
 void bf_run_options_init(bf_run_options *o) { memset(o, 0, sizeof(*o)); }
 
-/* Make host copies of the fetched results that live on a GPU. */
+/* Make host copies of the fetched results that live on a GPU (intermediate results stay). */
 static bf_status download_fetches(bf_session *s, bf_error *err) {
     for (int i = 0; i < s->n; i++) {
         snode *n = &s->nodes[i];
-        if (!n->needed) continue;
-        for (int p = 0; p < n->pb->desc->n_outputs; p++) {
+        if (!n->fetched) continue;
+        for (int p = 0; p < n->pb->desc->n_outputs && p < 32; p++) {
             bf_tensor *t = n->outs[p];
-            if (!t || !t->device || n->host_outs[p]) continue;
+            if (!(n->fetched & (1u << p)) || !t || !t->device || n->host_outs[p]) continue;
             bf_status st = tensor_move(s, t, NULL, &n->host_outs[p], err);
             if (st) {
                 where(s, i, err);
@@ -897,6 +898,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
     for (int i = 0; i < s->n; i++) {
         snode *n = &s->nodes[i];
         n->needed = n->scheduled = n->finished = false;
+        n->fetched = 0;
         n->pending = 0;
         n->stats.ran = n->stats.reused = 0;
         n->stats.status = BF_OK;
@@ -924,6 +926,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
             return BF_ENOTFOUND;
         }
         if ((st = mark_needed(s, b, err))) return st;
+        if (p < 32) s->nodes[b].fetched |= 1u << p;
     }
     /* Every input the fetches need must have been fed. */
     for (int i = 0; i < s->n; i++) {
