@@ -698,6 +698,7 @@ static void execute(snode *n) {
     bf_error err = {0}, *e = &err;
     bf_status st = BF_OK;
     gpu_state *g = NULL;
+    char knote[96] = ""; /* the kernel's own note, after placement's (a fallback reason) */
     BF_ASSERT(d->n_inputs <= 16 && d->n_outputs <= 16);
 
     bool locked = n->dev != NULL;
@@ -736,8 +737,8 @@ static void execute(snode *n) {
                   .device = n->dev,
                   .stream = g ? g->stream : NULL,
                   .device_ctx = g ? g->ctx : NULL,
-                  .note = n->stats.note,
-                  .note_size = sizeof(n->stats.note)};
+                  .note = knote,
+                  .note_size = sizeof(knote)};
     size_t ws = 0;
     if (!n->dev && d->workspace_cpu) ws = d->workspace_cpu(&n->node, info, out_info, &ex);
     if (n->dev && d->workspace_cuda) ws = d->workspace_cuda(&n->node, info, out_info, &ex);
@@ -749,6 +750,11 @@ static void execute(snode *n) {
                                                                            &ex, e);
     if (st == BF_OK && n->dev) st = n->dev->ops->sync(n->dev, g->stream, e);
     n->stats.ms = (bf_now() - t0) * 1e3;
+    if (knote[0]) {
+        size_t len = strlen(n->stats.note);
+        snprintf(n->stats.note + len, sizeof(n->stats.note) - len, "%s%s", len ? "; " : "",
+                 knote);
+    }
     if (st == BF_OK && cancelled(s)) /* tasks may have been skipped: the output is partial */
         st = bf_err(e, BF_ECANCELED, "cancelled", "the run was cancelled");
     for (int i = 0; i < d->n_outputs && i < 4; i++) {
