@@ -283,6 +283,39 @@ static void print_table(bf_session *s, bool only_needed) {
     }
 }
 
+/* What run and check share: a context, a diagnostics list, the page and its session. */
+typedef struct opened {
+    bf_context *ctx;
+    bf_diags *diags;
+    bf_session *s; /* owns the page */
+    bf_error e;
+} opened;
+
+/*
+ * Make the context and load `path` into a session. Returns EXIT_OK, EXIT_RUN (no context or
+ * memory: the error is printed) or EXIT_INVALID (the page's problems are in o->diags and
+ * o->e, not yet printed). Always pair with close_page().
+ */
+static int open_page(const char *path, const bf_config *cfg, opened *o) {
+    memset(o, 0, sizeof(*o));
+    o->diags = bf_diags_new();
+    if (!o->diags || bf_context_new(cfg, &o->ctx, &o->e)) {
+        print_error(&o->e);
+        return EXIT_RUN;
+    }
+    bf_page *page = NULL;
+    if (bf_page_load_file(o->ctx, path, &page, o->diags, &o->e) ||
+        bf_session_new(o->ctx, page, &o->s, &o->e))
+        return EXIT_INVALID; /* bf_session_new frees the page on failure */
+    return EXIT_OK;
+}
+
+static void close_page(opened *o) {
+    bf_session_free(o->s);
+    bf_diags_free(o->diags);
+    bf_context_free(o->ctx);
+}
+
 static int cmd_run(int argc, char **argv) {
     const char *page_path = NULL, *out_dir = ".", *device = "auto";
     const char *feeds[64], *fetches[64];
@@ -317,23 +350,17 @@ static int cmd_run(int argc, char **argv) {
         fprintf(stderr, "%s", usage);
         return EXIT_USAGE;
     }
+    opened o;
+    int rc = open_page(page_path, &cfg, &o);
+    bf_context *ctx = o.ctx;
+    bf_session *s = o.s;
+    bf_diags *diags = o.diags;
     bf_error e = {0};
-    bf_context *ctx = NULL;
-    bf_page *page = NULL;
-    bf_session *s = NULL;
-    bf_diags *diags = bf_diags_new();
-    int rc = EXIT_OK;
-    if (!diags || bf_context_new(&cfg, &ctx, &e)) {
-        print_error(&e);
-        bf_diags_free(diags);
-        return EXIT_RUN;
-    }
-    if (bf_page_load_file(ctx, page_path, &page, diags, &e) ||
-        bf_session_new(ctx, page, &s, &e)) {
-        print_diags(diags, &e);
-        rc = EXIT_INVALID;
+    if (rc) {
+        if (rc == EXIT_INVALID) print_diags(diags, &o.e);
         goto done;
     }
+    const bf_page *page = bf_session_page(s);
     for (int i = 0; i < n_feeds; i++) {
         char id[256];
         snprintf(id, sizeof(id), "%s", feeds[i]);
@@ -406,10 +433,7 @@ static int cmd_run(int argc, char **argv) {
             }
     }
 done:
-    bf_session_free(s); /* frees the page */
-    if (!s) bf_page_free(page);
-    bf_diags_free(diags);
-    bf_context_free(ctx);
+    close_page(&o);
     return rc;
 }
 
@@ -430,21 +454,18 @@ static int cmd_check(int argc, char **argv) {
         fprintf(stderr, "%s", usage);
         return EXIT_USAGE;
     }
-    bf_error e = {0};
-    bf_context *ctx = NULL;
-    bf_page *page = NULL;
-    bf_session *s = NULL;
-    bf_diags *diags = bf_diags_new();
-    int rc = EXIT_OK;
-    if (!diags || bf_context_new(&cfg, &ctx, &e)) {
-        print_error(&e);
-        bf_diags_free(diags);
-        return EXIT_RUN;
+    opened o;
+    int rc = open_page(page_path, &cfg, &o);
+    if (rc == EXIT_RUN) {
+        close_page(&o);
+        return rc;
     }
-    bf_status st = bf_page_load_file(ctx, page_path, &page, diags, &e);
-    if (st == BF_OK) st = bf_session_new(ctx, page, &s, &e);
-    if (st == BF_OK) st = bf_session_check(s, diags, &e);
+    bf_session *s = o.s;
+    bf_diags *diags = o.diags;
+    bf_error e = o.e;
+    bf_status st = rc ? e.status : bf_session_check(s, diags, &e);
     if (s) {
+        const bf_page *page = bf_session_page(s);
         int w = id_width(page, 5);
         printf("%-*s %-36s %-10s %-10s %s\n", w, "block", "type", "port", "dtype", "shape");
         for (int i = 0; i < bf_page_block_count(page); i++) {
@@ -461,9 +482,7 @@ static int cmd_check(int argc, char **argv) {
     print_diags(diags, &e);
     if (st) rc = EXIT_INVALID;
     else printf("%s: ok\n", page_path);
-    bf_session_free(s);
-    bf_diags_free(diags);
-    bf_context_free(ctx);
+    close_page(&o);
     return rc;
 }
 
