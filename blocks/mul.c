@@ -11,17 +11,7 @@
 
 static double op(double a, double b) { return a * b; }
 
-static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info *out,
-                       bf_error *err) {
-    (void)node;
-    return bf_binary_infer(in, out, err);
-}
-
-static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
-                         const bf_exec *ex, bf_error *err) {
-    (void)node, (void)ex;
-    return bf_binary_run(in[0], in[1], out[0], op, err);
-}
+static const bf_binary_impl impl = {op};
 
 const bf_block_desc bf_block_mul = {
     .type = "Mul",
@@ -30,9 +20,10 @@ const bf_block_desc bf_block_mul = {
     .doc = "Elementwise Mul of two tensors of the same shape and dtype; either may be a "
            "rank-0 scalar, which is broadcast.",
     .inputs = bf_binary_inputs,
-    .n_inputs = BF_COUNT(bf_binary_inputs),
+    .n_inputs = 2,
     .outputs = bf_binary_outputs,
-    .n_outputs = BF_COUNT(bf_binary_outputs),
-    .infer = infer,
-    .run_cpu = run_cpu,
+    .n_outputs = 1,
+    .infer = bf_binary_infer,
+    .run_cpu = bf_binary_run_cpu,
+    .impl = &impl,
 };
