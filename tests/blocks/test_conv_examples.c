@@ -1,7 +1,9 @@
 /*
  * test_conv_examples.c - every page in examples/ loads, checks and runs end to end through the
  * public API (context, page, session), producing finite outputs of the documented shapes; the
- * all-constant input-gradient page is also compared value by value with a plain scatter loop.
+ * all-constant input-gradient page is also compared value by value with a plain scatter loop,
+ * the SAME page with the sums its description states, and the finite-difference page must
+ * agree with the gradient block.
  */
 #include "bf_test.h"
 
@@ -73,11 +75,33 @@ START_TEST(input_grad_values) {
 }
 END_TEST
 
+START_TEST(same_padding_values) {
+    /* dy all ones: each weight sums the pixels (1..25 of the 5x5 image) its taps touched. */
+    static const double want[9] = {160, 210, 176, 250, 325, 270, 240, 310, 256};
+    bf_tensor *t = run_page("filter_grad_same.json", "dw");
+    for (int i = 0; i < 9; i++) ck_assert_double_eq(bf_tensor_get_f64(t, i), want[i]);
+    bf_tensor_free(t);
+}
+END_TEST
+
+START_TEST(finite_difference_page_agrees) {
+    bf_tensor *err = run_page("fd_check_filter_grad.json", "error");
+    ck_assert_int_eq(bf_tensor_rank(err), 0);
+    ck_assert_double_lt(bf_tensor_get_f64(err, 0), 1e-7); /* a wrong pad or layout gives ~1 */
+    bf_tensor_free(err);
+    bf_tensor *fd = run_page("fd_check_filter_grad.json", "finite_difference");
+    ck_assert_double_gt(fabs(bf_tensor_get_f64(fd, 0)), 0.1); /* not trivially zero */
+    bf_tensor_free(fd);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("conv_examples");
     TCase *tc = tcase_create("pages");
     tcase_add_loop_test(tc, example_runs, 0, (int)(sizeof(examples) / sizeof(examples[0])));
     tcase_add_test(tc, input_grad_values);
+    tcase_add_test(tc, same_padding_values);
+    tcase_add_test(tc, finite_difference_page_agrees);
     suite_add_tcase(s, tc);
     return s;
 }
