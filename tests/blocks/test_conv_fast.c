@@ -222,6 +222,25 @@ START_TEST(larger_blocks) {
 }
 END_TEST
 
+/* FWD with few input channels (the direct small-C kernel): random geometries with out_c
+   around the vector blocks, borders on both sides, stride and dilation, every ISA. */
+START_TEST(small_c_forward) {
+    bf_rng r = {0x57e30000u + (uint64_t)_i};
+    static const int64_t outs[] = {4, 8, 16, 20, 32, 33, 64, 70, 96};
+    for (int rep = 0; rep < 3; rep++) {
+        int64_t c = bf_rng_int(&r, 1, 4), o = outs[bf_rng_int(&r, 0, 8)];
+        int64_t kh = bf_rng_int(&r, 1, 7), kw = bf_rng_int(&r, 1, 7);
+        bf_conv_geom g = make_geom(bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 20),
+                                   bf_rng_int(&r, 1, 30), c, kh, kw, o, 1, bf_rng_int(&r, 1, 3),
+                                   bf_rng_int(&r, 1, 3), bf_rng_int(&r, 1, 2),
+                                   bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 3),
+                                   bf_rng_int(&r, 0, 3), bf_rng_int(&r, 0, 3),
+                                   bf_rng_int(&r, 0, 3), (int)bf_rng_int(&r, 0, 1));
+        check_geom(&g, r.s, "small-c", true);
+    }
+}
+END_TEST
+
 /* No workspace: the direct fallback, and degenerate sizes (empty output, no taps reach). */
 START_TEST(fallback_and_degenerate) {
     bf_pool *pool = NULL;
@@ -267,6 +286,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, random_geometries, 0, 40);
     tcase_add_loop_test(tc, channel_tails, 0, 8);
     tcase_add_test(tc, larger_blocks);
+    tcase_add_loop_test(tc, small_c_forward, 0, 12);
     tcase_add_test(tc, fallback_and_degenerate);
     tcase_add_test(tc, public_entry_points);
     suite_add_tcase(s, tc);

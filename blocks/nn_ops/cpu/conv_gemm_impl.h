@@ -612,6 +612,20 @@ static inline FN(bf_vec) FN(bf_ldv)(const T *p) {
     return v;
 }
 static inline void FN(bf_stv)(T *p, FN(bf_vec) v) { memcpy(p, &v, sizeof v); }
+static inline FN(bf_vec) FN(bf_vsplat)(T s) {
+#ifdef BF_VSPLAT
+    return (FN(bf_vec))BF_VSPLAT(s); /* ISA hook: one broadcast */
+#else
+    return (FN(bf_vec)){0} + s;
+#endif
+}
+/* a * b + c on vectors, fused where the ISA file provides BF_VFMA (ISO C mode does not
+   contract a * b + c by itself) */
+#ifdef BF_VFMA
+#define BF_VFMA_(a, b, c) BF_VFMA(a, b, c)
+#else
+#define BF_VFMA_(a, b, c) ((a) * (b) + (c))
+#endif
 
 /* Output positions o in [*lo, *hi) whose input position o*s + off lies in [0, in). */
 static inline void FN(bf_dw_range)(int64_t off, int64_t s, int64_t in, int64_t out,
@@ -888,6 +902,163 @@ static void FN(bf_dw_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, cons
     }
 }
 
+/* ---- dense FWD with few input channels: direct kernel over output-channel vectors --------
+ * For a 3-channel stem the im2col rows are short runs that cost more to pack than to
+ * multiply. Instead each block of SD_RB output pixels x SD_NV channel vectors is accumulated
+ * in registers over every (kh, kw, c) tap with a broadcast of x times SD_NV vectors of the
+ * filter, packed once per call as [oc block][KH*KW*C][SD_NV*BF_VL] (zeros past out_c). Blocks
+ * whose every column tap is inside the image read x in place; border blocks (and the last,
+ * partial one) first copy the window they read, zero-padded, into per-thread scratch.
+ */
+#if BF_VEC_BYTES >= 64
+#define SD_NV 4
+#else
+#define SD_NV 2
+#endif
+#define SD_RB 6
+#define SD_KWC_MAX 256 /* k_w * in_c of the per-task tap offset table */
+
+typedef struct FN(bf_sd_plan) {
+    const bf_conv_geom *g;
+    const T *x, *w;
+    T *y;
+    T *wpack;   /* [nob][K][SD_NV*BF_VL] */
+    T *win;     /* per thread: k_h windows of winw*C */
+    int64_t nob, K, winw, win_per;
+    const bf_exec *ex;
+} FN(bf_sd_plan);
+
+static bool FN(bf_sd_wanted)(bf_conv_op op, const bf_conv_geom *g) {
+    return op == BF_CONV_FWD && g->groups == 1 && g->in_c <= 4 && g->out_c >= BF_VL &&
+           g->k_w * g->in_c <= SD_KWC_MAX && g->k_h <= 64;
+}
+
+/* Width (pixels) of the input window of one block of SD_RB output columns. */
+static int64_t FN(bf_sd_winw)(const bf_conv_geom *g) {
+    return (SD_RB - 1) * g->stride_w + (g->k_w - 1) * g->dil_w + 1;
+}
+
+static void FN(bf_sd_pack_task)(void *arg, int64_t ob, int slot) {
+    const FN(bf_sd_plan) *p = arg;
+    const int64_t nvl = SD_NV * BF_VL, O = p->g->out_c;
+    T *dst = p->wpack + ob * p->K * nvl;
+    for (int64_t k = 0; k < p->K; k++)
+        for (int64_t j = 0; j < nvl; j++) {
+            int64_t o = ob * nvl + j;
+            dst[k * nvl + j] = o < O ? p->w[k * O + o] : 0;
+        }
+}
+
+static void FN(bf_sd_task)(void *arg, int64_t row, int slot) {
+    const FN(bf_sd_plan) *p = arg;
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    const int64_t C = g->in_c, O = g->out_c, nvl = SD_NV * BF_VL, kwc = g->k_w * C;
+    int64_t n = row / g->out_h, oh = row % g->out_h;
+    T *win = p->win + (int64_t)slot * p->win_per;
+    const T *xrow[64];
+    int64_t khv[64], nk = 0;
+    for (int64_t kh = 0; kh < g->k_h; kh++) {
+        int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
+        if (ih < 0 || ih >= g->in_h) continue;
+        xrow[nk] = p->x + (n * g->in_h + ih) * g->in_w * C, khv[nk] = kh, nk++;
+    }
+    int64_t xoff[SD_KWC_MAX];
+    for (int64_t j = 0; j < kwc; j++) xoff[j] = j / C * g->dil_w * C + j % C;
+    const int64_t ps = g->stride_w * C; /* step between output pixels in x */
+    T *yrow = p->y + row * g->out_w * O;
+    for (int64_t q0 = 0; q0 < g->out_w; q0 += SD_RB) {
+        /* the block reads input columns [iw0, iw0 + winw) */
+        int64_t iw0 = q0 * g->stride_w - g->pad_left;
+        bool inside = iw0 >= 0 && iw0 + p->winw <= g->in_w;
+        const T *xb[64];
+        for (int64_t r = 0; r < nk; r++) {
+            if (inside) {
+                xb[r] = xrow[r] + iw0 * C;
+                continue;
+            }
+            T *d = win + r * p->winw * C;
+            for (int64_t q = 0; q < p->winw; q++) {
+                int64_t iw = iw0 + q;
+                for (int64_t c = 0; c < C; c++)
+                    d[q * C + c] = iw >= 0 && iw < g->in_w ? xrow[r][iw * C + c] : 0;
+            }
+            xb[r] = d;
+        }
+        int64_t nq = BF_MIN((int64_t)SD_RB, g->out_w - q0);
+        for (int64_t ob = 0; ob < p->nob; ob++) {
+            const T *wp = p->wpack + ob * p->K * nvl;
+            int64_t o0 = ob * nvl;
+            FN(bf_vec) acc[SD_RB][SD_NV];
+#pragma GCC unroll 32
+            for (int i = 0; i < SD_RB; i++)
+#pragma GCC unroll 8
+                for (int v = 0; v < SD_NV; v++) acc[i][v] = (FN(bf_vec)){0};
+            for (int64_t r = 0; r < nk; r++) {
+                const T *restrict xr = xb[r];
+                const T *restrict wr = wp + khv[r] * kwc * nvl;
+                for (int64_t j = 0; j < kwc; j++) {
+                    FN(bf_vec) wv[SD_NV];
+#pragma GCC unroll 8
+                    for (int v = 0; v < SD_NV; v++) wv[v] = FN(bf_ldv)(wr + j * nvl + v * BF_VL);
+                    const T *restrict xj = xr + xoff[j];
+#pragma GCC unroll 32
+                    for (int i = 0; i < SD_RB; i++) {
+                        FN(bf_vec) xv = FN(bf_vsplat)(xj[i * ps]);
+#pragma GCC unroll 8
+                        for (int v = 0; v < SD_NV; v++)
+                            acc[i][v] = BF_VFMA_(xv, wv[v], acc[i][v]);
+                    }
+                }
+            }
+            /* constant indices only, so acc stays in registers */
+#pragma GCC unroll 32
+            for (int i = 0; i < SD_RB; i++) {
+                if (i >= nq) break;
+                T *yp = yrow + (q0 + i) * O + o0;
+#pragma GCC unroll 8
+                for (int v = 0; v < SD_NV; v++) {
+                    int64_t oc = o0 + v * BF_VL;
+                    if (oc + BF_VL <= O) {
+                        FN(bf_stv)(yp + v * BF_VL, acc[i][v]);
+                    } else if (oc < O) {
+                        T tmp[BF_VL];
+                        FN(bf_stv)(tmp, acc[i][v]);
+                        memcpy(yp + v * BF_VL, tmp, (size_t)(O - oc) * sizeof(T));
+                    }
+                }
+            }
+        }
+    }
+}
+
+static size_t FN(bf_sd_ws)(const bf_conv_geom *g, int n_threads) {
+    int64_t nvl = SD_NV * BF_VL, nob = bf_cc_ceil_div(g->out_c, nvl);
+    size_t wp = bf_cc_mad(bf_cc_mad((size_t)nob, (size_t)(g->k_h * g->k_w * g->in_c), 0),
+                          (size_t)nvl, 16);
+    size_t per = bf_cc_mad(bf_cc_mad((size_t)FN(bf_sd_winw)(g), (size_t)g->in_c, 0),
+                           (size_t)g->k_h, 16);
+    return bf_cc_mad(bf_cc_mad(per, (size_t)n_threads, wp), sizeof(T), 64);
+}
+
+static void FN(bf_sd_run)(const bf_conv_geom *g, const T *x, const T *w, T *y,
+                          const bf_exec *ex) {
+    int64_t nvl = SD_NV * BF_VL;
+    FN(bf_sd_plan) p = {.g = g, .x = x, .w = w, .y = y, .ex = ex,
+                        .nob = bf_cc_ceil_div(g->out_c, nvl),
+                        .K = g->k_h * g->k_w * g->in_c, .winw = FN(bf_sd_winw)(g)};
+    p.wpack = ex->workspace;
+    p.win = p.wpack + bf_cc_round_up(p.nob * p.K * nvl + 16, 16);
+    p.win_per = bf_cc_round_up(p.winw * g->in_c * g->k_h + 16, 16);
+    if (g->n * g->out_h * g->out_w == 0) return;
+    bf_parallel_for(ex, p.nob, FN(bf_sd_pack_task), &p);
+    bf_parallel_for(ex, g->n * g->out_h, FN(bf_sd_task), &p);
+}
+
+#undef SD_NV
+#undef SD_RB
+#undef SD_KWC_MAX
+
 /* ---- entry points of this instantiation ------------------------------------------------- */
 
 /* The depthwise row kernels keep per-row tap lists of at most 64 entries. */
@@ -899,6 +1070,7 @@ static size_t FN(bf_conv_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads
     if (n_threads < 1) n_threads = 1;
     if (FN(bf_dw_wanted)(g)) return FN(bf_dw_ws)(op, g, n_threads);
     if (op == BF_CONV_BWD_FILTER) return FN(bf_cf_ws)(g, n_threads);
+    if (FN(bf_sd_wanted)(op, g)) return FN(bf_sd_ws)(g, n_threads);
     if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, n_threads))
         return FN(bf_ci_ws)(g, n_threads);
     return FN(bf_cg_rows_ws)(op, g, n_threads);
@@ -908,6 +1080,7 @@ static void FN(bf_conv_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, co
                             T *out, const bf_exec *ex) {
     if (FN(bf_dw_wanted)(g)) FN(bf_dw_run)(op, g, a, b, out, ex);
     else if (op == BF_CONV_BWD_FILTER) FN(bf_cf_run)(g, a, b, out, ex);
+    else if (FN(bf_sd_wanted)(op, g)) FN(bf_sd_run)(g, a, b, out, ex);
     else if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, ex->n_threads))
         FN(bf_ci_run)(g, a, b, out, ex);
     else FN(bf_cg_rows_run)(op, g, a, b, out, ex);
@@ -918,3 +1091,4 @@ static void FN(bf_conv_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, co
 #undef BF_CF_PC_MAX
 #undef BF_CG_TAPS_MAX
 #undef BF_VL
+#undef BF_VFMA_
