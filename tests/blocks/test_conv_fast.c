@@ -241,6 +241,22 @@ START_TEST(small_c_forward) {
 }
 END_TEST
 
+/* BWD_FILTER's direct path (dense, out_c a multiple of the oc block, rows of >= 48 pixels
+   or few channels): random channels, kernels, padding, stride and dilation, every ISA. */
+START_TEST(direct_filter_grad) {
+    bf_rng r = {0xf11e0000u + (uint64_t)_i};
+    static const int64_t outs[] = {16, 32, 64, 128};
+    int64_t c = bf_rng_int(&r, 1, 40), o = outs[bf_rng_int(&r, 0, 3)];
+    int64_t kh = bf_rng_int(&r, 1, 4), kw = bf_rng_int(&r, 1, 4);
+    bf_conv_geom g = make_geom(bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 6),
+                               bf_rng_int(&r, 48, 60), c, kh, kw, o, 1, bf_rng_int(&r, 1, 2), 1,
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 2),
+                               bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2),
+                               bf_rng_int(&r, 0, 2), (int)bf_rng_int(&r, 0, 1));
+    check_geom(&g, r.s, "direct-filter", true);
+}
+END_TEST
+
 /* No workspace: the direct fallback, and degenerate sizes (empty output, no taps reach). */
 START_TEST(fallback_and_degenerate) {
     bf_pool *pool = NULL;
@@ -287,6 +303,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, channel_tails, 0, 8);
     tcase_add_test(tc, larger_blocks);
     tcase_add_loop_test(tc, small_c_forward, 0, 12);
+    tcase_add_loop_test(tc, direct_filter_grad, 0, 8);
     tcase_add_test(tc, fallback_and_degenerate);
     tcase_add_test(tc, public_entry_points);
     suite_add_tcase(s, tc);

@@ -1055,6 +1055,134 @@ static void FN(bf_sd_run)(const bf_conv_geom *g, const T *x, const T *w, T *y,
     bf_parallel_for(ex, g->n * g->out_h, FN(bf_sd_task), &p);
 }
 
+/* ---- dense BWD_FILTER, direct: dW tiles in registers -------------------------------------
+ * dW[k, o] = sum_p x_im2col[p, k] * dy[p, o], k = (kh, kw, c). Per output row (n, oh) the
+ * k_h input rows it reads are made zero-padded (in place when the row needs no padding, a
+ * per-thread zero row for kh outside the image), then for each tile of SD_RB k values x SD_NV
+ * output-channel vectors the sum over the row's pixels is kept in registers (SD_NV dy loads,
+ * SD_RB broadcasts of x, SD_RB*SD_NV FMAs per pixel) and added to the thread's partial dW.
+ * No packing at all, which is what a 3-channel stem (147 short k rows) needs.
+ */
+typedef struct FN(bf_sf_plan) {
+    const bf_conv_geom *g;
+    const T *x, *dy;
+    T *out, *partials;
+    T *rows;        /* per thread: (k_h + 1) padded rows of prw*C (the last is all zeros) */
+    int64_t prw, rows_per, nel, rows_per_task;
+    const bf_exec *ex;
+} FN(bf_sf_plan);
+
+/* Few input channels (the packed GEMM's k rows are too short), or rows long enough that
+   the per-row read-modify-write of each dW tile is amortised (measured: 56-pixel rows win,
+   a 14-pixel stride-2 row loses to the packed GEMM). */
+static bool FN(bf_sf_wanted)(const bf_conv_geom *g) {
+    return g->groups == 1 && g->out_c % (SD_NV * BF_VL) == 0 && g->k_h <= 64 &&
+           g->out_w > 0 && (g->in_c <= 4 || g->out_w >= 48);
+}
+
+static int64_t FN(bf_sf_prw)(const bf_conv_geom *g) {
+    return (BF_MAX(g->out_w, 1) - 1) * g->stride_w + (g->k_w - 1) * g->dil_w + 1;
+}
+
+static void FN(bf_sf_task)(void *arg, int64_t task, int slot) {
+    const FN(bf_sf_plan) *p = arg;
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    const int64_t C = g->in_c, O = g->out_c, nvl = SD_NV * BF_VL;
+    const int64_t K = g->k_h * g->k_w * C, ps = g->stride_w * C, OW = g->out_w;
+    T *part = slot == 0 ? p->out : p->partials + (int64_t)(slot - 1) * p->nel;
+    T *rows = p->rows + (int64_t)slot * p->rows_per;
+    T *zrow = rows + g->k_h * p->prw * C;
+    memset(zrow, 0, (size_t)(p->prw * C) * sizeof(T));
+    int64_t nrows = g->n * g->out_h;
+    for (int64_t row = task * p->rows_per_task;
+         row < BF_MIN(nrows, (task + 1) * p->rows_per_task); row++) {
+        int64_t n = row / g->out_h, oh = row % g->out_h;
+        const T *prow[64];
+        int64_t iw0 = -g->pad_left;
+        bool inside = iw0 >= 0 && iw0 + p->prw <= g->in_w;
+        for (int64_t kh = 0; kh < g->k_h; kh++) {
+            int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
+            if (ih < 0 || ih >= g->in_h) {
+                prow[kh] = zrow;
+                continue;
+            }
+            const T *src = p->x + (n * g->in_h + ih) * g->in_w * C;
+            if (inside) {
+                prow[kh] = src + iw0 * C;
+                continue;
+            }
+            T *d = rows + kh * p->prw * C;
+            int64_t lo = BF_MIN(BF_MAX(-iw0, 0), p->prw);
+            int64_t hi = BF_MAX(BF_MIN(g->in_w - iw0, p->prw), lo);
+            memset(d, 0, (size_t)(lo * C) * sizeof(T));
+            memcpy(d + lo * C, src + (iw0 + lo) * C, (size_t)((hi - lo) * C) * sizeof(T));
+            memset(d + hi * C, 0, (size_t)((p->prw - hi) * C) * sizeof(T));
+            prow[kh] = d;
+        }
+        const T *dyr = p->dy + row * OW * O;
+        for (int64_t o0 = 0; o0 < O; o0 += nvl) {
+            for (int64_t k0 = 0; k0 < K; k0 += SD_RB) {
+                const T *xk[SD_RB];
+#pragma GCC unroll 32
+                for (int i = 0; i < SD_RB; i++) {
+                    int64_t k = BF_MIN(k0 + i, K - 1), t = k / C, c = k % C;
+                    xk[i] = prow[t / g->k_w] + t % g->k_w * g->dil_w * C + c;
+                }
+                FN(bf_vec) acc[SD_RB][SD_NV];
+#pragma GCC unroll 32
+                for (int i = 0; i < SD_RB; i++)
+#pragma GCC unroll 8
+                    for (int v = 0; v < SD_NV; v++) acc[i][v] = (FN(bf_vec)){0};
+                const T *restrict dp = dyr + o0;
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    FN(bf_vec) dv[SD_NV];
+#pragma GCC unroll 8
+                    for (int v = 0; v < SD_NV; v++) dv[v] = FN(bf_ldv)(dp + ow * O + v * BF_VL);
+#pragma GCC unroll 32
+                    for (int i = 0; i < SD_RB; i++) {
+                        FN(bf_vec) xv = FN(bf_vsplat)(xk[i][ow * ps]);
+#pragma GCC unroll 8
+                        for (int v = 0; v < SD_NV; v++)
+                            acc[i][v] = BF_VFMA_(xv, dv[v], acc[i][v]);
+                    }
+                }
+#pragma GCC unroll 32
+                for (int i = 0; i < SD_RB; i++) {
+                    if (k0 + i >= K) break;
+                    T *pv = part + (k0 + i) * O + o0;
+#pragma GCC unroll 8
+                    for (int v = 0; v < SD_NV; v++)
+                        FN(bf_stv)(pv + v * BF_VL, FN(bf_ldv)(pv + v * BF_VL) + acc[i][v]);
+                }
+            }
+        }
+    }
+}
+
+static size_t FN(bf_sf_ws)(const bf_conv_geom *g, int n_threads) {
+    size_t nel = bf_cc_mad(bf_cc_mad((size_t)(g->k_h * g->k_w), (size_t)g->in_c, 0),
+                           (size_t)g->out_c, 0);
+    size_t parts = bf_cc_mad(nel, (size_t)(n_threads - 1), 16);
+    size_t per = bf_cc_mad(bf_cc_mad((size_t)FN(bf_sf_prw)(g), (size_t)g->in_c, 0),
+                           (size_t)(g->k_h + 1), 16);
+    return bf_cc_mad(bf_cc_mad(per, (size_t)n_threads, parts), sizeof(T), 64);
+}
+
+static void FN(bf_sf_run)(const bf_conv_geom *g, const T *x, const T *dy, T *out,
+                          const bf_exec *ex) {
+    FN(bf_sf_plan) p = {.g = g, .x = x, .dy = dy, .out = out, .ex = ex,
+                        .prw = FN(bf_sf_prw)(g)};
+    p.nel = g->k_h * g->k_w * g->in_c * g->out_c;
+    p.partials = ex->workspace;
+    p.rows = p.partials + bf_cc_round_up(p.nel * (ex->n_threads - 1) + 16, 16);
+    p.rows_per = bf_cc_round_up(p.prw * g->in_c * (g->k_h + 1) + 16, 16);
+    int64_t nrows = g->n * g->out_h;
+    p.rows_per_task = BF_MAX(1, nrows / (8 * ex->n_threads));
+    FN(bf_partials_run)(out, p.partials, p.nel, ex->n_threads,
+                        bf_cc_ceil_div(nrows, p.rows_per_task), FN(bf_sf_task), &p, ex);
+}
+
 #undef SD_NV
 #undef SD_RB
 #undef SD_KWC_MAX
@@ -1069,6 +1197,7 @@ static bool FN(bf_dw_wanted)(const bf_conv_geom *g) {
 static size_t FN(bf_conv_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
     if (n_threads < 1) n_threads = 1;
     if (FN(bf_dw_wanted)(g)) return FN(bf_dw_ws)(op, g, n_threads);
+    if (op == BF_CONV_BWD_FILTER && FN(bf_sf_wanted)(g)) return FN(bf_sf_ws)(g, n_threads);
     if (op == BF_CONV_BWD_FILTER) return FN(bf_cf_ws)(g, n_threads);
     if (FN(bf_sd_wanted)(op, g)) return FN(bf_sd_ws)(g, n_threads);
     if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, n_threads))
@@ -1079,6 +1208,7 @@ static size_t FN(bf_conv_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads
 static void FN(bf_conv_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *b,
                             T *out, const bf_exec *ex) {
     if (FN(bf_dw_wanted)(g)) FN(bf_dw_run)(op, g, a, b, out, ex);
+    else if (op == BF_CONV_BWD_FILTER && FN(bf_sf_wanted)(g)) FN(bf_sf_run)(g, a, b, out, ex);
     else if (op == BF_CONV_BWD_FILTER) FN(bf_cf_run)(g, a, b, out, ex);
     else if (FN(bf_sd_wanted)(op, g)) FN(bf_sd_run)(g, a, b, out, ex);
     else if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, ex->n_threads))
