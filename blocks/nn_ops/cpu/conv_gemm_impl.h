@@ -916,7 +916,7 @@ static void FN(bf_dw_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, cons
 #define SD_NV 2
 #endif
 #define SD_RB 6
-#define SD_KWC_MAX 256 /* k_w * in_c of the per-task tap offset table */
+#define SD_KWC_MAX 1024 /* k_w * in_c of the per-task tap offset table */
 
 typedef struct FN(bf_sd_plan) {
     const bf_conv_geom *g;
@@ -928,9 +928,15 @@ typedef struct FN(bf_sd_plan) {
     const bf_exec *ex;
 } FN(bf_sd_plan);
 
+/* Few input channels (packing short im2col runs costs more than the multiplies), or a
+   stride-1 spatial filter over up to 128 channels (measured, 2 threads: vgg 3x3/128 1.37x ->
+   1.09x of oneDNN, rn50 3x3/64 about even; 256-channel 3x3, strided layers and the 1x1
+   256->64 lose to the packed GEMM, so they stay there). */
 static bool FN(bf_sd_wanted)(bf_conv_op op, const bf_conv_geom *g) {
-    return op == BF_CONV_FWD && g->groups == 1 && g->in_c <= 4 && g->out_c >= BF_VL &&
-           g->k_w * g->in_c <= SD_KWC_MAX && g->k_h <= 64;
+    bool s1 = g->stride_h == 1 && g->stride_w == 1;
+    return op == BF_CONV_FWD && g->groups == 1 && g->out_c >= BF_VL &&
+           g->k_w * g->in_c <= SD_KWC_MAX && g->k_h <= 64 &&
+           (g->in_c <= 4 || (s1 && g->in_c <= 128 && g->k_h * g->k_w > 1));
 }
 
 /* Width (pixels) of the input window of one block of SD_RB output columns. */
@@ -1034,10 +1040,11 @@ static void FN(bf_sd_task)(void *arg, int64_t row, int slot) {
 
 static size_t FN(bf_sd_ws)(const bf_conv_geom *g, int n_threads) {
     int64_t nvl = SD_NV * BF_VL, nob = bf_cc_ceil_div(g->out_c, nvl);
+    /* the same rounded pieces bf_sd_run lays out: round_up(x + 16, 16) <= x + 31 */
     size_t wp = bf_cc_mad(bf_cc_mad((size_t)nob, (size_t)(g->k_h * g->k_w * g->in_c), 0),
-                          (size_t)nvl, 16);
+                          (size_t)nvl, 32);
     size_t per = bf_cc_mad(bf_cc_mad((size_t)FN(bf_sd_winw)(g), (size_t)g->in_c, 0),
-                           (size_t)g->k_h, 16);
+                           (size_t)g->k_h, 32);
     return bf_cc_mad(bf_cc_mad(per, (size_t)n_threads, wp), sizeof(T), 64);
 }
 
@@ -1058,11 +1065,18 @@ static void FN(bf_sd_run)(const bf_conv_geom *g, const T *x, const T *w, T *y,
 /* ---- dense BWD_FILTER, direct: dW tiles in registers -------------------------------------
  * dW[k, o] = sum_p x_im2col[p, k] * dy[p, o], k = (kh, kw, c). Per output row (n, oh) the
  * k_h input rows it reads are made zero-padded (in place when the row needs no padding, a
- * per-thread zero row for kh outside the image), then for each tile of SD_RB k values x SD_NV
- * output-channel vectors the sum over the row's pixels is kept in registers (SD_NV dy loads,
- * SD_RB broadcasts of x, SD_RB*SD_NV FMAs per pixel) and added to the thread's partial dW.
+ * per-thread zero row for kh outside the image), then for each tile of SF_RB k values x SF_NV
+ * output-channel vectors the sum over the row's pixels is kept in registers (SF_NV dy loads,
+ * SF_RB broadcasts of x, SF_RB*SF_NV FMAs per pixel) and added to the thread's partial dW.
  * No packing at all, which is what a 3-channel stem (147 short k rows) needs.
  */
+#if BF_VEC_BYTES >= 64
+#define SF_NV 4
+#else
+#define SF_NV 2
+#endif
+#define SF_RB 6
+
 typedef struct FN(bf_sf_plan) {
     const bf_conv_geom *g;
     const T *x, *dy;
@@ -1076,7 +1090,7 @@ typedef struct FN(bf_sf_plan) {
    the per-row read-modify-write of each dW tile is amortised (measured: 56-pixel rows win,
    a 14-pixel stride-2 row loses to the packed GEMM). */
 static bool FN(bf_sf_wanted)(const bf_conv_geom *g) {
-    return g->groups == 1 && g->out_c % (SD_NV * BF_VL) == 0 && g->k_h <= 64 &&
+    return g->groups == 1 && g->out_c % (SF_NV * BF_VL) == 0 && g->k_h <= 64 &&
            g->out_w > 0 && (g->in_c <= 4 || g->out_w >= 48);
 }
 
@@ -1088,7 +1102,7 @@ static void FN(bf_sf_task)(void *arg, int64_t task, int slot) {
     const FN(bf_sf_plan) *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
-    const int64_t C = g->in_c, O = g->out_c, nvl = SD_NV * BF_VL;
+    const int64_t C = g->in_c, O = g->out_c, nvl = SF_NV * BF_VL;
     const int64_t K = g->k_h * g->k_w * C, ps = g->stride_w * C, OW = g->out_w;
     T *part = slot == 0 ? p->out : p->partials + (int64_t)(slot - 1) * p->nel;
     T *rows = p->rows + (int64_t)slot * p->rows_per;
@@ -1122,37 +1136,37 @@ static void FN(bf_sf_task)(void *arg, int64_t task, int slot) {
         }
         const T *dyr = p->dy + row * OW * O;
         for (int64_t o0 = 0; o0 < O; o0 += nvl) {
-            for (int64_t k0 = 0; k0 < K; k0 += SD_RB) {
-                const T *xk[SD_RB];
+            for (int64_t k0 = 0; k0 < K; k0 += SF_RB) {
+                const T *xk[SF_RB];
 #pragma GCC unroll 32
-                for (int i = 0; i < SD_RB; i++) {
+                for (int i = 0; i < SF_RB; i++) {
                     int64_t k = BF_MIN(k0 + i, K - 1), t = k / C, c = k % C;
                     xk[i] = prow[t / g->k_w] + t % g->k_w * g->dil_w * C + c;
                 }
-                FN(bf_vec) acc[SD_RB][SD_NV];
+                FN(bf_vec) acc[SF_RB][SF_NV];
 #pragma GCC unroll 32
-                for (int i = 0; i < SD_RB; i++)
+                for (int i = 0; i < SF_RB; i++)
 #pragma GCC unroll 8
-                    for (int v = 0; v < SD_NV; v++) acc[i][v] = (FN(bf_vec)){0};
+                    for (int v = 0; v < SF_NV; v++) acc[i][v] = (FN(bf_vec)){0};
                 const T *restrict dp = dyr + o0;
                 for (int64_t ow = 0; ow < OW; ow++) {
-                    FN(bf_vec) dv[SD_NV];
+                    FN(bf_vec) dv[SF_NV];
 #pragma GCC unroll 8
-                    for (int v = 0; v < SD_NV; v++) dv[v] = FN(bf_ldv)(dp + ow * O + v * BF_VL);
+                    for (int v = 0; v < SF_NV; v++) dv[v] = FN(bf_ldv)(dp + ow * O + v * BF_VL);
 #pragma GCC unroll 32
-                    for (int i = 0; i < SD_RB; i++) {
+                    for (int i = 0; i < SF_RB; i++) {
                         FN(bf_vec) xv = FN(bf_vsplat)(xk[i][ow * ps]);
 #pragma GCC unroll 8
-                        for (int v = 0; v < SD_NV; v++)
+                        for (int v = 0; v < SF_NV; v++)
                             acc[i][v] = BF_VFMA_(xv, dv[v], acc[i][v]);
                     }
                 }
 #pragma GCC unroll 32
-                for (int i = 0; i < SD_RB; i++) {
+                for (int i = 0; i < SF_RB; i++) {
                     if (k0 + i >= K) break;
                     T *pv = part + (k0 + i) * O + o0;
 #pragma GCC unroll 8
-                    for (int v = 0; v < SD_NV; v++)
+                    for (int v = 0; v < SF_NV; v++)
                         FN(bf_stv)(pv + v * BF_VL, FN(bf_ldv)(pv + v * BF_VL) + acc[i][v]);
                 }
             }
@@ -1163,9 +1177,10 @@ static void FN(bf_sf_task)(void *arg, int64_t task, int slot) {
 static size_t FN(bf_sf_ws)(const bf_conv_geom *g, int n_threads) {
     size_t nel = bf_cc_mad(bf_cc_mad((size_t)(g->k_h * g->k_w), (size_t)g->in_c, 0),
                            (size_t)g->out_c, 0);
-    size_t parts = bf_cc_mad(nel, (size_t)(n_threads - 1), 16);
+    /* the same rounded pieces bf_sf_run lays out: round_up(x + 16, 16) <= x + 31 */
+    size_t parts = bf_cc_mad(nel, (size_t)(n_threads - 1), 32);
     size_t per = bf_cc_mad(bf_cc_mad((size_t)FN(bf_sf_prw)(g), (size_t)g->in_c, 0),
-                           (size_t)(g->k_h + 1), 16);
+                           (size_t)(g->k_h + 1), 32);
     return bf_cc_mad(bf_cc_mad(per, (size_t)n_threads, parts), sizeof(T), 64);
 }
 
@@ -1183,6 +1198,8 @@ static void FN(bf_sf_run)(const bf_conv_geom *g, const T *x, const T *dy, T *out
                         bf_cc_ceil_div(nrows, p.rows_per_task), FN(bf_sf_task), &p, ex);
 }
 
+#undef SF_NV
+#undef SF_RB
 #undef SD_NV
 #undef SD_RB
 #undef SD_KWC_MAX
