@@ -265,6 +265,21 @@ START_TEST(direct_filter_grad) {
 }
 END_TEST
 
+/* Depthwise with a multiplier over enough rows that a task gets several of them (the
+   forward's expanded-row cache is reused across rows): strides, dilations, padding. */
+START_TEST(depthwise_multiplier_rows) {
+    bf_rng r = {0xd3e70000u + (uint64_t)_i};
+    int64_t c = bf_rng_int(&r, 1, 20), m = bf_rng_int(&r, 2, 3);
+    bf_conv_geom g = make_geom(2, bf_rng_int(&r, 30, 60), bf_rng_int(&r, 3, 9), c,
+                               bf_rng_int(&r, 1, 4), bf_rng_int(&r, 1, 3), c * m, c,
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 3),
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 3), bf_rng_int(&r, 0, 3),
+                               bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2),
+                               (int)bf_rng_int(&r, 0, 1));
+    check_geom(&g, r.s, "dw-mult-rows", true);
+}
+END_TEST
+
 /* No workspace: the direct fallback, and degenerate sizes (empty output, no taps reach). */
 START_TEST(fallback_and_degenerate) {
     bf_pool *pool = NULL;
@@ -312,6 +327,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, larger_blocks);
     tcase_add_loop_test(tc, small_c_forward, 0, 12);
     tcase_add_loop_test(tc, direct_filter_grad, 0, 8);
+    tcase_add_loop_test(tc, depthwise_multiplier_rows, 0, 6);
     tcase_add_test(tc, fallback_and_degenerate);
     tcase_add_test(tc, public_entry_points);
     suite_add_tcase(s, tc);

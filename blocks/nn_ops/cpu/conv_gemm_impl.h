@@ -741,26 +741,40 @@ static int64_t FN(bf_dw_interior_taps)(T *restrict out, const T *const *rows,
 
 /* y[n, oh, :, :] for task row = n*OH + oh: per output pixel and channel vector, all taps are
    accumulated in a register and stored once. */
-static void FN(bf_dw_fwd_task)(void *arg, int64_t row, int slot) {
-    const FN(bf_dw_plan) *p = arg;
+static void FN(bf_dw_fwd_task)(const FN(bf_dw_plan) *p, int64_t row, int slot,
+                               int64_t *tags) {
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
     int64_t n = row / g->out_h, oh = row % g->out_h, O = g->out_c;
     T *restrict y = p->out + row * g->out_w * O; /* [OW][O] */
     T *buf = p->scratch + (int64_t)slot * p->scratch_per;
-    int64_t kh0 = 0, kh1 = 0;
     const T *xr[64];
-    int64_t khv[64], nk = 0;
-    (void)kh0, (void)kh1;
+    int64_t khv[64], nk = 0, key[64], nslots = BF_MIN(g->k_h, 64);
     for (int64_t kh = 0; kh < g->k_h && nk < 64; kh++) {
         int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
         if (ih < 0 || ih >= g->in_h) continue;
-        const T *src = p->a + (n * g->in_h + ih) * g->in_w * g->in_c;
-        if (p->mult > 1) { /* expand each valid row into its own slice of scratch */
-            FN(bf_dw_expand)(p, src, buf + nk * g->in_w * O);
-            src = buf + nk * g->in_w * O;
+        xr[nk] = p->a + (n * g->in_h + ih) * g->in_w * g->in_c;
+        key[nk] = n * g->in_h + ih, khv[nk] = kh, nk++;
+    }
+    if (p->mult > 1) {
+        /* each valid row expanded into a slice of scratch; tags[s] = the row slice s holds
+           (kept across the rows of one chunk, so a row is expanded once, not k_h times) */
+        bool used[64] = {false};
+        int64_t at[64];
+        for (int64_t r = 0; r < nk; r++) {
+            at[r] = -1;
+            for (int64_t s = 0; s < nslots && at[r] < 0; s++)
+                if (tags[s] == key[r]) at[r] = s, used[s] = true;
         }
-        xr[nk] = src, khv[nk] = kh, nk++;
+        for (int64_t r = 0; r < nk; r++) {
+            if (at[r] < 0) {
+                int64_t s = 0;
+                while (used[s]) s++; /* nk <= nslots, so a free slice exists */
+                used[s] = true, at[r] = s, tags[s] = key[r];
+                FN(bf_dw_expand)(p, xr[r], buf + s * g->in_w * O);
+            }
+            xr[r] = buf + at[r] * g->in_w * O;
+        }
     }
     int64_t cv = O / BF_VL * BF_VL;
     /* interior: output columns whose every kw tap is inside the row */
@@ -920,9 +934,10 @@ static void FN(bf_dw_bwd_filter_task)(void *arg, int64_t task, int slot) {
 
 static void FN(bf_dw_fwd_chunk)(void *arg, int64_t task, int slot) {
     const FN(bf_dw_plan) *p = arg;
-    int64_t rows = p->g->n * p->g->out_h;
+    int64_t rows = p->g->n * p->g->out_h, tags[64];
+    for (int s = 0; s < 64; s++) tags[s] = -1;
     for (int64_t r = task * p->rows_per_task; r < BF_MIN(rows, (task + 1) * p->rows_per_task); r++)
-        FN(bf_dw_fwd_task)(arg, r, slot);
+        FN(bf_dw_fwd_task)(p, r, slot, tags);
 }
 
 static void FN(bf_dw_bwd_input_chunk)(void *arg, int64_t task, int slot) {
