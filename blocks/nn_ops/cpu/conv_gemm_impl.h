@@ -907,18 +907,18 @@ static void FN(bf_dw_bwd_filter_task)(void *arg, int64_t task, int slot) {
                     FN(bf_vec) a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
                     int64_t ow = lo;
                     for (; ow + 4 <= hi; ow += 4) {
-                        a0 += FN(bf_ldv)(xo + (ow + 0) * sw * O + xoff + c) *
-                              FN(bf_ldv)(dyr + (ow + 0) * O + c);
-                        a1 += FN(bf_ldv)(xo + (ow + 1) * sw * O + xoff + c) *
-                              FN(bf_ldv)(dyr + (ow + 1) * O + c);
-                        a2 += FN(bf_ldv)(xo + (ow + 2) * sw * O + xoff + c) *
-                              FN(bf_ldv)(dyr + (ow + 2) * O + c);
-                        a3 += FN(bf_ldv)(xo + (ow + 3) * sw * O + xoff + c) *
-                              FN(bf_ldv)(dyr + (ow + 3) * O + c);
+                        a0 = BF_VFMA_(FN(bf_ldv)(xo + (ow + 0) * sw * O + xoff + c),
+                                      FN(bf_ldv)(dyr + (ow + 0) * O + c), a0);
+                        a1 = BF_VFMA_(FN(bf_ldv)(xo + (ow + 1) * sw * O + xoff + c),
+                                      FN(bf_ldv)(dyr + (ow + 1) * O + c), a1);
+                        a2 = BF_VFMA_(FN(bf_ldv)(xo + (ow + 2) * sw * O + xoff + c),
+                                      FN(bf_ldv)(dyr + (ow + 2) * O + c), a2);
+                        a3 = BF_VFMA_(FN(bf_ldv)(xo + (ow + 3) * sw * O + xoff + c),
+                                      FN(bf_ldv)(dyr + (ow + 3) * O + c), a3);
                     }
                     for (; ow < hi; ow++)
-                        a0 += FN(bf_ldv)(xo + ow * sw * O + xoff + c) *
-                              FN(bf_ldv)(dyr + ow * O + c);
+                        a0 = BF_VFMA_(FN(bf_ldv)(xo + ow * sw * O + xoff + c),
+                                      FN(bf_ldv)(dyr + ow * O + c), a0);
                     FN(bf_stv)(pv + c, FN(bf_ldv)(pv + c) + (a0 + a1) + (a2 + a3));
                 }
                 for (int64_t c = cv; c < O; c++) {
@@ -1063,11 +1063,11 @@ static void FN(bf_sd_task)(void *arg, int64_t row, int slot) {
                 continue;
             }
             T *d = win + r * p->winw * C;
-            for (int64_t q = 0; q < p->winw; q++) {
-                int64_t iw = iw0 + q;
-                for (int64_t c = 0; c < C; c++)
-                    d[q * C + c] = iw >= 0 && iw < g->in_w ? xrow[r][iw * C + c] : 0;
-            }
+            int64_t lo = BF_MIN(BF_MAX(-iw0, 0), p->winw);
+            int64_t hi = BF_MAX(BF_MIN(g->in_w - iw0, p->winw), lo);
+            memset(d, 0, (size_t)(lo * C) * sizeof(T));
+            memcpy(d + lo * C, xrow[r] + (iw0 + lo) * C, (size_t)((hi - lo) * C) * sizeof(T));
+            memset(d + hi * C, 0, (size_t)((p->winw - hi) * C) * sizeof(T));
             xb[r] = d;
         }
         int64_t nq = BF_MIN((int64_t)SD_RB, g->out_w - q0);
