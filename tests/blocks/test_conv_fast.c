@@ -238,8 +238,8 @@ START_TEST(small_c_forward) {
                                    bf_rng_int(&r, 0, 3), (int)bf_rng_int(&r, 0, 1));
         check_geom(&g, r.s, "small-c", true);
     }
-    /* the same kernel for stride-1 spatial filters over up to 128 channels */
-    int64_t c = bf_rng_int(&r, 5, 130), o = outs[bf_rng_int(&r, 0, 8)];
+    /* the same kernel for stride-1 spatial filters over up to 256 channels */
+    int64_t c = bf_rng_int(&r, 5, 260), o = outs[bf_rng_int(&r, 0, 8)];
     bf_conv_geom g = make_geom(1, bf_rng_int(&r, 2, 9), bf_rng_int(&r, 2, 20), c,
                                bf_rng_int(&r, 2, 3), bf_rng_int(&r, 1, 3), o, 1, 1, 1,
                                bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 2),

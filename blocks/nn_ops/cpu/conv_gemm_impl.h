@@ -1008,14 +1008,15 @@ typedef struct FN(bf_sd_plan) {
 } FN(bf_sd_plan);
 
 /* Few input channels (packing short im2col runs costs more than the multiplies), or a
-   stride-1 spatial filter over up to 128 channels (measured, 2 threads: vgg 3x3/128 1.37x ->
-   1.09x of oneDNN, rn50 3x3/64 about even; 256-channel 3x3, strided layers and the 1x1
-   256->64 lose to the packed GEMM, so they stay there). */
+   stride-1 spatial filter over up to 256 channels (measured A/B, 2 threads, against the
+   packed GEMM: vgg 3x3/128 48.9 -> 36.7 ms, rn50 3x3/64 13.6 -> 10.5 ms, atrous 3x3/256
+   14.5 -> 13.6 ms; the stride-2 3x3/256 (10.7 -> 12.3 ms) and the 1x1 256->64 (6.0 -> 6.5 ms)
+   lose, so they stay on the GEMM). */
 static bool FN(bf_sd_wanted)(bf_conv_op op, const bf_conv_geom *g) {
     bool s1 = g->stride_h == 1 && g->stride_w == 1;
     return op == BF_CONV_FWD && g->groups == 1 && g->out_c >= BF_VL &&
            g->k_w * g->in_c <= SD_KWC_MAX && g->k_h <= 64 &&
-           (g->in_c <= 4 || (s1 && g->in_c <= 128 && g->k_h * g->k_w > 1));
+           (g->in_c <= 4 || (s1 && g->in_c <= 256 && g->k_h * g->k_w > 1));
 }
 
 /* Width (pixels) of the input window of one block of SD_RB output columns. */
