@@ -222,6 +222,64 @@ START_TEST(larger_blocks) {
 }
 END_TEST
 
+/* FWD with few input channels (the direct small-C kernel): random geometries with out_c
+   around the vector blocks, borders on both sides, stride and dilation, every ISA. */
+START_TEST(small_c_forward) {
+    bf_rng r = {0x57e30000u + (uint64_t)_i};
+    static const int64_t outs[] = {4, 8, 16, 20, 32, 33, 64, 70, 96};
+    for (int rep = 0; rep < 3; rep++) {
+        int64_t c = bf_rng_int(&r, 1, 4), o = outs[bf_rng_int(&r, 0, 8)];
+        int64_t kh = bf_rng_int(&r, 1, 7), kw = bf_rng_int(&r, 1, 7);
+        bf_conv_geom g = make_geom(bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 20),
+                                   bf_rng_int(&r, 1, 30), c, kh, kw, o, 1, bf_rng_int(&r, 1, 3),
+                                   bf_rng_int(&r, 1, 3), bf_rng_int(&r, 1, 2),
+                                   bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 3),
+                                   bf_rng_int(&r, 0, 3), bf_rng_int(&r, 0, 3),
+                                   bf_rng_int(&r, 0, 3), (int)bf_rng_int(&r, 0, 1));
+        check_geom(&g, r.s, "small-c", true);
+    }
+    /* the same kernel for stride-1 spatial filters over up to 256 channels */
+    int64_t c = bf_rng_int(&r, 5, 260), o = outs[bf_rng_int(&r, 0, 8)];
+    bf_conv_geom g = make_geom(1, bf_rng_int(&r, 2, 9), bf_rng_int(&r, 2, 20), c,
+                               bf_rng_int(&r, 2, 3), bf_rng_int(&r, 1, 3), o, 1, 1, 1,
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 2),
+                               bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2),
+                               (int)bf_rng_int(&r, 0, 1));
+    check_geom(&g, r.s, "direct-fwd", true);
+}
+END_TEST
+
+/* BWD_FILTER's direct path (dense, out_c a multiple of the oc block, rows of >= 48 pixels
+   or few channels): random channels, kernels, padding, stride and dilation, every ISA. */
+START_TEST(direct_filter_grad) {
+    bf_rng r = {0xf11e0000u + (uint64_t)_i};
+    static const int64_t outs[] = {16, 32, 64, 128};
+    int64_t c = bf_rng_int(&r, 1, 40), o = outs[bf_rng_int(&r, 0, 3)];
+    int64_t kh = bf_rng_int(&r, 1, 4), kw = bf_rng_int(&r, 1, 4);
+    bf_conv_geom g = make_geom(bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 6),
+                               bf_rng_int(&r, 48, 60), c, kh, kw, o, 1, bf_rng_int(&r, 1, 2), 1,
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 2),
+                               bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2),
+                               bf_rng_int(&r, 0, 2), (int)bf_rng_int(&r, 0, 1));
+    check_geom(&g, r.s, "direct-filter", true);
+}
+END_TEST
+
+/* Depthwise with a multiplier over enough rows that a task gets several of them (the
+   forward's expanded-row cache is reused across rows): strides, dilations, padding. */
+START_TEST(depthwise_multiplier_rows) {
+    bf_rng r = {0xd3e70000u + (uint64_t)_i};
+    int64_t c = bf_rng_int(&r, 1, 20), m = bf_rng_int(&r, 2, 3);
+    bf_conv_geom g = make_geom(2, bf_rng_int(&r, 30, 60), bf_rng_int(&r, 3, 9), c,
+                               bf_rng_int(&r, 1, 4), bf_rng_int(&r, 1, 3), c * m, c,
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 3),
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 3), bf_rng_int(&r, 0, 3),
+                               bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2),
+                               (int)bf_rng_int(&r, 0, 1));
+    check_geom(&g, r.s, "dw-mult-rows", true);
+}
+END_TEST
+
 /* No workspace: the direct fallback, and degenerate sizes (empty output, no taps reach). */
 START_TEST(fallback_and_degenerate) {
     bf_pool *pool = NULL;
@@ -267,6 +325,9 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, random_geometries, 0, 40);
     tcase_add_loop_test(tc, channel_tails, 0, 8);
     tcase_add_test(tc, larger_blocks);
+    tcase_add_loop_test(tc, small_c_forward, 0, 12);
+    tcase_add_loop_test(tc, direct_filter_grad, 0, 8);
+    tcase_add_loop_test(tc, depthwise_multiplier_rows, 0, 6);
     tcase_add_test(tc, fallback_and_degenerate);
     tcase_add_test(tc, public_entry_points);
     suite_add_tcase(s, tc);

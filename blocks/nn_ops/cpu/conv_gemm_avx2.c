@@ -79,7 +79,12 @@ static void ukrb_avx2_f32(int64_t kc, const float *a, const float *b, float *con
 #define UKRB ukrb_avx2_f32
 #define AKB 8
 #define FN(x) x##_avx2_f32
+#define BF_VFMA(a, b, c) \
+    ((FN(bf_vec))_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+#define BF_VSPLAT _mm256_set1_ps
 #include "conv_gemm_impl.h"
+#undef BF_VFMA
+#undef BF_VSPLAT
 #undef UKR
 #undef UKRB
 #undef AKB
@@ -129,7 +134,12 @@ static void ukrb_avx2_f64(int64_t kc, const double *a, const double *b, double *
 #define UKRB ukrb_avx2_f64
 #define AKB 4
 #define FN(x) x##_avx2_f64
+#define BF_VFMA(a, b, c) \
+    ((FN(bf_vec))_mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
+#define BF_VSPLAT _mm256_set1_pd
 #include "conv_gemm_impl.h"
+#undef BF_VFMA
+#undef BF_VSPLAT
 #undef UKR
 #undef UKRB
 #undef AKB

@@ -106,7 +106,12 @@ static void ukrb_avx512_f32(int64_t kc, const float *a, const float *b, float *c
 #define UKRB ukrb_avx512_f32
 #define AKB 16
 #define FN(x) x##_avx512_f32
+#define BF_VFMA(a, b, c) \
+    ((FN(bf_vec))_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+#define BF_VSPLAT _mm512_set1_ps
 #include "conv_gemm_impl.h"
+#undef BF_VFMA
+#undef BF_VSPLAT
 #undef UKR
 #undef BF_COPY_SHORT
 #undef UKRB
@@ -161,7 +166,12 @@ static void ukrb_avx512_f64(int64_t kc, const double *a, const double *b, double
 #define UKRB ukrb_avx512_f64
 #define AKB 8
 #define FN(x) x##_avx512_f64
+#define BF_VFMA(a, b, c) \
+    ((FN(bf_vec))_mm512_fmadd_pd((__m512d)(a), (__m512d)(b), (__m512d)(c)))
+#define BF_VSPLAT _mm512_set1_pd
 #include "conv_gemm_impl.h"
+#undef BF_VFMA
+#undef BF_VSPLAT
 #undef UKR
 #undef BF_COPY_SHORT
 #undef UKRB
