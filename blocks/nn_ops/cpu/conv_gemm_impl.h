@@ -39,6 +39,13 @@
  *   thread's partial dW (slot 0 writes `out` itself, the other slots use workspace), and a
  *   final pass sums the partials.
  *
+ * Direct paths taken before the GEMMs (no packing of the activations; see each section):
+ *   bf_sd_*: FWD with <= 4 input channels (a 3-channel stem) or a stride-1 spatial filter over
+ *   <= 256 channels, and stride-1 BWD_INPUT as a FWD of dy with the flipped, transposed filter:
+ *   SD_RB output pixels x SD_NV channel vectors in registers, a broadcast of x per tap.
+ *   bf_sf_*: BWD_FILTER with <= 4 input channels or >= 48-pixel rows: SF_RB dW rows x SF_NV
+ *   vectors in registers, summed over a row's pixels into the thread's partial dW.
+ *
  * Depthwise (groups == in_c, k_in_c == 1, multiplier M = out_c / in_c) is memory bound and
  * is done with channel-vector loops over NHWC rows (GCC vector extensions of BF_VEC_BYTES):
  * FWD and BWD_INPUT gather every tap of an output (input) pixel into a register, four pixels
@@ -51,7 +58,9 @@
  * sum_k a[k*MR + i] * b[k*NR + j] and, for i < mr and j < nr, stores it to crow[i][coff + j]
  * (acc == 0) or adds it there (acc != 0). kc may be 0 (stores zeros). UKRB is the same with
  * A in AKB-wide k blocks: a[(k / AKB) * MR * AKB + i * AKB + k % AKB].
- * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL).
+ * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL);
+ * BF_VFMA(a, b, c) fused a * b + c and BF_VSPLAT(s) broadcast on the vectors of the direct and
+ * depthwise loops (ISO C mode does not contract a * b + c by itself).
  */
 
 #define BF_CG_MC (MR * 8)               /* rows per FWD/BWD_INPUT task */
