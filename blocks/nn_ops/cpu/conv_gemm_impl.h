@@ -39,6 +39,13 @@
  *   thread's partial dW (slot 0 writes `out` itself, the other slots use workspace), and a
  *   final pass sums the partials.
  *
+ * Direct paths taken before the GEMMs (no packing of the activations; see each section):
+ *   bf_sd_*: FWD with <= 4 input channels (a 3-channel stem) or a stride-1 spatial filter over
+ *   <= 256 channels, and stride-1 BWD_INPUT as a FWD of dy with the flipped, transposed filter:
+ *   SD_RB output pixels x SD_NV channel vectors in registers, a broadcast of x per tap.
+ *   bf_sf_*: BWD_FILTER with <= 4 input channels or >= 48-pixel rows: SF_RB dW rows x SF_NV
+ *   vectors in registers, summed over a row's pixels into the thread's partial dW.
+ *
  * Depthwise (groups == in_c, k_in_c == 1, multiplier M = out_c / in_c) is memory bound and
  * is done with channel-vector loops over NHWC rows (GCC vector extensions of BF_VEC_BYTES):
  * FWD and BWD_INPUT gather every tap of an output (input) pixel into a register, four pixels
@@ -51,7 +58,9 @@
  * sum_k a[k*MR + i] * b[k*NR + j] and, for i < mr and j < nr, stores it to crow[i][coff + j]
  * (acc == 0) or adds it there (acc != 0). kc may be 0 (stores zeros). UKRB is the same with
  * A in AKB-wide k blocks: a[(k / AKB) * MR * AKB + i * AKB + k % AKB].
- * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL).
+ * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL);
+ * BF_VFMA(a, b, c) fused a * b + c and BF_VSPLAT(s) broadcast on the vectors of the direct and
+ * depthwise loops (ISO C mode does not contract a * b + c by itself).
  */
 
 #define BF_CG_MC (MR * 8)               /* rows per FWD/BWD_INPUT task */
@@ -1004,6 +1013,7 @@ typedef struct FN(bf_sd_plan) {
     T *wpack;   /* [nob][K][SD_NV*BF_VL] */
     T *win;     /* per thread: k_h windows of winw*C */
     int64_t nob, K, winw, win_per;
+    bool bwd;   /* BWD_INPUT as a forward conv of dy: w is the original [KH, KW, C, O] */
     const bf_exec *ex;
 } FN(bf_sd_plan);
 
@@ -1028,10 +1038,21 @@ static void FN(bf_sd_pack_task)(void *arg, int64_t ob, int slot) {
     const FN(bf_sd_plan) *p = arg;
     const int64_t nvl = SD_NV * BF_VL, O = p->g->out_c;
     T *dst = p->wpack + ob * p->K * nvl;
+    const bf_conv_geom *g = p->g;
     for (int64_t k = 0; k < p->K; k++)
         for (int64_t j = 0; j < nvl; j++) {
             int64_t o = ob * nvl + j;
-            dst[k * nvl + j] = o < O ? p->w[k * O + o] : 0;
+            T v = 0;
+            if (o < O && !p->bwd) {
+                v = p->w[k * O + o];
+            } else if (o < O) {
+                /* tap (kh, kw) of the flipped filter, dy channel ci, dx channel o: the
+                   original W[KH-1-kh][KW-1-kw][o][ci] (g has C = dy's O, O = dx's C) */
+                int64_t ci = k % g->in_c, t = k / g->in_c;
+                int64_t kh = g->k_h - 1 - t / g->k_w, kw = g->k_w - 1 - t % g->k_w;
+                v = p->w[((kh * g->k_w + kw) * O + o) * g->in_c + ci];
+            }
+            dst[k * nvl + j] = v;
         }
 }
 
@@ -1128,10 +1149,10 @@ static size_t FN(bf_sd_ws)(const bf_conv_geom *g, int n_threads) {
     return bf_cc_mad(bf_cc_mad(per, (size_t)n_threads, wp), sizeof(T), 64);
 }
 
-static void FN(bf_sd_run)(const bf_conv_geom *g, const T *x, const T *w, T *y,
+static void FN(bf_sd_run)(const bf_conv_geom *g, const T *x, const T *w, T *y, bool bwd,
                           const bf_exec *ex) {
     int64_t nvl = SD_NV * BF_VL;
-    FN(bf_sd_plan) p = {.g = g, .x = x, .w = w, .y = y, .ex = ex,
+    FN(bf_sd_plan) p = {.g = g, .x = x, .w = w, .y = y, .ex = ex, .bwd = bwd,
                         .nob = bf_cc_ceil_div(g->out_c, nvl),
                         .K = g->k_h * g->k_w * g->in_c, .winw = FN(bf_sd_winw)(g)};
     p.wpack = ex->workspace;
@@ -1140,6 +1161,24 @@ static void FN(bf_sd_run)(const bf_conv_geom *g, const T *x, const T *w, T *y,
     if (g->n * g->out_h * g->out_w == 0) return;
     bf_parallel_for(ex, p.nob, FN(bf_sd_pack_task), &p);
     bf_parallel_for(ex, g->n * g->out_h, FN(bf_sd_task), &p);
+}
+
+/* BWD_INPUT with stride 1 is a forward convolution of dy with the flipped, transposed filter:
+   dx[ih] = sum_kh dy[ih + pad_top - kh*dil] W[kh], i.e. a forward conv over dy with
+   pad' = (k-1)*dil - pad and tap kh' = KH-1-kh. *g2 is that forward geometry; true when it is
+   one the direct forward kernel takes (pads in [0, (k-1)*dil]). */
+static bool FN(bf_sd_bwd_geom)(const bf_conv_geom *g, bf_conv_geom *g2) {
+    if (g->groups != 1 || g->stride_h != 1 || g->stride_w != 1 || g->pad_top < 0 ||
+        g->pad_left < 0 || g->pad_top > (g->k_h - 1) * g->dil_h ||
+        g->pad_left > (g->k_w - 1) * g->dil_w)
+        return false;
+    *g2 = *g;
+    g2->in_h = g->out_h, g2->in_w = g->out_w, g2->in_c = g->out_c, g2->k_in_c = g->out_c;
+    g2->out_h = g->in_h, g2->out_w = g->in_w, g2->out_c = g->in_c;
+    g2->pad_top = (g->k_h - 1) * g->dil_h - g->pad_top;
+    g2->pad_left = (g->k_w - 1) * g->dil_w - g->pad_left;
+    g2->pad_bottom = g2->pad_right = 0; /* unused: the output size is given */
+    return g->in_c >= 5 && FN(bf_sd_wanted)(BF_CONV_FWD, g2);
 }
 
 /* ---- dense BWD_FILTER, direct: dW tiles in registers -------------------------------------
@@ -1297,6 +1336,9 @@ static size_t FN(bf_conv_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads
     if (op == BF_CONV_BWD_FILTER && FN(bf_sf_wanted)(g)) return FN(bf_sf_ws)(g, n_threads);
     if (op == BF_CONV_BWD_FILTER) return FN(bf_cf_ws)(g, n_threads);
     if (FN(bf_sd_wanted)(op, g)) return FN(bf_sd_ws)(g, n_threads);
+    bf_conv_geom g2;
+    if (op == BF_CONV_BWD_INPUT && FN(bf_sd_bwd_geom)(g, &g2))
+        return FN(bf_sd_ws)(&g2, n_threads);
     if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, n_threads))
         return FN(bf_ci_ws)(g, n_threads);
     return FN(bf_cg_rows_ws)(op, g, n_threads);
@@ -1304,10 +1346,13 @@ static size_t FN(bf_conv_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads
 
 static void FN(bf_conv_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *b,
                             T *out, const bf_exec *ex) {
+    bf_conv_geom g2;
     if (FN(bf_dw_wanted)(g)) FN(bf_dw_run)(op, g, a, b, out, ex);
     else if (op == BF_CONV_BWD_FILTER && FN(bf_sf_wanted)(g)) FN(bf_sf_run)(g, a, b, out, ex);
     else if (op == BF_CONV_BWD_FILTER) FN(bf_cf_run)(g, a, b, out, ex);
-    else if (FN(bf_sd_wanted)(op, g)) FN(bf_sd_run)(g, a, b, out, ex);
+    else if (FN(bf_sd_wanted)(op, g)) FN(bf_sd_run)(g, a, b, out, false, ex);
+    else if (op == BF_CONV_BWD_INPUT && FN(bf_sd_bwd_geom)(g, &g2))
+        FN(bf_sd_run)(&g2, a, b, out, true, ex);
     else if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, ex->n_threads))
         FN(bf_ci_run)(g, a, b, out, ex);
     else FN(bf_cg_rows_run)(op, g, a, b, out, ex);
