@@ -38,48 +38,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "conv_ref64.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* ---- the float64 reference --------------------------------------------------------------- */
-
-static int64_t act_off(const bf_conv_geom *g, int64_t n, int64_t y, int64_t x, int64_t c, int64_t H,
-                       int64_t W, int64_t C) {
-    return g->nchw ? ((n * C + c) * H + y) * W + x : ((n * H + y) * W + x) * C + c;
-}
-
-/* out (zeroed here) = op(a, b), by the position rule of conv_kernels.h, summing in double. */
-static void ref_conv(bf_conv_op op, const bf_conv_geom *g, const double *a, const double *b,
-                     double *out, int64_t out_n) {
-    memset(out, 0, (size_t)out_n * sizeof *out);
-    int64_t og = g->out_c / g->groups;
-    for (int64_t n = 0; n < g->n; n++)
-        for (int64_t oy = 0; oy < g->out_h; oy++)
-            for (int64_t ox = 0; ox < g->out_w; ox++)
-                for (int64_t co = 0; co < g->out_c; co++) {
-                    int64_t grp = co / og;
-                    int64_t yo = act_off(g, n, oy, ox, co, g->out_h, g->out_w, g->out_c);
-                    for (int64_t ky = 0; ky < g->k_h; ky++) {
-                        int64_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
-                        if (iy < 0 || iy >= g->in_h) continue;
-                        for (int64_t kx = 0; kx < g->k_w; kx++) {
-                            int64_t ix = ox * g->stride_w - g->pad_left + kx * g->dil_w;
-                            if (ix < 0 || ix >= g->in_w) continue;
-                            for (int64_t ci = 0; ci < g->k_in_c; ci++) {
-                                int64_t xo = act_off(g, n, iy, ix, grp * g->k_in_c + ci, g->in_h,
-                                                     g->in_w, g->in_c);
-                                int64_t wo = ((ky * g->k_w + kx) * g->k_in_c + ci) * g->out_c + co;
-                                if (op == BF_CONV_FWD)
-                                    out[yo] += a[xo] * b[wo];
-                                else if (op == BF_CONV_BWD_FILTER)
-                                    out[wo] += a[xo] * b[yo];
-                                else
-                                    out[xo] += a[yo] * b[wo];
-                            }
-                        }
-                    }
-                }
-}
 
 /* ---- geometry ---------------------------------------------------------------------------- */
 
@@ -243,7 +206,7 @@ static double run_case(gpu *G, bf_conv_op op, const bf_conv_geom *g, bf_dtype dt
         da[i] = put(dt, ha, i, bf_rng_uniform(&r, -1, 1));
     for (int64_t i = 0; i < nb; i++)
         db[i] = put(dt, hb, i, bf_rng_uniform(&r, -1, 1));
-    ref_conv(op, g, da, db, ref, no);
+    bf_test_conv_ref64(op, g, da, db, ref, no);
 
     ck_assert_msg(bf_conv_cuda_unsupported(op, g, dt, use_cudnn) == NULL, "unsupported: %s",
                   bf_conv_cuda_unsupported(op, g, dt, use_cudnn));

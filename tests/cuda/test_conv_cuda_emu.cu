@@ -19,47 +19,13 @@
  * tests/blocks/test_conv_gpu.c does that where a GPU exists.
  */
 #include "../../blocks/nn_ops/cuda/conv_cuda_own.cu"
+#include "../support/conv_ref64.h"
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
 
-static int64_t act_off(const bf_conv_geom *g, int64_t n, int64_t y, int64_t x, int64_t c, int64_t H,
-                       int64_t W, int64_t C) {
-    return g->nchw ? ((n * C + c) * H + y) * W + x : ((n * H + y) * W + x) * C + c;
-}
-static void ref_conv(bf_conv_op op, const bf_conv_geom *g, const double *a, const double *b,
-                     double *out, int64_t out_n) {
-    memset(out, 0, (size_t)out_n * sizeof *out);
-    int64_t og = g->out_c / g->groups;
-    for (int64_t n = 0; n < g->n; n++)
-        for (int64_t oy = 0; oy < g->out_h; oy++)
-            for (int64_t ox = 0; ox < g->out_w; ox++)
-                for (int64_t co = 0; co < g->out_c; co++) {
-                    int64_t grp = co / og;
-                    int64_t yo = act_off(g, n, oy, ox, co, g->out_h, g->out_w, g->out_c);
-                    for (int64_t ky = 0; ky < g->k_h; ky++) {
-                        int64_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
-                        if (iy < 0 || iy >= g->in_h) continue;
-                        for (int64_t kx = 0; kx < g->k_w; kx++) {
-                            int64_t ix = ox * g->stride_w - g->pad_left + kx * g->dil_w;
-                            if (ix < 0 || ix >= g->in_w) continue;
-                            for (int64_t ci = 0; ci < g->k_in_c; ci++) {
-                                int64_t xo = act_off(g, n, iy, ix, grp * g->k_in_c + ci, g->in_h,
-                                                     g->in_w, g->in_c);
-                                int64_t wo = ((ky * g->k_w + kx) * g->k_in_c + ci) * g->out_c + co;
-                                if (op == BF_CONV_FWD)
-                                    out[yo] += a[xo] * b[wo];
-                                else if (op == BF_CONV_BWD_FILTER)
-                                    out[wo] += a[xo] * b[yo];
-                                else
-                                    out[xo] += a[yo] * b[wo];
-                            }
-                        }
-                    }
-                }
-}
 
 // Faithful sequential emulation of gemm_kernel: one block at a time, each
 // __syncthreads phase run for all 256 "threads" in turn.
@@ -254,7 +220,7 @@ int main() {
             const double *b = op == BF_CONV_BWD_FILTER ? y.data() : w.data();
             int64_t no = op == BF_CONV_FWD ? ny : op == BF_CONV_BWD_FILTER ? nw : nx;
             std::vector<double> ref(no), got(no, NAN);
-            ref_conv((bf_conv_op)op, &g, a, b, ref.data(), no);
+            bf_test_conv_ref64((bf_conv_op)op, &g, a, b, ref.data(), no);
             int sm = (cs % 3 == 0) ? 132 : (cs % 3 == 1 ? 4 : 1);
             emu_own((bf_conv_op)op, &g, a, b, got.data(), sm);
             double worst = 0;
@@ -298,10 +264,10 @@ int main() {
                                          et, eb, el, er, g.nchw, 1);
                     xp[i] = j < 0 ? 0 : x[j];
                 }
-                ref_conv((bf_conv_op)op, &q, xp.data(), b, got2.data(), no);
+                bf_test_conv_ref64((bf_conv_op)op, &q, xp.data(), b, got2.data(), no);
             } else {
                 std::vector<double> dxp(nxp);
-                ref_conv(BF_CONV_BWD_INPUT, &q, a, b, dxp.data(), nxp);
+                bf_test_conv_ref64(BF_CONV_BWD_INPUT, &q, a, b, dxp.data(), nxp);
                 for (int64_t i = 0; i < nx; i++)
                     got2[i] = dxp[pad_crop_src((int)i, (int)g.n, (int)g.in_h, (int)g.in_w,
                                                (int)g.in_c, et, eb, el, er, g.nchw, 0)];
