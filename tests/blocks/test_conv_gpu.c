@@ -33,16 +33,14 @@
 #include "device.h"
 #include "exec.h"
 #include "half.h"
+#include "conv_ref64.h"
 #include "nn_ops/conv_kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "conv_ref64.h"
 #include <sys/wait.h>
 #include <unistd.h>
-
 
 /* ---- geometry ---------------------------------------------------------------------------- */
 
