@@ -280,6 +280,22 @@ START_TEST(depthwise_multiplier_rows) {
 }
 END_TEST
 
+/* Depthwise forward with filters of <= 9 taps over small rows of many channels (the
+   register-tap row kernel, border columns included): several channel vectors plus a tail,
+   widths from 1, multipliers 1-2, strides, dilations and padding on both sides. */
+START_TEST(depthwise_small_rows) {
+    bf_rng r = {0xd5a10000u + (uint64_t)_i};
+    int64_t c = bf_rng_int(&r, 16, 70), m = bf_rng_int(&r, 1, 2);
+    bf_conv_geom g = make_geom(bf_rng_int(&r, 1, 3), bf_rng_int(&r, 1, 9), bf_rng_int(&r, 1, 9),
+                               c, bf_rng_int(&r, 1, 3), bf_rng_int(&r, 1, 3), c * m, c,
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2),
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2),
+                               bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2),
+                               (int)bf_rng_int(&r, 0, 1));
+    check_geom(&g, r.s, "dw-small-rows", true);
+}
+END_TEST
+
 /* No workspace: the direct fallback, and degenerate sizes (empty output, no taps reach). */
 START_TEST(fallback_and_degenerate) {
     bf_pool *pool = NULL;
@@ -328,6 +344,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, small_c_forward, 0, 12);
     tcase_add_loop_test(tc, direct_filter_grad, 0, 8);
     tcase_add_loop_test(tc, depthwise_multiplier_rows, 0, 6);
+    tcase_add_loop_test(tc, depthwise_small_rows, 0, 12);
     tcase_add_test(tc, fallback_and_degenerate);
     tcase_add_test(tc, public_entry_points);
     suite_add_tcase(s, tc);
