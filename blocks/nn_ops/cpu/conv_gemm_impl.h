@@ -710,6 +710,13 @@ static bool FN(bf_dw_row_taps)(T *restrict out, const T *const *rows, const int6
         toff[t] = off[kw];
     }
     const int64_t step = ms * O;
+#ifdef BF_VSTREAM
+    /* whole aligned rows: streaming stores (no read of the output lines before writing) */
+    bool nt_ok = (uintptr_t)out % BF_VEC_BYTES == 0 && O * (int64_t)sizeof(T) % BF_VEC_BYTES == 0;
+#define STV(p_, v_) (nt_ok ? BF_VSTREAM((p_), (v_)) : FN(bf_stv)((p_), (v_)))
+#else
+#define STV(p_, v_) FN(bf_stv)((p_), (v_))
+#endif
     for (int64_t c = 0; c < cv; c += BF_VL) {
         FN(bf_vec) wv[DW_TAPS];
 #pragma GCC unroll 16
@@ -724,7 +731,7 @@ static bool FN(bf_dw_row_taps)(T *restrict out, const T *const *rows, const int6
                 if (iw >= 0 && iw < in_w)
                     a0 = BF_VFMA_(FN(bf_ldv)(tp[t] + o * step + c), wv[t], a0);
             }
-            FN(bf_stv)(out + o * O + c, a0);
+            STV(out + o * O + c, a0);
         }
         int64_t o = lo;
         for (; o + 4 <= hi; o += 4) {
@@ -738,10 +745,10 @@ static bool FN(bf_dw_row_taps)(T *restrict out, const T *const *rows, const int6
                 a2 = BF_VFMA_(FN(bf_ldv)(b + 2 * step), wv[t], a2);
                 a3 = BF_VFMA_(FN(bf_ldv)(b + 3 * step), wv[t], a3);
             }
-            FN(bf_stv)(out + o * O + c, a0);
-            FN(bf_stv)(out + (o + 1) * O + c, a1);
-            FN(bf_stv)(out + (o + 2) * O + c, a2);
-            FN(bf_stv)(out + (o + 3) * O + c, a3);
+            STV(out + o * O + c, a0);
+            STV(out + (o + 1) * O + c, a1);
+            STV(out + (o + 2) * O + c, a2);
+            STV(out + (o + 3) * O + c, a3);
         }
         for (; o < out_w; o++) {
             FN(bf_vec) a0 = {0};
@@ -753,7 +760,7 @@ static bool FN(bf_dw_row_taps)(T *restrict out, const T *const *rows, const int6
                 if (in || (iw >= 0 && iw < in_w))
                     a0 = BF_VFMA_(FN(bf_ldv)(tp[t] + o * step + c), wv[t], a0);
             }
-            FN(bf_stv)(out + o * O + c, a0);
+            STV(out + o * O + c, a0);
         }
     }
     for (int64_t c = cv; c < O; c++)
@@ -765,6 +772,7 @@ static bool FN(bf_dw_row_taps)(T *restrict out, const T *const *rows, const int6
             }
             out[o * O + c] = acc;
         }
+#undef STV
     return true;
 }
 #undef DW_TAPS
@@ -969,6 +977,9 @@ static void FN(bf_dw_fwd_chunk)(void *arg, int64_t task, int slot) {
     for (int s = 0; s < 64; s++) tags[s] = -1;
     for (int64_t r = task * p->rows_per_task; r < BF_MIN(rows, (task + 1) * p->rows_per_task); r++)
         FN(bf_dw_fwd_task)(p, r, slot, tags);
+#ifdef BF_VSTREAM
+    BF_VSTREAM_FENCE(); /* the streaming stores are weakly ordered: drain them before the join */
+#endif
 }
 
 static void FN(bf_dw_bwd_input_chunk)(void *arg, int64_t task, int slot) {
