@@ -96,14 +96,17 @@ static void check_one(bf_conv_op op, const bf_conv_geom *g, bf_conv_isa isa, boo
                   .workspace_size = with_ws ? wsz : 0};
     if (f32) {
         float *fa = malloc((size_t)(na + 1) * 4), *fb = malloc((size_t)(nb + 1) * 4);
-        float *fo = malloc((size_t)(no + 1) * 4);
+        /* output 64-byte aligned for odd seeds (the streaming-store paths), off by one
+           float for even ones */
+        float *fo_base = bf_aligned_alloc((size_t)(no + 2) * 4, false);
+        float *fo = fo_base ? fo_base + (seed & 1 ? 0 : 1) : NULL;
         ck_assert(fa && fb && fo);
         for (int64_t i = 0; i < na; i++) fa[i] = (float)a[i];
         for (int64_t i = 0; i < nb; i++) fb[i] = (float)b[i];
         for (int64_t i = 0; i < no; i++) fo[i] = NAN;
         bf_conv_cpu_f32_isa(isa, op, g, fa, fb, fo, &ex);
         for (int64_t i = 0; i < no; i++) got[i] = fo[i];
-        free(fa), free(fb), free(fo);
+        free(fa), free(fb), bf_aligned_free(fo_base);
     } else {
         for (int64_t i = 0; i < no; i++) got[i] = NAN;
         bf_conv_cpu_f64_isa(isa, op, g, a, b, got, &ex);
@@ -280,6 +283,25 @@ START_TEST(depthwise_multiplier_rows) {
 }
 END_TEST
 
+/* Depthwise forward with filters of <= 9 taps over small rows of many channels (the
+   register-tap row kernel, border columns included): several channel vectors plus a tail,
+   widths from 1, multipliers 1-2, strides, dilations and padding on both sides; check_one
+   runs each op with aligned and misaligned outputs. */
+START_TEST(depthwise_small_rows) {
+    bf_rng r = {0xd5a10000u + (uint64_t)_i};
+    /* whole vectors of channels for even _i (with an aligned output: streaming stores) */
+    int64_t c = _i % 2 ? bf_rng_int(&r, 16, 70) : 16 * bf_rng_int(&r, 1, 4);
+    int64_t m = bf_rng_int(&r, 1, 2);
+    bf_conv_geom g = make_geom(bf_rng_int(&r, 1, 3), bf_rng_int(&r, 1, 9), bf_rng_int(&r, 1, 9),
+                               c, bf_rng_int(&r, 1, 3), bf_rng_int(&r, 1, 3), c * m, c,
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2),
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2),
+                               bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2),
+                               (int)bf_rng_int(&r, 0, 1));
+    check_geom(&g, r.s, "dw-small-rows", true);
+}
+END_TEST
+
 /* No workspace: the direct fallback, and degenerate sizes (empty output, no taps reach). */
 START_TEST(fallback_and_degenerate) {
     bf_pool *pool = NULL;
@@ -328,6 +350,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, small_c_forward, 0, 12);
     tcase_add_loop_test(tc, direct_filter_grad, 0, 8);
     tcase_add_loop_test(tc, depthwise_multiplier_rows, 0, 6);
+    tcase_add_loop_test(tc, depthwise_small_rows, 0, 12);
     tcase_add_test(tc, fallback_and_degenerate);
     tcase_add_test(tc, public_entry_points);
     suite_add_tcase(s, tc);

@@ -109,7 +109,11 @@ static void ukrb_avx512_f32(int64_t kc, const float *a, const float *b, float *c
 #define BF_VFMA(a, b, c) \
     ((FN(bf_vec))_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
 #define BF_VSPLAT _mm512_set1_ps
+#define BF_VSTREAM(p, v) _mm512_stream_ps((p), (__m512)(v)) /* p 64-byte aligned */
+#define BF_VSTREAM_FENCE _mm_sfence
 #include "conv_gemm_impl.h"
+#undef BF_VSTREAM
+#undef BF_VSTREAM_FENCE
 #undef BF_VFMA
 #undef BF_VSPLAT
 #undef UKR

@@ -686,31 +686,53 @@ static int64_t FN(bf_dw_interior)(T *restrict out, const T *const *rows, const i
     return o;
 }
 
-/*
- * The same interior for filters of at most DW_TAPS taps in the row set (3x3): channel vector
- * outer, so the taps' filter vectors are loaded once into registers and the positions then
- * stream past them, four at a time and then one at a time (fused multiply-adds).
- */
 #define DW_TAPS 9
-static int64_t FN(bf_dw_interior_taps)(T *restrict out, const T *const *rows,
-                                       const int64_t *khv, int64_t nk, const int64_t *off,
-                                       int64_t kwn, int64_t ms, const T *w, int64_t kw_total,
-                                       int64_t O, int64_t lo, int64_t hi) {
+/*
+ * A whole output row for filters of at most DW_TAPS taps in the row set (3x3): channel vector
+ * outer, so the taps' filter vectors are loaded once into registers and the positions then
+ * stream past them; the interior [lo, hi) (every tap inside the row) four positions at a time,
+ * the border columns one at a time with the same registers, skipping the taps that fall
+ * outside the input row (in_w columns). Returns false (nothing written) when it does not apply.
+ */
+static bool FN(bf_dw_row_taps)(T *restrict out, const T *const *rows, const int64_t *khv,
+                               int64_t nk, const int64_t *off, int64_t kwn, int64_t ms,
+                               const T *w, int64_t kw_total, int64_t O, int64_t lo, int64_t hi,
+                               int64_t out_w, int64_t in_w) {
     int64_t cv = O / BF_VL * BF_VL, nt = nk * kwn;
-    if (cv == 0 || nt == 0 || nt > DW_TAPS || hi <= lo) return lo;
-    const T *tp[DW_TAPS]; /* tap t's source for position 0, channel 0 */
+    if (cv == 0 || nt == 0 || nt > DW_TAPS) return false;
+    const T *tp[DW_TAPS];
     const T *tw[DW_TAPS];
+    int64_t toff[DW_TAPS];
     for (int64_t t = 0; t < DW_TAPS; t++) {
         int64_t r = BF_MIN(t, nt - 1) / kwn, kw = BF_MIN(t, nt - 1) % kwn;
         tp[t] = rows[r] + off[kw] * O;
         tw[t] = w + (khv[r] * kw_total + kw) * O;
+        toff[t] = off[kw];
     }
     const int64_t step = ms * O;
+#ifdef BF_VSTREAM
+    /* whole aligned rows: streaming stores (no read of the output lines before writing) */
+    bool nt_ok = (uintptr_t)out % BF_VEC_BYTES == 0 && O * (int64_t)sizeof(T) % BF_VEC_BYTES == 0;
+#define STV(p_, v_) (nt_ok ? BF_VSTREAM((p_), (v_)) : FN(bf_stv)((p_), (v_)))
+#else
+#define STV(p_, v_) FN(bf_stv)((p_), (v_))
+#endif
     for (int64_t c = 0; c < cv; c += BF_VL) {
         FN(bf_vec) wv[DW_TAPS];
 #pragma GCC unroll 16
         for (int t = 0; t < DW_TAPS; t++)
             wv[t] = t < nt ? FN(bf_ldv)(tw[t] + c) : (FN(bf_vec)){0};
+        for (int64_t o = 0; o < lo; o++) {
+            FN(bf_vec) a0 = {0};
+#pragma GCC unroll 16
+            for (int t = 0; t < DW_TAPS; t++) {
+                if (t >= nt) break;
+                int64_t iw = o * ms + toff[t];
+                if (iw >= 0 && iw < in_w)
+                    a0 = BF_VFMA_(FN(bf_ldv)(tp[t] + o * step + c), wv[t], a0);
+            }
+            STV(out + o * O + c, a0);
+        }
         int64_t o = lo;
         for (; o + 4 <= hi; o += 4) {
             FN(bf_vec) a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
@@ -723,28 +745,35 @@ static int64_t FN(bf_dw_interior_taps)(T *restrict out, const T *const *rows,
                 a2 = BF_VFMA_(FN(bf_ldv)(b + 2 * step), wv[t], a2);
                 a3 = BF_VFMA_(FN(bf_ldv)(b + 3 * step), wv[t], a3);
             }
-            FN(bf_stv)(out + o * O + c, a0);
-            FN(bf_stv)(out + (o + 1) * O + c, a1);
-            FN(bf_stv)(out + (o + 2) * O + c, a2);
-            FN(bf_stv)(out + (o + 3) * O + c, a3);
+            STV(out + o * O + c, a0);
+            STV(out + (o + 1) * O + c, a1);
+            STV(out + (o + 2) * O + c, a2);
+            STV(out + (o + 3) * O + c, a3);
         }
-        for (; o < hi; o++) {
+        for (; o < out_w; o++) {
             FN(bf_vec) a0 = {0};
+            bool in = o < hi;
 #pragma GCC unroll 16
             for (int t = 0; t < DW_TAPS; t++) {
                 if (t >= nt) break;
-                a0 = BF_VFMA_(FN(bf_ldv)(tp[t] + o * step + c), wv[t], a0);
+                int64_t iw = o * ms + toff[t];
+                if (in || (iw >= 0 && iw < in_w))
+                    a0 = BF_VFMA_(FN(bf_ldv)(tp[t] + o * step + c), wv[t], a0);
             }
-            FN(bf_stv)(out + o * O + c, a0);
+            STV(out + o * O + c, a0);
         }
     }
     for (int64_t c = cv; c < O; c++)
-        for (int64_t o = lo; o < hi; o++) {
+        for (int64_t o = 0; o < out_w; o++) {
             T acc = 0;
-            for (int64_t t = 0; t < nt; t++) acc += tp[t][o * step + c] * tw[t][c];
+            for (int64_t t = 0; t < nt; t++) {
+                int64_t iw = o * ms + toff[t];
+                if (iw >= 0 && iw < in_w) acc += tp[t][o * step + c] * tw[t][c];
+            }
             out[o * O + c] = acc;
         }
-    return hi;
+#undef STV
+    return true;
 }
 #undef DW_TAPS
 
@@ -792,10 +821,11 @@ static void FN(bf_dw_fwd_task)(const FN(bf_dw_plan) *p, int64_t row, int slot,
     FN(bf_dw_range)(off[0], g->stride_w, g->in_w, g->out_w, &lo, &hi);
     FN(bf_dw_range)(off[g->k_w - 1], g->stride_w, g->in_w, g->out_w, &l2, &h2);
     lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
-    int64_t done = FN(bf_dw_interior_taps)(y, xr, khv, nk, off, g->k_w, g->stride_w, p->b,
-                                           g->k_w, O, lo, hi);
-    done = FN(bf_dw_interior)(y, xr, khv, nk, off, g->k_w, g->stride_w, p->b, g->k_w, O, done,
-                              hi);
+    if (FN(bf_dw_row_taps)(y, xr, khv, nk, off, g->k_w, g->stride_w, p->b, g->k_w, O, lo, hi,
+                           g->out_w, g->in_w))
+        return;
+    int64_t done = FN(bf_dw_interior)(y, xr, khv, nk, off, g->k_w, g->stride_w, p->b, g->k_w,
+                                      O, lo, hi);
     for (int64_t ow = 0; ow < g->out_w; ow++) {
         if (ow >= lo && ow < done) continue;
         int64_t iw0 = ow * g->stride_w - g->pad_left;
@@ -947,6 +977,9 @@ static void FN(bf_dw_fwd_chunk)(void *arg, int64_t task, int slot) {
     for (int s = 0; s < 64; s++) tags[s] = -1;
     for (int64_t r = task * p->rows_per_task; r < BF_MIN(rows, (task + 1) * p->rows_per_task); r++)
         FN(bf_dw_fwd_task)(p, r, slot, tags);
+#ifdef BF_VSTREAM
+    BF_VSTREAM_FENCE(); /* the streaming stores are weakly ordered: drain them before the join */
+#endif
 }
 
 static void FN(bf_dw_bwd_input_chunk)(void *arg, int64_t task, int slot) {
