@@ -1,6 +1,7 @@
 /*
  * test_conv_fast.c - the fast CPU convolution kernels (blocks/nn_ops/cpu/conv_cpu.c and the
- * conv_gemm_* instantiations) against an independent float64 reference written plainly here.
+ * conv_gemm_* instantiations) against the independent float64 reference of
+ * tests/support/conv_ref64.c.
  *
  * Random non-zero data; random shapes, strides, dilations, asymmetric paddings, groups and
  * depthwise multipliers 1-3, NHWC and NCHW, channel counts that hit every vector tail; f32
@@ -14,46 +15,13 @@
  *   f64: |got - want| <= 1e-12 * R + 1e-10 * |want|
  */
 #include "bf_test.h"
+#include "conv_ref64.h"
 #include "exec.h"
 #include "nn_ops/cpu/conv_cpu_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- the reference ------------------------------------------------------------------------ */
-
-static int64_t act_at(const bf_conv_geom *g, int64_t n, int64_t h, int64_t w, int64_t c,
-                      int64_t H, int64_t W, int64_t C) {
-    return g->nchw ? ((n * C + c) * H + h) * W + w : ((n * H + h) * W + w) * C + c;
-}
-
-/* out = op(a, b) in double, by scattering every multiply-add of the definition. */
-static void ref_conv(bf_conv_op op, const bf_conv_geom *g, const double *a, const double *b,
-                     double *out, int64_t out_n) {
-    memset(out, 0, (size_t)out_n * sizeof(double));
-    int64_t og = g->out_c / g->groups, cg = g->k_in_c;
-    for (int64_t n = 0; n < g->n; n++)
-        for (int64_t oh = 0; oh < g->out_h; oh++)
-            for (int64_t ow = 0; ow < g->out_w; ow++)
-                for (int64_t kh = 0; kh < g->k_h; kh++)
-                    for (int64_t kw = 0; kw < g->k_w; kw++) {
-                        int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
-                        int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
-                        if (ih < 0 || ih >= g->in_h || iw < 0 || iw >= g->in_w) continue;
-                        for (int64_t co = 0; co < g->out_c; co++)
-                            for (int64_t ci = 0; ci < cg; ci++) {
-                                int64_t c = co / og * cg + ci;
-                                int64_t xi = act_at(g, n, ih, iw, c, g->in_h, g->in_w, g->in_c);
-                                int64_t yi =
-                                    act_at(g, n, oh, ow, co, g->out_h, g->out_w, g->out_c);
-                                int64_t wi = ((kh * g->k_w + kw) * cg + ci) * g->out_c + co;
-                                if (op == BF_CONV_FWD) out[yi] += a[xi] * b[wi];
-                                else if (op == BF_CONV_BWD_FILTER) out[wi] += a[xi] * b[yi];
-                                else out[xi] += a[yi] * b[wi];
-                            }
-                    }
-}
 
 /* ---- one comparison ----------------------------------------------------------------------- */
 
@@ -86,7 +54,7 @@ static void check_one(bf_conv_op op, const bf_conv_geom *g, bf_conv_isa isa, boo
     ck_assert(a && b && want && got);
     fill(&r, a, na, f32);
     fill(&r, b, nb, f32);
-    ref_conv(op, g, a, b, want, no);
+    bf_test_conv_ref64(op, g, a, b, want, no);
     int nt = pool ? bf_pool_threads(pool) : 1;
     size_t wsz = bf_conv_cpu_workspace_isa(isa, op, g, f32 ? BF_DTYPE_F32 : BF_DTYPE_F64, nt);
     ck_assert_uint_ne(wsz, SIZE_MAX);
