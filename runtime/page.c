@@ -68,16 +68,6 @@ bool bf_page_resolve(const bf_page *page, const char *ref, int *block, int *port
     return true;
 }
 
-void bf_page_error_where(const bf_page *page, int b, bf_error *e) {
-    bf_strlcpy(e->page, page->file ? page->file : "", sizeof(e->page));
-    if (b >= 0) {
-        bf_strlcpy(e->block_id, page->blocks[b].id ? page->blocks[b].id : "",
-                   sizeof(e->block_id));
-        if (!e->pointer[0] || e->pointer[0] != '/')
-            snprintf(e->pointer, sizeof(e->pointer), "/blocks/%d", page->blocks[b].json_index);
-    }
-}
-
 /* The loader's running state: the page being built and where problems go. */
 typedef struct loader {
     bf_page *page;

@@ -45,7 +45,5 @@ struct bf_page {
 int bf_page_find(const bf_page *page, const char *id);
 /* Resolve "block" / "block:port" to (block, output port); false when it names nothing. */
 bool bf_page_resolve(const bf_page *page, const char *ref, int *block, int *port);
-/* Fill the page, block and pointer fields of an error about block `b` (b < 0: the page). */
-void bf_page_error_where(const bf_page *page, int b, bf_error *e);
 
 #endif /* BF_PAGE_H */

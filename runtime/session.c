@@ -49,7 +49,7 @@ typedef struct snode {
     bf_block_stats stats;
     bool ordered;              /* in the topological order (not on or behind a cycle) */
     /* per run */
-    bool needed, scheduled, finished;
+    bool needed, scheduled;
     uint32_t fetched;          /* bit p: output p is fetched by this run */
     int pending;               /* inputs not yet produced in this run */
     bf_device *dev;            /* NULL = CPU */
@@ -790,7 +790,6 @@ static void push_ready(bf_session *s, snode *n) {
  * consumers (those now complete become ready), or record the failure and stop the run.
  */
 static void complete(bf_session *s, snode *n) {
-    n->finished = true;
     n->stats.status = n->status;
     if (n->status == BF_OK) {
         n->valid = true;
@@ -903,7 +902,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
     memset(&s->run_err, 0, sizeof(s->run_err));
     for (int i = 0; i < s->n; i++) {
         snode *n = &s->nodes[i];
-        n->needed = n->scheduled = n->finished = false;
+        n->needed = n->scheduled = false;
         n->fetched = 0;
         n->pending = 0;
         n->stats.ran = n->stats.reused = 0;
