@@ -119,6 +119,7 @@ typedef struct direct {
     int algo;
     size_t ws_bytes;
     void *ws, *dx, *dw, *dy; /* x (padded size), filter (cuDNN layout), y */
+    int64_t nx, nw, ny;      /* their element counts */
     char algo_name[24];
 } direct;
 
@@ -177,12 +178,17 @@ static bf_status direct_make(direct *d, cudnnHandle_t h, bf_conv_op op, const bf
                                               : dt == BF_DTYPE_F64 ? CUDNN_DEFAULT_MATH
                                                                    : CUDNN_TENSOR_OP_MATH));
     size_t es = bf_dtype_size(dt);
-    CTRY(cudaMalloc(&d->dx, (size_t)(g->n * hp * wp * g->in_c) * es + 1));
-    CTRY(cudaMalloc(&d->dw, (size_t)(g->k_h * g->k_w * g->k_in_c * g->out_c) * es + 1));
-    CTRY(cudaMalloc(&d->dy, (size_t)(g->n * g->out_h * g->out_w * g->out_c) * es + 1));
-    CTRY(cudaMemset(d->dx, 0, (size_t)(g->n * hp * wp * g->in_c) * es));
-    CTRY(cudaMemset(d->dw, 0, (size_t)(g->k_h * g->k_w * g->k_in_c * g->out_c) * es));
-    CTRY(cudaMemset(d->dy, 0, (size_t)(g->n * g->out_h * g->out_w * g->out_c) * es));
+    d->nx = g->n * hp * wp * g->in_c;
+    d->nw = g->k_h * g->k_w * g->k_in_c * g->out_c;
+    d->ny = g->n * g->out_h * g->out_w * g->out_c;
+    CTRY(cudaMalloc(&d->dx, (size_t)d->nx * es + 1));
+    CTRY(cudaMalloc(&d->dw, (size_t)d->nw * es + 1));
+    CTRY(cudaMalloc(&d->dy, (size_t)d->ny * es + 1));
+    /* Zeros for cudnnFind (the caller uploads random data before timing: zeros can run faster
+     * than real data). */
+    CTRY(cudaMemset(d->dx, 0, (size_t)d->nx * es));
+    CTRY(cudaMemset(d->dw, 0, (size_t)d->nw * es));
+    CTRY(cudaMemset(d->dy, 0, (size_t)d->ny * es));
 
     int n = 0, found = 0;
     enum { K = 16 };
@@ -433,7 +439,10 @@ static void bench_op(bf_device *dev, void *stream, bf_cuda_ctx *ctx, const char 
     ex.workspace_size = ws_o, ex.note = note_o, ex.note_size = sizeof note_o;
     t_o = time_median(stream, run_ours, &oa, o->warmup, o->rounds, &err);
     if (t_o < 0) snprintf(note_o, sizeof note_o, "error: %s", err.message);
-    if (direct_make(&d, ctx->cudnn, op, g, o->dt, &err) == BF_OK)
+    if (direct_make(&d, ctx->cudnn, op, g, o->dt, &err) == BF_OK &&
+        fill_random(dev, stream, d.dx, d.nx, o->dt, 3, &err) == BF_OK &&
+        fill_random(dev, stream, d.dw, d.nw, o->dt, 4, &err) == BF_OK &&
+        fill_random(dev, stream, d.dy, d.ny, o->dt, 5, &err) == BF_OK)
         t_d = time_median(stream, direct_run, &d, o->warmup, o->rounds, &err);
     else
         snprintf(d.algo_name, sizeof d.algo_name, "n/a");

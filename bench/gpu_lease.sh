@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# gpu_lease.sh - run the GPU tests and the GPU benchmark on a borrowed GPU machine that has the
+# CUDA driver and cuDNN but none of our build dependencies (libuv, cJSON, Check).
+#
+#   bench/gpu_lease.sh pack        here: build build-gpu (CUDA on) and copy what the GPU machine
+#                                  needs (programs, ctest files, libuv/cJSON/subunit) into .gpu/
+#   bench/gpu_lease.sh run [WHAT]  there, from the repository root, with .gpu/ carried along:
+#                                  WHAT is any of: tests examples bench sanitize (default: all
+#                                  but sanitize). Logs and tables go to $OUT (or ./gpu-out).
+#
+# The build folder's ctest files name absolute paths of this checkout; `run` recreates them
+# with a symbolic link when the GPU machine's copy of the repository lives elsewhere.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+pack() {
+    cmake -S . -B build-gpu -DBLOCKFLOW_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DBLOCKFLOW_WERROR=ON >/dev/null
+    cmake --build build-gpu -j"$(nproc)" >/dev/null
+    rm -rf .gpu && mkdir -p .gpu/lib
+    echo "$root" >.gpu/origin
+    # Programs and ctest files only: object files and static libraries stay here.
+    mkdir -p .gpu/build-gpu
+    (cd build-gpu && find . -name CMakeFiles -prune -o \( -type f \( -perm -u+x -o -name 'CTestTestfile.cmake' \) \) -print |
+        grep -v -E '\.(a|o|so)$' | tar -cf - -T - | tar -xf - -C ../.gpu/build-gpu)
+    for l in libuv.so.1 libcjson.so.1 libsubunit.so.0; do
+        cp -L "$(ldconfig -p | awk -v l="$l" '$1 == l { print $NF; exit }')" .gpu/lib/
+    done
+    grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
+    du -sh .gpu
+}
+
+# Library folders for libcudart, cuDNN (often inside Python's nvidia-* packages), NVRTC, cuBLAS.
+gpu_libs() {
+    local dirs
+    dirs=$(find / -xdev \( -name 'libcudnn.so.9' -o -name 'libcudart.so.1[0-9]' -o -name 'libnvrtc.so.1[0-9]' \
+        -o -name 'libcublasLt.so.1[0-9]' \) -not -path '/proc/*' 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
+    echo "$root/.gpu/lib${dirs:+:$dirs}"
+}
+
+run() {
+    local out=${OUT:-$root/gpu-out}
+    mkdir -p "$out"
+    local origin
+    origin=$(cat .gpu/origin)
+    if [ "$origin" != "$root" ] && [ ! -e "$origin" ]; then
+        mkdir -p "$(dirname "$origin")" && ln -s "$root" "$origin"
+    fi
+    [ -e build-gpu ] || ln -s .gpu/build-gpu build-gpu
+    export LD_LIBRARY_PATH
+    LD_LIBRARY_PATH=$(gpu_libs)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    local what=${*:-tests examples bench}
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" | tee -a "$out/gpu.txt"
+    echo "repository: $root (built at $origin)"
+    local rc=0
+    for w in $what; do
+        case $w in
+        tests)
+            (cd build-gpu && timeout 300 ctest -L gpu --output-on-failure --timeout 280) 2>&1 | tee "$out/ctest_gpu.log" || rc=1
+            ;;
+        examples)
+            # Every example page on the CPU and on the GPU; the outputs must agree.
+            for p in examples/*.json; do
+                n=$(basename "$p" .json)
+                build-gpu/blockflow run "$p" --device cpu -o "$out/ex/cpu/$n" >/dev/null
+                build-gpu/blockflow run "$p" --device gpu -o "$out/ex/gpu/$n" --print >"$out/ex/$n.gpu.txt" 2>&1 ||
+                    { echo "$n: GPU run failed"; cat "$out/ex/$n.gpu.txt"; rc=1; }
+            done 2>&1 | tee "$out/examples.log"
+            python3 - "$out/ex" <<'EOF' 2>&1 | tee -a "$out/examples.log" || rc=1
+import glob, os, sys
+import numpy as np
+base, bad = sys.argv[1], 0
+for c in sorted(glob.glob(f"{base}/cpu/*/*.npy")):
+    g = c.replace("/cpu/", "/gpu/", 1)
+    a = np.load(c).astype(np.float64)
+    b = np.load(g).astype(np.float64) if os.path.exists(g) else None
+    if b is None or a.shape != b.shape:
+        print(f"{g}: missing or wrong shape"); bad += 1; continue
+    err = np.abs(a - b).max() / max(np.abs(a).max(), 1e-30)
+    ok = err < (1e-12 if a.dtype == np.float64 else 1e-5)
+    print(f"{os.path.relpath(c, base)[4:]:60s} max|cpu-gpu|/max|cpu| = {err:.2e} {'ok' if ok else 'DIFFERS'}")
+    bad += not ok
+sys.exit(1 if bad else 0)
+EOF
+            ;;
+        bench)
+            for dt in float32 float16; do
+                timeout 150 build-gpu/blockflow bench --device gpu --dtype $dt --rounds 20 2>&1 | tee "$out/bench_gpu_$dt.txt" || rc=1
+            done
+            ;;
+        sanitize)
+            # compute-sanitizer on a short run of the GPU test (no fork: Check runs in-process).
+            CK_FORK=no BF_GPU_TEST_CASES=12 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+                build-gpu/tests/test_conv_gpu 2>&1 | tail -40 | tee "$out/sanitize.log" || rc=1
+            ;;
+        esac
+    done
+    return $rc
+}
+
+case ${1:-} in
+pack) pack ;;
+run) shift; run "$@" ;;
+*) sed -n 2,12p "$0"; exit 2 ;;
+esac
