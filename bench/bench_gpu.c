@@ -4,9 +4,11 @@
  * the median of --rounds runs):
  *   cudnn   our cuDNN path (bf_conv_cuda use_cudnn=1: filter transpose, pad/crop, cached
  *           heuristic algorithm; depthwise runs our own kernels there, as in TensorFlow);
+ *   tuned   the same with BF_CUDNN_AUTOTUNE=1 (benchmarked deterministic algorithm);
  *   own     our own kernels (use_cudnn=0);
- *   best    cuDNN called directly with the fastest algorithm cudnnFind* reports (any
- *           determinism, no transposes or padded copies: a lower bound for our cuDNN path);
+ *   best-d  cuDNN called directly with the fastest deterministic algorithm cudnnFind*
+ *           reports (no transposes or padded copies: a lower bound for our cuDNN path);
+ *   best    the same over all algorithms, deterministic or not (atomics);
  *   floor   max(2*MACs / measured FMA rate, minimum bytes / measured bandwidth), where the
  *           FMA rate is that of cuDNN's best algorithm on a large 1x1 convolution (a GEMM) in
  *           the same dtype and math mode, and the bandwidth that of a device-to-device copy.
@@ -147,9 +149,10 @@ static void direct_free(direct *d) {
     } while (0)
 
 /* Describe the case to cuDNN (asymmetric pads as a padded input with the common padding),
- * find the fastest algorithm whose math is allowed (float32: no TF32), allocate its buffers. */
+ * find the fastest algorithm whose math is allowed (float32: no TF32) and, with det_only,
+ * that is deterministic; allocate its buffers. */
 static bf_status direct_make(direct *d, cudnnHandle_t h, bf_conv_op op, const bf_conv_geom *g,
-                             bf_dtype dt, bf_error *err) {
+                             bf_dtype dt, bool det_only, bf_error *err) {
     memset(d, 0, sizeof *d);
     d->h = h, d->op = op, d->dt = dt;
     cudnnDataType_t data = dt == BF_DTYPE_F64    ? CUDNN_DATA_DOUBLE
@@ -197,21 +200,24 @@ static bf_status direct_make(direct *d, cudnnHandle_t h, bf_conv_op op, const bf
         DTRY(cudnnFindConvolutionForwardAlgorithm(h, d->x, d->w, d->conv, d->y, K, &n, r));
         for (int i = 0; i < n && !found; i++)
             if (r[i].status == CUDNN_STATUS_SUCCESS &&
-                (dt != BF_DTYPE_F32 || r[i].mathType != CUDNN_TENSOR_OP_MATH))
+                (dt != BF_DTYPE_F32 || r[i].mathType != CUDNN_TENSOR_OP_MATH) &&
+                (!det_only || r[i].determinism == CUDNN_DETERMINISTIC))
                 found = 1, d->algo = r[i].algo, d->ws_bytes = r[i].memory;
     } else if (op == BF_CONV_BWD_FILTER) {
         cudnnConvolutionBwdFilterAlgoPerf_t r[K];
         DTRY(cudnnFindConvolutionBackwardFilterAlgorithm(h, d->x, d->y, d->conv, d->w, K, &n, r));
         for (int i = 0; i < n && !found; i++)
             if (r[i].status == CUDNN_STATUS_SUCCESS &&
-                (dt != BF_DTYPE_F32 || r[i].mathType != CUDNN_TENSOR_OP_MATH))
+                (dt != BF_DTYPE_F32 || r[i].mathType != CUDNN_TENSOR_OP_MATH) &&
+                (!det_only || r[i].determinism == CUDNN_DETERMINISTIC))
                 found = 1, d->algo = r[i].algo, d->ws_bytes = r[i].memory;
     } else {
         cudnnConvolutionBwdDataAlgoPerf_t r[K];
         DTRY(cudnnFindConvolutionBackwardDataAlgorithm(h, d->w, d->y, d->conv, d->x, K, &n, r));
         for (int i = 0; i < n && !found; i++)
             if (r[i].status == CUDNN_STATUS_SUCCESS &&
-                (dt != BF_DTYPE_F32 || r[i].mathType != CUDNN_TENSOR_OP_MATH))
+                (dt != BF_DTYPE_F32 || r[i].mathType != CUDNN_TENSOR_OP_MATH) &&
+                (!det_only || r[i].determinism == CUDNN_DETERMINISTIC))
                 found = 1, d->algo = r[i].algo, d->ws_bytes = r[i].memory;
     }
     if (!found) return bf_err(err, BF_EUNSUPPORTED, "cudnn", "cudnnFind: no algorithm runs");
@@ -289,7 +295,7 @@ static double measure_mac_rate(cudnnHandle_t h, cudaStream_t st, bf_dtype dt, bf
                       .groups = 1};
     direct d;
     double ms = -1;
-    if (direct_make(&d, h, BF_CONV_FWD, &g, dt, err) == BF_OK)
+    if (direct_make(&d, h, BF_CONV_FWD, &g, dt, false, err) == BF_OK)
         ms = time_median(st, direct_run, &d, 2, 7, err);
     direct_free(&d);
     double macs = 32.0 * 32 * 32 * 1024 * 1024;
@@ -395,9 +401,28 @@ static bf_status fill_random(bf_device *dev, void *stream, void *dst, int64_t co
     return st;
 }
 
-static void bench_op(bf_device *dev, void *stream, bf_cuda_ctx *ctx, const char *cname,
-                     const char *oname, const bf_conv_geom *g, const gbench_opts *o,
-                     double mac_rate, double bw) {
+/* Time cuDNN directly with the fastest (deterministic, with det_only) algorithm on random
+ * data; -1 when cuDNN has none. The algorithm's name goes to `name`. */
+static double time_direct(bf_device *dev, void *stream, cudnnHandle_t h, bf_conv_op op,
+                          const bf_conv_geom *g, const gbench_opts *o, bool det_only, char *name,
+                          size_t name_size) {
+    direct d;
+    bf_error err = {0};
+    double t = -1;
+    if (direct_make(&d, h, op, g, o->dt, det_only, &err) == BF_OK &&
+        fill_random(dev, stream, d.dx, d.nx, o->dt, 3, &err) == BF_OK &&
+        fill_random(dev, stream, d.dw, d.nw, o->dt, 4, &err) == BF_OK &&
+        fill_random(dev, stream, d.dy, d.ny, o->dt, 5, &err) == BF_OK)
+        t = time_median(stream, direct_run, &d, o->warmup, o->rounds, &err);
+    snprintf(name, name_size, "%s", t >= 0 ? d.algo_name : "n/a");
+    direct_free(&d);
+    return t;
+}
+
+/* ctx (on `stream`): heuristic algorithms; tuned (on `tstream`): autotune on. */
+static void bench_op(bf_device *dev, void *stream, bf_cuda_ctx *ctx, void *tstream,
+                     bf_cuda_ctx *tuned, const char *cname, const char *oname, const bf_conv_geom *g,
+                     const gbench_opts *o, double mac_rate, double bw) {
     bf_conv_op op = op_of(oname);
     size_t es = bf_dtype_size(o->dt);
     int64_t nx = g->n * g->in_h * g->in_w * g->in_c, ny = g->n * g->out_h * g->out_w * g->out_c;
@@ -409,50 +434,43 @@ static void bench_op(bf_device *dev, void *stream, bf_cuda_ctx *ctx, const char 
                   (double)g->k_w * (double)g->k_in_c;
     double floor_ms = 1e3 * BF_MAX(macs / mac_rate, (double)(na + nb + no) * (double)es / bw);
     bf_error err = {0};
-    char note_c[288] = "", note_o[288] = "";
-    bf_exec ex = {.n_threads = 1, .device = dev, .stream = stream, .device_ctx = ctx};
-    size_t ws_c = bf_conv_cuda_workspace(op, g, o->dt, 1, &ex);
-    size_t ws_o = bf_conv_cuda_workspace(op, g, o->dt, 0, &ex);
+    /* our paths: 0 cuDNN heuristic, 1 cuDNN autotuned, 2 own kernels */
+    char note[3][288] = {"", "", ""}, best_d[24] = "n/a", best_a[24] = "n/a";
+    double t[3] = {-1, -1, -1}, t_bd = -1, t_ba = -1;
+    bf_exec ex = {.n_threads = 1, .device = dev, .stream = stream};
+    size_t ws = 0;
+    for (int p = 0; p < 3; p++) {
+        ex.device_ctx = p == 1 ? tuned : ctx;
+        ws = BF_MAX(ws, bf_conv_cuda_workspace(op, g, o->dt, p < 2, &ex));
+    }
     void *a = dev->ops->alloc(dev, (size_t)na * es, &err);
     void *b = dev->ops->alloc(dev, (size_t)nb * es, &err);
     void *out = dev->ops->alloc(dev, (size_t)no * es, &err);
-    void *ws = dev->ops->alloc(dev, BF_MAX(ws_c, ws_o), &err);
-    double t_c = -1, t_o = -1, t_d = -1;
-    direct d;
-    memset(&d, 0, sizeof d);
+    void *wsp = dev->ops->alloc(dev, ws, &err);
     const char *fail = NULL;
-    if (!a || !b || !out || !ws) {
-        fail = err.message;
-        goto print;
-    }
-    if (fill_random(dev, stream, a, na, o->dt, 1, &err) != BF_OK ||
+    if (!a || !b || !out || !wsp || fill_random(dev, stream, a, na, o->dt, 1, &err) != BF_OK ||
         fill_random(dev, stream, b, nb, o->dt, 2, &err) != BF_OK) {
         fail = err.message;
         goto print;
     }
-    ex.workspace = ws;
-    ours_arg oa = {op, g, o->dt, 1, a, b, out, &ex};
-    ex.workspace_size = ws_c, ex.note = note_c, ex.note_size = sizeof note_c;
-    t_c = time_median(stream, run_ours, &oa, o->warmup, o->rounds, &err);
-    if (t_c < 0) snprintf(note_c, sizeof note_c, "error: %s", err.message);
-    oa.use_cudnn = 0;
-    ex.workspace_size = ws_o, ex.note = note_o, ex.note_size = sizeof note_o;
-    t_o = time_median(stream, run_ours, &oa, o->warmup, o->rounds, &err);
-    if (t_o < 0) snprintf(note_o, sizeof note_o, "error: %s", err.message);
-    if (direct_make(&d, ctx->cudnn, op, g, o->dt, &err) == BF_OK &&
-        fill_random(dev, stream, d.dx, d.nx, o->dt, 3, &err) == BF_OK &&
-        fill_random(dev, stream, d.dw, d.nw, o->dt, 4, &err) == BF_OK &&
-        fill_random(dev, stream, d.dy, d.ny, o->dt, 5, &err) == BF_OK)
-        t_d = time_median(stream, direct_run, &d, o->warmup, o->rounds, &err);
-    else
-        snprintf(d.algo_name, sizeof d.algo_name, "n/a");
+    for (int p = 0; p < 3; p++) {
+        ex.device_ctx = p == 1 ? tuned : ctx;
+        ex.stream = p == 1 ? tstream : stream;
+        ex.workspace = wsp, ex.workspace_size = ws;
+        ex.note = note[p], ex.note_size = sizeof note[p];
+        ours_arg oa = {op, g, o->dt, p < 2, a, b, out, &ex};
+        t[p] = time_median(ex.stream, run_ours, &oa, o->warmup, o->rounds, &err);
+        if (t[p] < 0) snprintf(note[p], sizeof note[p], "error: %s", err.message);
+    }
+    t_bd = time_direct(dev, stream, ctx->cudnn, op, g, o, true, best_d, sizeof best_d);
+    t_ba = time_direct(dev, stream, ctx->cudnn, op, g, o, false, best_a, sizeof best_a);
 print:
-    printf("%-24s %-36s %10.4f %10.4f %10.4f %10.4f  %s | %s | best %s\n", cname, oname, t_c, t_o,
-           t_d, floor_ms, note_c, note_o, fail ? fail : d.algo_name);
+    printf("%-24s %-36s %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f  %s | %s | %s | best-d %s | best %s\n",
+           cname, oname, t[0], t[1], t[2], t_bd, t_ba, floor_ms, note[0], note[1], note[2],
+           best_d, fail ? fail : best_a);
     fflush(stdout);
-    direct_free(&d);
     dev->ops->free(dev, a), dev->ops->free(dev, b), dev->ops->free(dev, out);
-    dev->ops->free(dev, ws);
+    dev->ops->free(dev, wsp);
 }
 
 int bf_bench_gpu_main(int argc, char **argv) {
@@ -509,6 +527,17 @@ int bf_bench_gpu_main(int argc, char **argv) {
         return 2;
     }
     bf_cuda_ctx *ctx = vctx;
+    /* A second session context on the same device with autotune on (its own algorithm cache). */
+    void *tstream = NULL, *tvctx = NULL;
+    if (dev->ops->session_init(dev, &tstream, &tvctx, &err) != BF_OK) {
+        printf("no GPU: %s\n", err.message);
+        dev->ops->session_free(dev, stream, vctx);
+        cJSON_Delete(root);
+        bf_cuda_release(devs, ndev);
+        return 2;
+    }
+    bf_cuda_ctx *tuned = tvctx;
+    tuned->autotune = 1;
     double bw = measure_bandwidth(stream, &err);
     double rate = measure_mac_rate(ctx->cudnn, stream, o.dt, &err);
     int rc = 0;
@@ -523,8 +552,8 @@ int bf_bench_gpu_main(int argc, char **argv) {
            o.dt == BF_DTYPE_F32 ? "FMA math, no TF32" : "tensor-op math allowed");
     printf("times: median of %d runs after %d warmup, milliseconds (-1: did not run)\n", o.rounds,
            o.warmup);
-    printf("%-24s %-36s %10s %10s %10s %10s  %s\n", "case", "op", "cudnn", "own", "best", "floor",
-           "notes (cudnn | own | best)");
+    printf("%-24s %-36s %9s %9s %9s %9s %9s %9s  %s\n", "case", "op", "cudnn", "tuned", "own",
+           "best-d", "best", "floor", "notes (cudnn | tuned | own | best-d | best)");
     const cJSON *c;
     cJSON_ArrayForEach(c, cases) {
         const cJSON *name = cJSON_GetObjectItem(c, "name"), *ops = cJSON_GetObjectItem(c, "ops");
@@ -541,10 +570,12 @@ int bf_bench_gpu_main(int argc, char **argv) {
                 printf("%-24s %-36s unsupported: %s\n", name->valuestring, op->valuestring, bad);
                 continue;
             }
-            bench_op(dev, stream, ctx, name->valuestring, op->valuestring, &g, &o, rate, bw);
+            bench_op(dev, stream, ctx, tstream, tuned, name->valuestring, op->valuestring, &g, &o, rate,
+                     bw);
         }
     }
 done:
+    dev->ops->session_free(dev, tstream, tvctx);
     dev->ops->session_free(dev, stream, vctx);
     cJSON_Delete(root);
     bf_cuda_release(devs, ndev);

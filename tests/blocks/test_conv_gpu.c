@@ -11,6 +11,8 @@
  *
  * What is checked, for all three ops (FWD, BWD_FILTER, BWD_INPUT), use_cudnn 0 and 1, and
  * float32 / float64 / float16 / bfloat16:
+ *  - depthwise NHWC geometries for the fast depthwise kernels (channel tails, multipliers,
+ *    3/5/7 filters, many filter-gradient splits);
  *  - random geometries: NHWC and NCHW, N 1..3, strides 1..3, dilations 1..2, VALID, TF SAME
  *    (odd totals give asymmetric pads) and random asymmetric EXPLICIT pads, groups, and
  *    depthwise with channel multipliers 1..3; every fifth case is larger, to cover several
@@ -285,6 +287,40 @@ START_TEST(random_geometries_match_reference) {
 }
 END_TEST
 
+/* Depthwise NHWC, the layout of the fast depthwise kernels: channel counts around the
+ * 32-channel tiles, multipliers 1..3, square 3/5/7 filters (the specialised filter gradients)
+ * and other sizes, strides 1..3, dilations; every fourth case has enough rows for many
+ * splits. */
+START_TEST(depthwise_nhwc_match_reference) {
+    bf_rng r = {0x5eed0000ull + (uint64_t)_i};
+    bf_conv_geom g;
+    bool big = _i % 4 == 3;
+    do {
+        memset(&g, 0, sizeof g);
+        g.n = bf_rng_int(&r, 1, big ? 4 : 2);
+        g.in_c = bf_rng_int(&r, 1, 70);
+        g.groups = g.in_c, g.k_in_c = 1;
+        g.out_c = g.in_c * bf_rng_int(&r, 1, 3);
+        g.in_h = bf_rng_int(&r, 1, big ? 40 : 12);
+        g.in_w = bf_rng_int(&r, 1, big ? 40 : 12);
+        static const int64_t ks[] = {3, 3, 5, 7, 1, 2, 4};
+        g.k_h = ks[bf_rng_int(&r, 0, 6)];
+        g.k_w = bf_rng_int(&r, 0, 3) ? g.k_h : bf_rng_int(&r, 1, 4);
+        g.stride_h = bf_rng_int(&r, 1, 3), g.stride_w = bf_rng_int(&r, 1, 3);
+        g.dil_h = bf_rng_int(&r, 1, 2), g.dil_w = bf_rng_int(&r, 1, 2);
+        int mode = (int)bf_rng_int(&r, 0, 2);
+        g.out_h = pads_for(mode, g.in_h, g.k_h, g.stride_h, g.dil_h, &r, &g.pad_top,
+                           &g.pad_bottom);
+        g.out_w = pads_for(mode, g.in_w, g.k_w, g.stride_w, g.dil_w, &r, &g.pad_left,
+                           &g.pad_right);
+    } while (g.out_h <= 0 || g.out_w <= 0);
+    gpu G;
+    gpu_open(&G);
+    check_geom(&G, &g, 2000 + _i);
+    gpu_close(&G);
+}
+END_TEST
+
 /* A fixed TF SAME case with an odd pad total (top 0, bottom 1): the asymmetric path. */
 START_TEST(asymmetric_same_both_layouts) {
     gpu G;
@@ -372,6 +408,7 @@ static Suite *conv_gpu_suite(void) {
     const char *env = getenv("BF_GPU_TEST_CASES");
     int n_random = env ? BF_MAX(1, BF_MIN(atoi(env), N_RANDOM)) : N_RANDOM;
     tcase_add_loop_test(tc, random_geometries_match_reference, 0, n_random);
+    tcase_add_loop_test(tc, depthwise_nhwc_match_reference, 0, env ? 4 : 40);
     tcase_add_test(tc, asymmetric_same_both_layouts);
     tcase_add_test(tc, empty_batch_gives_zero_filter_gradient);
     tcase_add_test(tc, autotune_matches_reference);

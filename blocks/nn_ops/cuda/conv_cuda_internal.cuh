@@ -48,6 +48,17 @@ bf_status bf_conv_own_run(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, con
                           int sm_count, char *note, size_t note_size, bf_error *err);
 
 /*
+ * The NHWC depthwise kernels of conv_cuda_depthwise.cu: whether they take (op, g), the split
+ * count of their filter gradient (workspace: splits * KH*KW*O accumulators when > 1), and the
+ * launch (kernel errors are read by the caller with cudaGetLastError).
+ */
+bool bf_dw_nhwc_takes(bf_conv_op op, const bf_conv_geom *g);
+int bf_dw_nhwc_filter_splits(const bf_conv_geom *g, bf_dtype dt, int sm_count);
+void bf_dw_nhwc_run(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, const void *a,
+                    const void *b, void *out, void *ws, size_t ws_size, cudaStream_t st,
+                    int sm_count, char *note, size_t note_size);
+
+/*
  * Helpers of the cuDNN path, on raw element bytes (esize 2, 4 or 8):
  *   pad:  dst [N, H+et+eb, W+el+er, C] (layout nchw) = src [N, H, W, C] placed at (et, el),
  *         zeros around;

@@ -20,29 +20,12 @@
  *
  * f16/bf16 load, convert to float, accumulate in float, round once on store; f64 in double.
  */
+#include "conv_cuda_device.cuh"
 #include "conv_cuda_internal.cuh"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* ---- dtype traits ------------------------------------------------------------------------ */
-
-template <typename T> struct bf_acc { typedef float type; };
-template <> struct bf_acc<double> { typedef double type; };
-
-__host__ __device__ __forceinline__ float bf_ld(float v) { return v; }
-__host__ __device__ __forceinline__ double bf_ld(double v) { return v; }
-__device__ __forceinline__ float bf_ld(__half v) { return __half2float(v); }
-__device__ __forceinline__ float bf_ld(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T> __host__ __device__ __forceinline__ T bf_st(typename bf_acc<T>::type v);
-template <> __host__ __device__ __forceinline__ float bf_st<float>(float v) { return v; }
-template <> __host__ __device__ __forceinline__ double bf_st<double>(double v) { return v; }
-template <> __device__ __forceinline__ __half bf_st<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 bf_st<__nv_bfloat16>(float v) {
-    return __float2bfloat16_rn(v);
-}
 
 bf_cgeo bf_cgeo_from(const bf_conv_geom *g) {
     bf_cgeo c;
@@ -354,18 +337,6 @@ __global__ void direct_bwd_filter(bf_cgeo g, const T *__restrict__ x, const T *_
         partial[(size_t)s * F + f] = acc;
 }
 
-template <typename T>
-__global__ void split_reduce(const typename bf_acc<T>::type *__restrict__ partial,
-                             T *__restrict__ out, int F, int splits) {
-    typedef typename bf_acc<T>::type A;
-    for (int f = blockIdx.x * blockDim.x + threadIdx.x; f < F; f += gridDim.x * blockDim.x) {
-        A s = A(0);
-        for (int sp = 0; sp < splits; sp++)
-            s += partial[(size_t)sp * F + f];
-        out[f] = bf_st<T>(s);
-    }
-}
-
 /* ---- planning ---------------------------------------------------------------------------- */
 
 static size_t acc_size(bf_dtype dt) { return dt == BF_DTYPE_F64 ? 8 : 4; }
@@ -400,7 +371,8 @@ static int bwd_filter_splits(const bf_conv_geom *g, bf_dtype dt, int sm_count) {
 
 size_t bf_conv_own_workspace(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, int sm_count) {
     if (op != BF_CONV_BWD_FILTER) return 0;
-    int s = bwd_filter_splits(g, dt, sm_count);
+    int s = bf_dw_nhwc_takes(op, g) ? bf_dw_nhwc_filter_splits(g, dt, sm_count)
+                                    : bwd_filter_splits(g, dt, sm_count);
     if (s <= 1) return 0;
     return (size_t)s * (size_t)(g->k_h * g->k_w * g->k_in_c * g->out_c) * acc_size(dt);
 }
@@ -426,7 +398,7 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
             dim3 grid((F + 255) / 256, splits);
             direct_bwd_filter<T><<<grid, 256, 0, st>>>(g, a, b, out, (A *)ws, F, P, chunk, splits);
             if (splits > 1)
-                split_reduce<T><<<grid_1d(F, 256), 256, 0, st>>>((A *)ws, out, F, splits);
+                split_reduce_launch<T>((A *)ws, out, F, splits, st);
             bf_note_add(note, note_size, "own direct depthwise bwd_filter, %d splits", splits);
         } else {
             int M = g.kh * g.kw * g.cg, NC = g.og, K = P;
@@ -471,27 +443,23 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
 bf_status bf_conv_own_run(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, const void *a,
                           const void *b, void *out, void *ws, size_t ws_size, cudaStream_t stream,
                           int sm_count, char *note, size_t note_size, bf_error *err) {
-    switch (dt) {
-    case BF_DTYPE_F32:
-        launch_own(op, g, (const float *)a, (const float *)b, (float *)out, ws, ws_size, stream,
-                   sm_count, note, note_size);
-        break;
-    case BF_DTYPE_F64:
-        launch_own(op, g, (const double *)a, (const double *)b, (double *)out, ws, ws_size, stream,
-                   sm_count, note, note_size);
-        break;
-    case BF_DTYPE_F16:
-        launch_own(op, g, (const __half *)a, (const __half *)b, (__half *)out, ws, ws_size, stream,
-                   sm_count, note, note_size);
-        break;
-    case BF_DTYPE_BF16:
-        launch_own(op, g, (const __nv_bfloat16 *)a, (const __nv_bfloat16 *)b, (__nv_bfloat16 *)out,
-                   ws, ws_size, stream, sm_count, note, note_size);
-        break;
-    default:
+    if (dt != BF_DTYPE_F32 && dt != BF_DTYPE_F64 && dt != BF_DTYPE_F16 && dt != BF_DTYPE_BF16)
         return bf_err(err, BF_EUNSUPPORTED, "dtype", "dtype %s has no CUDA convolution kernel",
                       bf_dtype_name(dt));
-    }
+    if (bf_dw_nhwc_takes(op, g))
+        bf_dw_nhwc_run(op, g, dt, a, b, out, ws, ws_size, stream, sm_count, note, note_size);
+    else if (dt == BF_DTYPE_F32)
+        launch_own(op, g, (const float *)a, (const float *)b, (float *)out, ws, ws_size, stream,
+                   sm_count, note, note_size);
+    else if (dt == BF_DTYPE_F64)
+        launch_own(op, g, (const double *)a, (const double *)b, (double *)out, ws, ws_size, stream,
+                   sm_count, note, note_size);
+    else if (dt == BF_DTYPE_F16)
+        launch_own(op, g, (const __half *)a, (const __half *)b, (__half *)out, ws, ws_size, stream,
+                   sm_count, note, note_size);
+    else
+        launch_own(op, g, (const __nv_bfloat16 *)a, (const __nv_bfloat16 *)b, (__nv_bfloat16 *)out,
+                   ws, ws_size, stream, sm_count, note, note_size);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return bf_err(err, BF_EDEVICE, "cuda", "launching our convolution kernel: %s",
@@ -593,21 +561,52 @@ cudaError_t bf_cuda_crop(int esize, const void *src, void *dst, int n, int h, in
     return pad_crop(esize, src, dst, n, h, w, c, et, eb, el, er, nchw, 0, st);
 }
 
+/*
+ * For NHWC data the filter transpose is a plain matrix transpose: HWIO is [KH*KW*Cg] x [O] and
+ * OHWI is [O] x [KH*KW*Cg]. 32x32 tiles through shared memory (padded against bank conflicts)
+ * keep both the reads and the writes coalesced; the generic index kernel above scatters.
+ * src is rows x cols, dst cols x rows.
+ */
+template <typename E>
+__global__ void transpose_kernel(const E *__restrict__ src, E *__restrict__ dst, int rows,
+                                 int cols) {
+    __shared__ E tile[32][33];
+    int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32;
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        int r = r0 + i, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[i][threadIdx.x] = src[(size_t)r * cols + c];
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        int c = c0 + i, r = r0 + threadIdx.x;
+        if (r < rows && c < cols) dst[(size_t)c * rows + r] = tile[threadIdx.x][i];
+    }
+}
+
+template <typename E>
+static void filter_xpose(const E *src, E *dst, int kh, int kw, int cg, int o, int nchw,
+                         int to_cudnn, cudaStream_t st) {
+    int rows = to_cudnn ? kh * kw * cg : o, cols = to_cudnn ? o : kh * kw * cg;
+    if (!nchw && (rows + 31) / 32 <= 65535) { /* grid.y limit */
+        dim3 grid((cols + 31) / 32, (rows + 31) / 32);
+        transpose_kernel<E><<<grid, dim3(32, 8), 0, st>>>(src, dst, rows, cols);
+        return;
+    }
+    int blocks = grid_1d((int64_t)kh * kw * cg * o, 256);
+    filter_xpose_kernel<E><<<blocks, 256, 0, st>>>(src, dst, kh, kw, cg, o, nchw, to_cudnn);
+}
+
 cudaError_t bf_cuda_filter_xpose(int esize, const void *src, void *dst, int kh, int kw, int cg,
                                  int o, int nchw, int to_cudnn, cudaStream_t st) {
-    int blocks = grid_1d((int64_t)kh * kw * cg * o, 256);
     switch (esize) {
     case 2:
-        filter_xpose_kernel<uint16_t><<<blocks, 256, 0, st>>>(
-            (const uint16_t *)src, (uint16_t *)dst, kh, kw, cg, o, nchw, to_cudnn);
+        filter_xpose((const uint16_t *)src, (uint16_t *)dst, kh, kw, cg, o, nchw, to_cudnn, st);
         break;
     case 4:
-        filter_xpose_kernel<uint32_t><<<blocks, 256, 0, st>>>(
-            (const uint32_t *)src, (uint32_t *)dst, kh, kw, cg, o, nchw, to_cudnn);
+        filter_xpose((const uint32_t *)src, (uint32_t *)dst, kh, kw, cg, o, nchw, to_cudnn, st);
         break;
     default:
-        filter_xpose_kernel<uint64_t><<<blocks, 256, 0, st>>>(
-            (const uint64_t *)src, (uint64_t *)dst, kh, kw, cg, o, nchw, to_cudnn);
+        filter_xpose((const uint64_t *)src, (uint64_t *)dst, kh, kw, cg, o, nchw, to_cudnn, st);
         break;
     }
     return cudaGetLastError();
