@@ -101,7 +101,9 @@ static void cuda_session_free(bf_device *dev, void *stream, void *device_ctx) {
 /*
  * Make the session's stream and device state: a non-blocking stream, a cuDNN handle bound to
  * it, and the algorithm cache. BF_CUDNN_AUTOTUNE=1 in the environment at this moment turns on
- * benchmarking (cudnnFind*) instead of heuristics; BF_CUDNN_WORKSPACE_MB bounds the cuDNN
+ * benchmarking (cudnnFind*) instead of heuristics; BF_CUDNN_DETERMINISTIC=0 lets cuDNN use
+ * algorithms whose results vary in the last bits from run to run (atomic accumulation), as
+ * TensorFlow does unless determinism is asked for; BF_CUDNN_WORKSPACE_MB bounds the cuDNN
  * workspace (default 1024). On failure nothing is left allocated and *stream, *device_ctx
  * are NULL.
  */
@@ -119,6 +121,8 @@ static bf_status cuda_session_init(bf_device *dev, void **stream, void **device_
     }
     const char *at = getenv("BF_CUDNN_AUTOTUNE");
     c->autotune = at && at[0] == '1';
+    const char *det = getenv("BF_CUDNN_DETERMINISTIC");
+    c->any_algo = det && det[0] == '0';
     c->ws_cap = BF_CUDA_WS_CAP;
     const char *cap = getenv("BF_CUDNN_WORKSPACE_MB");
     if (cap && *cap) {

@@ -28,6 +28,7 @@ typedef struct bf_cuda_algo_entry {
     int math;        /* cudnnMathType_t the algorithm was found with */
     size_t ws_bytes; /* its cuDNN workspace */
     float ms;        /* measured time (autotune) or -1 (heuristic) */
+    int nondet;      /* results may vary in the last bits between runs (atomics) */
 } bf_cuda_algo_entry;
 
 typedef struct bf_cuda_ctx {
@@ -35,6 +36,7 @@ typedef struct bf_cuda_ctx {
     cudaStream_t stream;       /* the session's stream (also bf_exec.stream) */
     cudnnHandle_t cudnn;       /* bound to `stream` */
     int autotune;              /* BF_CUDNN_AUTOTUNE=1 at session_init: benchmark and cache */
+    int any_algo;              /* BF_CUDNN_DETERMINISTIC=0: non-deterministic algorithms too */
     size_t ws_cap;             /* most cuDNN workspace an algorithm may use (bytes) */
     int sm_count;              /* multiprocessors, for grid sizing */
     pthread_mutex_t lock;      /* guards the cuDNN handle and the cache */

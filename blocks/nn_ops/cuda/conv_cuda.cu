@@ -12,7 +12,8 @@
  *    x and crops it. Results match the CPU kernels.
  *  - Algorithms come from cuDNN's heuristics (cudnnGet*_v7), first deterministic one whose
  *    workspace fits; with BF_CUDNN_AUTOTUNE=1 (read at session_init) from cudnnFind*
- *    (benchmarked, fastest deterministic one that fits). Either way the choice is cached per
+ *    (benchmarked, fastest deterministic one that fits). BF_CUDNN_DETERMINISTIC=0 admits
+ *    algorithms that accumulate with atomics (results vary in the last bits between runs). Either way the choice is cached per
  *    (op, dtype, geometry) in the session's bf_cuda_ctx and written to ex->note.
  *  - float32 runs with CUDNN_FMA_MATH (no TF32); half and bfloat16 may use tensor cores with
  *    float accumulation (compute type float); double computes in double.
@@ -291,14 +292,16 @@ static bool choose_algo(bf_cuda_ctx *c, bf_conv_op op, const bf_conv_geom *g, bf
         return false;
     }
     for (int i = 0; i < n; i++) {
-        if (r[i].status != CUDNN_STATUS_SUCCESS || r[i].det != CUDNN_DETERMINISTIC ||
-            r[i].memory > avail || !math_ok(dt, r[i].math))
+        if (r[i].status != CUDNN_STATUS_SUCCESS ||
+            (r[i].det != CUDNN_DETERMINISTIC && !c->any_algo) || r[i].memory > avail ||
+            !math_ok(dt, r[i].math))
             continue;
         memcpy(pick->key, key, sizeof key);
         pick->algo = r[i].algo;
         pick->math = dt == BF_DTYPE_F32 ? (int)CUDNN_FMA_MATH : (int)r[i].math;
         pick->ws_bytes = r[i].memory;
         pick->ms = c->autotune ? r[i].time : -1.0f;
+        pick->nondet = r[i].det != CUDNN_DETERMINISTIC;
         if (avail >= c->ws_cap) { /* remember choices made under the normal bound */
             if (c->n_cache == c->cap_cache) {
                 int cap = c->cap_cache ? 2 * c->cap_cache : 16;
@@ -310,7 +313,8 @@ static bool choose_algo(bf_cuda_ctx *c, bf_conv_op op, const bf_conv_geom *g, bf
         }
         return true;
     }
-    *why = "no deterministic algorithm within the workspace bound";
+    *why = c->any_algo ? "no algorithm within the workspace bound"
+                       : "no deterministic algorithm within the workspace bound";
     return false;
 }
 
@@ -480,8 +484,9 @@ static bf_status run_cudnn(bf_cuda_ctx *c, bf_conv_op op, const bf_conv_geom *g,
         static const char *const names[] = {"fwd", "bwd_filter", "bwd_input"};
         char tune[48] = "heuristic";
         if (pick.ms >= 0) snprintf(tune, sizeof tune, "autotuned %.3f ms", (double)pick.ms);
-        bf_note_add(ex->note, ex->note_size, "cudnn %s algo=%s math=%s ws=%zu (%s)%s", names[op],
-                    algo_name(op, pick.algo), math_name(pick.math), pick.ws_bytes, tune,
+        bf_note_add(ex->note, ex->note_size, "cudnn %s algo=%s math=%s ws=%zu (%s%s)%s",
+                    names[op], algo_name(op, pick.algo), math_name(pick.math), pick.ws_bytes,
+                    tune, pick.nondet ? ", non-deterministic" : "",
                     p.padded ? ", asymmetric pad via padded copy" : "");
     }
     goto done;
