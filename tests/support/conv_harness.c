@@ -47,7 +47,7 @@ bf_tensor *ct_i32(int n, const int64_t *v) {
 
 double *ct_values(const bf_tensor *t) {
     double *v = malloc(sizeof(double) * (size_t)(t->numel ? t->numel : 1));
-    for (int64_t i = 0; i < t->numel; i++) v[i] = bf_tensor_get_f64(t, i);
+    for (int64_t i = 0; v && i < t->numel; i++) v[i] = bf_tensor_get_f64(t, i);
     return v;
 }
 

@@ -36,7 +36,7 @@ bf_status ct_run(const bf_block_desc *d, const char *attrs_json, bf_tensor *cons
 bf_status ct_infer(const bf_block_desc *d, const char *attrs_json, const bf_port_info *in,
                    bf_port_info *out, bf_error *err);
 
-/* The tensor's elements as doubles (malloc'd; caller frees with free()). */
+/* The tensor's elements as doubles (malloc'd; caller frees with free()); NULL without memory. */
 double *ct_values(const bf_tensor *t);
 
 #endif /* BF_CONV_HARNESS_H */
