@@ -13,9 +13,9 @@
 
 /* Check vector i on the CPU in (dt, layout). */
 static void check(int i, bf_dtype dt, int nchw) {
-    tv_target t = {.dtype = dt, .nchw = nchw};
+    tv_target t = {.dtype = dt, .nchw = nchw, .path = TV_CPU};
     char msg[1024];
-    ck_assert_msg(tv_check(i, &t, msg, sizeof(msg)), "%s", msg);
+    ck_assert_msg(tv_check(i, &t, msg, sizeof(msg), NULL, 0), "%s", msg);
 }
 
 START_TEST(vector_nhwc_f32) { check(_i, BF_DTYPE_F32, 0); }

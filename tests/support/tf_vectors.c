@@ -72,6 +72,12 @@ bool tv_all_loaded(char *msg, size_t msg_size) {
 
 const char *tv_id(int i) { return cJSON_GetObjectItem(g_cases[i], "id")->valuestring; }
 
+bool tv_has_conv2d(int i) {
+    const bf_block_desc *d = ct_desc(cJSON_GetObjectItem(g_cases[i], "op")->valuestring);
+    return !d || d == &bf_block_conv2d || d == &bf_block_conv2d_backprop_filter ||
+           d == &bf_block_conv2d_backprop_input; /* !d: SeparableConv2D_composite */
+}
+
 bool tv_nchw_tested(int i) {
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItem(g_cases[i], "also_tested_formats")) {
@@ -81,7 +87,10 @@ bool tv_nchw_tested(int i) {
 }
 
 const char *tv_target_str(const tv_target *t, char *buf, size_t size) {
-    snprintf(buf, size, "%s, %s", bf_dtype_name(t->dtype), t->nchw ? "NCHW" : "NHWC");
+    const char *path = t->path == TV_GPU_CUDNN ? ", GPU cuDNN"
+                       : t->path == TV_GPU_OWN ? ", GPU own kernels"
+                                               : "";
+    snprintf(buf, size, "%s, %s%s", bf_dtype_name(t->dtype), t->nchw ? "NCHW" : "NHWC", path);
     return buf;
 }
 
@@ -156,8 +165,9 @@ static void perm_nchw(const int64_t *nhwc, int64_t *nchw) {
     nchw[0] = nhwc[0], nchw[1] = nhwc[3], nchw[2] = nhwc[1], nchw[3] = nhwc[2];
 }
 
-/* Attribute JSON for case c in the given format. */
-static void attrs_json(const cJSON *c, int nchw, char *buf, size_t size) {
+/* Attribute JSON for case c in the given format, with "use_cudnn_on_gpu" when use_cudnn is 0
+ * or 1 (-1: left out, for the depthwise ops and the CPU). */
+static void attrs_json(const cJSON *c, int nchw, int use_cudnn, char *buf, size_t size) {
     int64_t s[8], d[8] = {1, 1, 1, 1}, p[8];
     ints(c, "strides", s);
     if (ints(c, "dilations", d) < 0) d[0] = d[1] = d[2] = d[3] = 1;
@@ -186,7 +196,20 @@ static void attrs_json(const cJSON *c, int nchw, char *buf, size_t size) {
                       ",\"explicit_paddings\":[%ld,%ld,%ld,%ld,%ld,%ld,%ld,%ld]", (long)P[0],
                       (long)P[1], (long)P[2], (long)P[3], (long)P[4], (long)P[5], (long)P[6],
                       (long)P[7]);
+    if (use_cudnn >= 0)
+        n += snprintf(buf + n, size - (size_t)n, ",\"use_cudnn_on_gpu\":%s",
+                      use_cudnn ? "true" : "false");
     snprintf(buf + n, size - (size_t)n, "}");
+}
+
+/* The use_cudnn_on_gpu value for block d on path p: -1 (not given) on the CPU and for the
+ * depthwise blocks, which have no such attribute. */
+static int use_cudnn_attr(const bf_block_desc *d, tv_path p) {
+    if (p == TV_CPU || d == &bf_block_depthwise_conv2d_native ||
+        d == &bf_block_depthwise_conv2d_native_backprop_filter ||
+        d == &bf_block_depthwise_conv2d_native_backprop_input)
+        return -1;
+    return p == TV_GPU_CUDNN;
 }
 
 /* An activation tensor (NHWC values v of NHWC shape d) in the requested format; NULL when v is
@@ -209,6 +232,23 @@ static bf_tensor *filt(bf_dtype dt, const int64_t *d, const double *v) {
 
 /* ---- running and judging ------------------------------------------------------------- */
 
+/*
+ * Run block d on t's path (see ct_run / ct_run_gpu). On the GPU the kernel's note is appended
+ * to note, after "label: " when label is not NULL and after "; " when note is not empty.
+ */
+static bf_status run_block(const tv_target *t, const char *label, const bf_block_desc *d,
+                           const char *attrs, bf_tensor *const *in, bf_tensor **out, char *note,
+                           size_t note_size, bf_error *err) {
+    if (t->path == TV_CPU) return ct_run(d, attrs, in, 2, out, err);
+    char kn[256];
+    bf_status st = ct_run_gpu(t->gpu, d, attrs, in, out, kn, sizeof(kn), err);
+    size_t len = note_size ? strlen(note) : 0;
+    if (note_size > len && (kn[0] || label))
+        snprintf(note + len, note_size - len, "%s%s%s%s", len ? "; " : "", label ? label : "",
+                 label ? ": " : "", kn[0] ? kn : "(no note)");
+    return st;
+}
+
 /* Print "id (target): what" into msg and return false. */
 static bool failed(char *msg, size_t size, const char *id, const tv_target *t, const char *fmt,
                  ...) BF_PRINTF(5, 6);
@@ -230,7 +270,7 @@ static bool failed(char *msg, size_t size, const char *id, const tv_target *t, c
  * when the output is an activation (in t's layout) rather than a filter gradient (HWIO).
  */
 static bf_status run_vector(const cJSON *c, const tv_target *t, bf_tensor **out,
-                            int *out_is_act, bf_error *err) {
+                            int *out_is_act, char *note, size_t note_size, bf_error *err) {
     const char *op = cJSON_GetObjectItem(c, "op")->valuestring;
     const bf_dtype dt = t->dtype;
     const int nchw = t->nchw;
@@ -238,8 +278,6 @@ static bf_status run_vector(const cJSON *c, const tv_target *t, bf_tensor **out,
     ints(c, "input_shape", xs);
     ints(c, "filter_shape", fs);
     int has_dy = ints(c, "out_backprop_shape", ys) == 4;
-    char attrs[512];
-    attrs_json(c, nchw, attrs, sizeof(attrs));
     bf_tensor *in[3] = {NULL, NULL, NULL};
     double *v[3] = {NULL, NULL, NULL};
     bf_status st = BF_OK;
@@ -249,6 +287,9 @@ static bf_status run_vector(const cJSON *c, const tv_target *t, bf_tensor **out,
     const bf_block_desc *d = ct_desc(op);
     bool separable = !strcmp(op, "SeparableConv2D_composite");
     if (!d && !separable) return bf_err(err, BF_EINVAL, "unknown_op", "unknown op %s", op);
+    char attrs[512];
+    attrs_json(c, nchw, use_cudnn_attr(separable ? &bf_block_depthwise_conv2d_native : d, t->path),
+               attrs, sizeof(attrs));
     if (!has_dy && d && d != &bf_block_conv2d && d != &bf_block_depthwise_conv2d_native)
         return bf_err(err, BF_EINVAL, "no_out_backprop", "no out_backprop_shape");
     if (separable || d == &bf_block_conv2d || d == &bf_block_depthwise_conv2d_native) {
@@ -292,31 +333,37 @@ static bf_status run_vector(const cJSON *c, const tv_target *t, bf_tensor **out,
             st = bf_err(err, BF_ENOMEM, "oom", "cannot build the pointwise filter");
             goto done;
         }
-        st = ct_run(&bf_block_depthwise_conv2d_native, attrs, in, 2, &mid, err);
+        st = run_block(t, "depthwise", &bf_block_depthwise_conv2d_native, attrs, in, &mid,
+                       note, note_size, err);
         if (st == BF_OK) {
             bf_tensor *in2[2] = {mid, pw};
-            char a2[128];
+            char a2[160];
+            int use_cudnn = use_cudnn_attr(&bf_block_conv2d, t->path);
             snprintf(a2, sizeof(a2), "{\"strides\":[1,1,1,1],\"padding\":\"VALID\","
-                     "\"data_format\":\"%s\"}", nchw ? "NCHW" : "NHWC");
-            st = ct_run(&bf_block_conv2d, a2, in2, 2, out, err);
+                     "\"data_format\":\"%s\"%s%s}", nchw ? "NCHW" : "NHWC",
+                     use_cudnn < 0 ? "" : ",\"use_cudnn_on_gpu\":",
+                     use_cudnn < 0 ? "" : use_cudnn ? "true" : "false");
+            st = run_block(t, "pointwise", &bf_block_conv2d, a2, in2, out, note, note_size, err);
         }
         bf_tensor_free(mid);
         bf_tensor_free(pw);
     } else {
-        st = ct_run(d, attrs, in, 2, out, err);
+        st = run_block(t, NULL, d, attrs, in, out, note, note_size, err);
     }
 done:
     for (int i = 0; i < 3; i++) bf_tensor_free(in[i]), free(v[i]);
     return st;
 }
 
-bool tv_check(int i, const tv_target *t, char *msg, size_t msg_size) {
+bool tv_check(int i, const tv_target *t, char *msg, size_t msg_size, char *note,
+              size_t note_size) {
     const cJSON *c = g_cases[i];
     const char *id = tv_id(i);
     bf_error err = {0};
     bf_tensor *out = NULL;
     int out_is_act = 1;
-    bf_status st = run_vector(c, t, &out, &out_is_act, &err);
+    if (note_size) note[0] = '\0';
+    bf_status st = run_vector(c, t, &out, &out_is_act, note, note_size, &err);
     if (st != BF_OK) return failed(msg, msg_size, id, t, "status %d: %s", st, err.message);
 
     bool ok = false;
