@@ -48,10 +48,13 @@ START_TEST(vectors_on_gpu) {
         if (tv_check(i, &t, msg, sizeof(msg), note, sizeof(note))) continue;
         n_failed++;
         fprintf(stderr, "%s; kernel note: %s\n", msg, note[0] ? note : "(none)");
-        /* the id, what failed (after the target, which the message names once) and the note */
+        /* the id, what failed (after the target, which the message names once) and the note,
+         * in order until the list is full */
         const char *what = strstr(msg, "): ");
-        int w = snprintf(list + len, sizeof(list) - len, "%s%s [%s; %s]", len ? ", " : "",
-                         tv_id(i), what ? what + 3 : msg, note[0] ? note : "no note");
+        int w = n_unlisted ? -1
+                           : snprintf(list + len, sizeof(list) - len, "%s%s [%s; %s]",
+                                      len ? ", " : "", tv_id(i), what ? what + 3 : msg,
+                                      note[0] ? note : "no note");
         if (w > 0 && (size_t)w < sizeof(list) - len)
             len += (size_t)w;
         else
