@@ -31,8 +31,7 @@
  * The CUDA runtime must not be initialised before Check forks each test, so main() probes the
  * GPU in a child process and each test probes again for itself.
  */
-#include "bf_test.h"
-#include "device.h"
+#include "conv_harness.h"
 #include "exec.h"
 #include "half.h"
 #include "conv_ref64.h"
@@ -41,8 +40,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 /* ---- geometry ---------------------------------------------------------------------------- */
 
@@ -104,23 +101,11 @@ static void random_geom(int seed, bf_conv_geom *g) {
 
 /* ---- running on the GPU ------------------------------------------------------------------ */
 
-typedef struct gpu {
-    bf_device dev;
-    void *stream, *ctx;
-} gpu;
-
-static void gpu_open(gpu *G) {
-    char why[256];
-    bf_device devs[4];
-    int n = bf_cuda_probe(devs, 4, why, sizeof why);
-    ck_assert_msg(n > 0, "the GPU went away: %s", why);
-    G->dev = devs[0];
+/* Open the first GPU in this (forked) test process, or fail the test. */
+static void gpu_open(ct_gpu *G) {
     bf_error err = {0};
-    ck_assert_msg(G->dev.ops->session_init(&G->dev, &G->stream, &G->ctx, &err) == BF_OK,
-                  "session_init: %s", err.message);
+    ck_assert_msg(ct_gpu_open(G, &err) == BF_OK, "opening the GPU: %s", err.message);
 }
-
-static void gpu_close(gpu *G) { G->dev.ops->session_free(&G->dev, G->stream, G->ctx); }
 
 static double tol_atol(bf_dtype dt, double k) {
     switch (dt) {
@@ -161,7 +146,7 @@ static double get(bf_dtype dt, const void *p, int64_t i) {
     }
 }
 
-static void *dev_alloc(gpu *G, size_t bytes) {
+static void *dev_alloc(ct_gpu *G, size_t bytes) {
     bf_error err = {0};
     void *p = G->dev.ops->alloc(&G->dev, bytes, &err);
     ck_assert_msg(p != NULL, "alloc %zu: %s", bytes, err.message);
@@ -190,7 +175,7 @@ static void sizes(bf_conv_op op, const bf_conv_geom *g, int64_t *na, int64_t *nb
  * Run op on the GPU for one geometry/dtype/path and compare with the reference. Returns the
  * worst tolerance excess (<= 1 passes) and leaves the kernel's note in `note`.
  */
-static double run_case(gpu *G, bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, int use_cudnn,
+static double run_case(ct_gpu *G, bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, int use_cudnn,
                        int seed, char *note, size_t note_size) {
     int64_t na, nb, no;
     double k;
@@ -250,7 +235,7 @@ static double run_case(gpu *G, bf_conv_op op, const bf_conv_geom *g, bf_dtype dt
 static const bf_dtype dtypes[] = {BF_DTYPE_F32, BF_DTYPE_F64, BF_DTYPE_F16, BF_DTYPE_BF16};
 static const char *const op_names[] = {"fwd", "bwd_filter", "bwd_input"};
 
-static void check_geom(gpu *G, const bf_conv_geom *g, int seed) {
+static void check_geom(ct_gpu *G, const bf_conv_geom *g, int seed) {
     for (int op = 0; op < 3; op++)
         for (int d = 0; d < BF_COUNT(dtypes); d++)
             for (int use_cudnn = 0; use_cudnn <= 1; use_cudnn++) {
@@ -278,12 +263,12 @@ static void check_geom(gpu *G, const bf_conv_geom *g, int seed) {
 enum { N_RANDOM = 60 };
 
 START_TEST(random_geometries_match_reference) {
-    gpu G;
+    ct_gpu G;
     gpu_open(&G);
     bf_conv_geom g;
     random_geom(_i, &g);
     check_geom(&G, &g, _i);
-    gpu_close(&G);
+    ct_gpu_close(&G);
 }
 END_TEST
 
@@ -323,7 +308,7 @@ END_TEST
 
 /* A fixed TF SAME case with an odd pad total (top 0, bottom 1): the asymmetric path. */
 START_TEST(asymmetric_same_both_layouts) {
-    gpu G;
+    ct_gpu G;
     gpu_open(&G);
     for (int nchw = 0; nchw <= 1; nchw++) {
         bf_conv_geom g = {.n = 2,
@@ -348,13 +333,13 @@ START_TEST(asymmetric_same_both_layouts) {
                           .nchw = nchw};
         check_geom(&G, &g, 1000 + nchw);
     }
-    gpu_close(&G);
+    ct_gpu_close(&G);
 }
 END_TEST
 
 /* N = 0: the filter gradient is all zeros; it must still be written. */
 START_TEST(empty_batch_gives_zero_filter_gradient) {
-    gpu G;
+    ct_gpu G;
     gpu_open(&G);
     bf_conv_geom g = {.n = 0,
                       .in_h = 5,
@@ -377,14 +362,14 @@ START_TEST(empty_batch_gives_zero_filter_gradient) {
             run_case(&G, BF_CONV_BWD_FILTER, &g, BF_DTYPE_F32, use_cudnn, 7, note, sizeof note);
         ck_assert_msg(e <= 1.0, "empty batch: %g (%s)", e, note);
     }
-    gpu_close(&G);
+    ct_gpu_close(&G);
 }
 END_TEST
 
 /* BF_CUDNN_AUTOTUNE=1 at session_init: benchmarked algorithms, same results, noted. */
 START_TEST(autotune_matches_reference) {
     setenv("BF_CUDNN_AUTOTUNE", "1", 1);
-    gpu G;
+    ct_gpu G;
     gpu_open(&G);
     bf_conv_geom g;
     random_geom(4, &g);
@@ -395,7 +380,7 @@ START_TEST(autotune_matches_reference) {
         if (!bf_conv_is_depthwise(&g) && strstr(note, "cudnn ") == note)
             ck_assert_msg(strstr(note, "autotuned") != NULL, "note: %s", note);
     }
-    gpu_close(&G);
+    ct_gpu_close(&G);
     unsetenv("BF_CUDNN_AUTOTUNE");
 }
 END_TEST
@@ -416,33 +401,9 @@ static Suite *conv_gpu_suite(void) {
     return s;
 }
 
-/* Probe in a child so that this process never initialises CUDA before Check forks. */
-static int gpu_present(char *why, size_t why_size) {
-    int fd[2];
-    if (pipe(fd) != 0) return 0;
-    pid_t pid = fork();
-    if (pid < 0) return 0;
-    if (pid == 0) {
-        bf_device devs[4];
-        char msg[256] = "";
-        int n = bf_cuda_probe(devs, 4, msg, sizeof msg);
-        if (n > 0) snprintf(msg, sizeof msg, "%s", devs[0].description);
-        ssize_t w = write(fd[1], msg, strlen(msg));
-        (void)w;
-        _exit(n > 0 ? 0 : 1);
-    }
-    close(fd[1]);
-    ssize_t got = read(fd[0], why, why_size - 1);
-    why[got > 0 ? got : 0] = '\0';
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 int main(void) {
     char why[256];
-    if (!gpu_present(why, sizeof why)) {
+    if (!ct_gpu_present(why, sizeof why)) {
         printf("test_conv_gpu: skipped, no GPU (%s)\n", why);
         return BF_TEST_SKIP;
     }

@@ -1,14 +1,15 @@
 /*
  * conv_harness.h - driving the convolution blocks through their descriptors in tests, the way
  * the session does: a node from attribute JSON, infer from the input tensors, allocate the
- * inferred output, plan the workspace, run_cpu on a real thread pool. Also small tensor
- * builders (values given as doubles, converted to any dtype).
+ * inferred output, plan the workspace, run_cpu on a real thread pool, or run_cuda on the
+ * first GPU. Also small tensor builders (values given as doubles, converted to any dtype).
  */
 #ifndef BF_CONV_HARNESS_H
 #define BF_CONV_HARNESS_H
 
 #include "block.h"
 #include "bf_test.h"
+#include "device.h"
 
 /* The six descriptors (blocks/nn_ops/). */
 extern const bf_block_desc bf_block_conv2d, bf_block_conv2d_backprop_filter,
@@ -36,7 +37,45 @@ bf_status ct_run(const bf_block_desc *d, const char *attrs_json, bf_tensor *cons
 bf_status ct_infer(const bf_block_desc *d, const char *attrs_json, const bf_port_info *in,
                    bf_port_info *out, bf_error *err);
 
-/* The tensor's elements as doubles (malloc'd; caller frees with free()). */
+/* The tensor's elements as doubles (malloc'd; caller frees with free()); NULL without memory. */
 double *ct_values(const bf_tensor *t);
+
+/* ---- the GPU --------------------------------------------------------------------------- */
+
+/* The first GPU and this process's state on it: a stream and the device context (cuDNN). */
+typedef struct ct_gpu {
+    bf_device dev;
+    void *stream, *ctx;
+} ct_gpu;
+
+/*
+ * True when a GPU can be used; `why` then gets its description, else the reason none can. The
+ * probe runs in a child process, so that a test program never initialises CUDA before Check
+ * forks its tests (CUDA does not survive a fork).
+ */
+bool ct_gpu_present(char *why, size_t why_size);
+
+/*
+ * Open the first GPU (bf_cuda_probe) and make this process's stream and device context on it
+ * (ops->session_init). Meant for once per test process, after Check has forked. On failure g
+ * holds nothing to close. Errors: BF_EDEVICE "no_gpu" with the probe's reason, or those of
+ * session_init.
+ */
+bf_status ct_gpu_open(ct_gpu *g, bf_error *err);
+void ct_gpu_close(ct_gpu *g);
+
+/*
+ * ct_run on the GPU, the way the session runs a block there: infer, then gpu_unsupported (a
+ * reason is returned as BF_EUNSUPPORTED "gpu_unsupported" naming it), inputs uploaded into
+ * device tensors except BF_PORT_HOST ports (those stay host tensors), the output and the
+ * workspace_cuda bytes allocated on the device, the output pre-filled with 0xff bytes (NaN in
+ * every float format, so that an element the kernel forgets to write cannot pass), run_cuda,
+ * sync, download. On success *out is a host tensor (caller frees); on failure *out is NULL and
+ * err says why. note (note_size bytes, may be 0) gets the kernel's note either way. Every
+ * device allocation is freed before returning.
+ */
+bf_status ct_run_gpu(ct_gpu *g, const bf_block_desc *d, const char *attrs_json,
+                     bf_tensor *const *in, bf_tensor **out, char *note, size_t note_size,
+                     bf_error *err);
 
 #endif /* BF_CONV_HARNESS_H */
