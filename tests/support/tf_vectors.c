@@ -72,11 +72,17 @@ bool tv_all_loaded(char *msg, size_t msg_size) {
 
 const char *tv_id(int i) { return cJSON_GetObjectItem(g_cases[i], "id")->valuestring; }
 
+/* True for the three depthwise blocks, which have no use_cudnn_on_gpu attribute. */
+static bool depthwise(const bf_block_desc *d) {
+    return d == &bf_block_depthwise_conv2d_native ||
+           d == &bf_block_depthwise_conv2d_native_backprop_filter ||
+           d == &bf_block_depthwise_conv2d_native_backprop_input;
+}
+
 bool tv_has_conv2d(int i) {
     const char *op = cJSON_GetObjectItem(g_cases[i], "op")->valuestring;
     const bf_block_desc *d = ct_desc(op);
-    return d == &bf_block_conv2d || d == &bf_block_conv2d_backprop_filter ||
-           d == &bf_block_conv2d_backprop_input || !strcmp(op, "SeparableConv2D_composite");
+    return d ? !depthwise(d) : !strcmp(op, "SeparableConv2D_composite");
 }
 
 bool tv_nchw_tested(int i) {
@@ -166,9 +172,15 @@ static void perm_nchw(const int64_t *nhwc, int64_t *nchw) {
     nchw[0] = nhwc[0], nchw[1] = nhwc[3], nchw[2] = nhwc[1], nchw[3] = nhwc[2];
 }
 
-/* Attribute JSON for case c in the given format, with "use_cudnn_on_gpu" when use_cudnn is 0
- * or 1 (-1: left out, for the depthwise ops and the CPU). */
-static void attrs_json(const cJSON *c, int nchw, int use_cudnn, char *buf, size_t size) {
+/* The attribute member that picks block d's GPU path on path p, with its leading comma; "" on
+ * the CPU and for the depthwise blocks. */
+static const char *cudnn_member(const bf_block_desc *d, tv_path p) {
+    if (p == TV_CPU || depthwise(d)) return "";
+    return p == TV_GPU_CUDNN ? ",\"use_cudnn_on_gpu\":true" : ",\"use_cudnn_on_gpu\":false";
+}
+
+/* Attribute JSON for case c in the given format; `extra` (cudnn_member) goes in as is. */
+static void attrs_json(const cJSON *c, int nchw, const char *extra, char *buf, size_t size) {
     int64_t s[8], d[8] = {1, 1, 1, 1}, p[8];
     ints(c, "strides", s);
     if (ints(c, "dilations", d) < 0) d[0] = d[1] = d[2] = d[3] = 1;
@@ -197,20 +209,7 @@ static void attrs_json(const cJSON *c, int nchw, int use_cudnn, char *buf, size_
                       ",\"explicit_paddings\":[%ld,%ld,%ld,%ld,%ld,%ld,%ld,%ld]", (long)P[0],
                       (long)P[1], (long)P[2], (long)P[3], (long)P[4], (long)P[5], (long)P[6],
                       (long)P[7]);
-    if (use_cudnn >= 0)
-        n += snprintf(buf + n, size - (size_t)n, ",\"use_cudnn_on_gpu\":%s",
-                      use_cudnn ? "true" : "false");
-    snprintf(buf + n, size - (size_t)n, "}");
-}
-
-/* The use_cudnn_on_gpu value for block d on path p: -1 (not given) on the CPU and for the
- * depthwise blocks, which have no such attribute. */
-static int use_cudnn_attr(const bf_block_desc *d, tv_path p) {
-    if (p == TV_CPU || d == &bf_block_depthwise_conv2d_native ||
-        d == &bf_block_depthwise_conv2d_native_backprop_filter ||
-        d == &bf_block_depthwise_conv2d_native_backprop_input)
-        return -1;
-    return p == TV_GPU_CUDNN;
+    snprintf(buf + n, size - (size_t)n, "%s}", extra);
 }
 
 /* An activation tensor (NHWC values v of NHWC shape d) in the requested format; NULL when v is
@@ -252,9 +251,9 @@ static bf_status run_block(const tv_target *t, const char *label, const bf_block
 
 /* Print "id (target): what" into msg and return false. */
 static bool failed(char *msg, size_t size, const char *id, const tv_target *t, const char *fmt,
-                 ...) BF_PRINTF(5, 6);
+                   ...) BF_PRINTF(5, 6);
 static bool failed(char *msg, size_t size, const char *id, const tv_target *t, const char *fmt,
-                 ...) {
+                   ...) {
     char where[64];
     int n = snprintf(msg, size, "%s (%s): ", id, tv_target_str(t, where, sizeof(where)));
     if (n < 0 || (size_t)n >= size) return false;
@@ -289,7 +288,7 @@ static bf_status run_vector(const cJSON *c, const tv_target *t, bf_tensor **out,
     bool separable = !strcmp(op, "SeparableConv2D_composite");
     if (!d && !separable) return bf_err(err, BF_EINVAL, "unknown_op", "unknown op %s", op);
     char attrs[512];
-    attrs_json(c, nchw, use_cudnn_attr(separable ? &bf_block_depthwise_conv2d_native : d, t->path),
+    attrs_json(c, nchw, cudnn_member(separable ? &bf_block_depthwise_conv2d_native : d, t->path),
                attrs, sizeof(attrs));
     if (!has_dy && d && d != &bf_block_conv2d && d != &bf_block_depthwise_conv2d_native)
         return bf_err(err, BF_EINVAL, "no_out_backprop", "no out_backprop_shape");
@@ -339,11 +338,9 @@ static bf_status run_vector(const cJSON *c, const tv_target *t, bf_tensor **out,
         if (st == BF_OK) {
             bf_tensor *in2[2] = {mid, pw};
             char a2[160];
-            int use_cudnn = use_cudnn_attr(&bf_block_conv2d, t->path);
             snprintf(a2, sizeof(a2), "{\"strides\":[1,1,1,1],\"padding\":\"VALID\","
-                     "\"data_format\":\"%s\"%s%s}", nchw ? "NCHW" : "NHWC",
-                     use_cudnn < 0 ? "" : ",\"use_cudnn_on_gpu\":",
-                     use_cudnn < 0 ? "" : use_cudnn ? "true" : "false");
+                     "\"data_format\":\"%s\"%s}", nchw ? "NCHW" : "NHWC",
+                     cudnn_member(&bf_block_conv2d, t->path));
             st = run_block(t, "pointwise", &bf_block_conv2d, a2, in2, out, note, note_size, err);
         }
         bf_tensor_free(mid);
