@@ -68,136 +68,243 @@ void bf_note_add(char *note, size_t size, const char *fmt, ...) {
 
 /* ---- tiled implicit GEMM ------------------------------------------------------------------- */
 
+/* Tile shapes: a block computes TBM rows (m) x TBN columns (nn) of its GEMM, in BK-deep slices
+ * of the reduction, with 256 threads of 4x4 outputs each. The wide 64x64 tile serves every op.
+ * The thin 256x16 tile serves BWD_INPUT when a group has at most 16 input channels (NC = cg),
+ * where most of a 64-wide tile would be columns past NC (the RGB stem: 3 of 64). */
 enum { BM = 64, BN = 64, BK = 16, GEMM_THREADS = 256 };
+enum { THIN_BM = 256, THIN_BN = 16 };
 
-/* The gathered operands A [M x K] and B [K x NC] of group `grp`, zero outside. */
+/*
+ * One axis of BWD_INPUT's stride phases. Phase p holds the pixels iy = p + s*j, j in [0, n).
+ * Pixel iy gets dy row (iy + pad - ky*d)/s from the taps ky with iy + pad - ky*d a multiple of
+ * s, i.e. with (p + pad - ky*d) mod s == 0: the same taps for every pixel of the phase. Since
+ * ky*d mod s repeats with period s/gcd(s,d) (and takes each value once per period), they are
+ * ky = k0 + t*ks, t in [0, nk), ks = s/gcd(s,d), or none; tap t reads dy row
+ * j + o0 - t*os, os = d/gcd(s,d), o0 = (p + pad - k0*d)/s. Stride 1: one phase, n = in,
+ * k0 = 0, ks = 1, nk = k, o0 = pad, os = d (plain stride-1 backprop).
+ */
+struct bi_axis {
+    int n;          /* pixels of the phase along the axis */
+    int k0, ks, nk; /* its taps: k0 + t*ks, t < nk */
+    int o0, os;     /* dy row of pixel j under tap t: j + o0 - t*os */
+};
+
+/* Phase p (0 <= p < min(s, in)) of an axis of `in` pixels, stride s, dilation d, leading pad
+ * `pad`, filter size k. */
+__host__ __device__ __forceinline__ bi_axis bi_axis_of(int p, int in, int s, int d, int pad,
+                                                       int k) {
+    int gcd = s, r = d;
+    while (r) {
+        int t = gcd % r;
+        gcd = r, r = t;
+    }
+    bi_axis x;
+    x.n = (in - 1 - p) / s + 1;
+    x.ks = s / gcd, x.os = d / gcd;
+    x.k0 = 0, x.nk = 0, x.o0 = 0;
+    for (int ky = 0; ky < k && ky < x.ks; ky++) { /* the first valid tap, if any */
+        int t = p + pad - ky * d;
+        if (t % s == 0) {
+            x.k0 = ky, x.nk = (k - 1 - ky) / x.ks + 1, x.o0 = t / s;
+            break;
+        }
+    }
+    return x;
+}
+
+/* BWD_INPUT's stride phases per axis: min(stride, size), as phases past the edge are empty.
+ * The other ops have one phase. */
+__host__ __device__ __forceinline__ int bi_phases_y(const bf_cgeo &g) {
+    return g.sh < g.h ? g.sh : g.h;
+}
+__host__ __device__ __forceinline__ int bi_phases_x(const bf_cgeo &g) {
+    return g.sw < g.w ? g.sw : g.w;
+}
+
+/* What a block works on for the whole of its reduction: group, split of the reduction
+ * (BWD_FILTER), and for BWD_INPUT the stride phase (py, px), a GEMM of its own with
+ * M = N * y.n * x.n rows m = (n, jy, jx) (pixel (py + jy*sh, px + jx*sw)) and
+ * K = y.nk * x.nk * og, k = (ty, tx, co) (tap (y.k0 + ty*y.ks, x.k0 + tx*x.ks), channel co). */
+struct gemm_blk {
+    int grp, split, M, K;
+    int py, px;
+    bi_axis y, x;
+};
+
+/* Work item z = (grp * phases + phase) * splits + split, phase = py * phases_x + px. M and K
+ * are the op's (BWD_INPUT: unused, each phase has its own). */
+template <int OP>
+__host__ __device__ __forceinline__ gemm_blk gemm_blk_of(const bf_cgeo &g, int z, int splits,
+                                                         int M, int K) {
+    gemm_blk p;
+    p.split = z % splits;
+    int t = z / splits;
+    if (OP == BF_CONV_BWD_INPUT) {
+        int phx = bi_phases_x(g), phases = bi_phases_y(g) * phx, ph = t % phases;
+        p.grp = t / phases;
+        p.py = ph / phx, p.px = ph % phx;
+        p.y = bi_axis_of(p.py, g.h, g.sh, g.dh, g.pt, g.kh);
+        p.x = bi_axis_of(p.px, g.w, g.sw, g.dw, g.pl, g.kw);
+        p.M = g.n * p.y.n * p.x.n;
+        p.K = p.y.nk * p.x.nk * g.og;
+    } else {
+        p.grp = t, p.M = M, p.K = K;
+        p.py = p.px = 0;
+        p.y = p.x = bi_axis{0, 0, 1, 0, 0, 0};
+    }
+    return p;
+}
+
+/* The gathered operands A [M x K] and B [K x NC] of block p's GEMM, zero outside. */
 template <typename T, int OP>
 __host__ __device__ __forceinline__ typename bf_acc<T>::type
-gemm_a(const bf_cgeo &g, const T *__restrict__ a, int m, int k, int grp, int M, int kend) {
+gemm_a(const bf_cgeo &g, const gemm_blk &p, const T *__restrict__ a, int m, int k, int kend) {
     typedef typename bf_acc<T>::type A;
-    if (m >= M || k >= kend) return A(0);
+    if (m >= p.M || k >= kend) return A(0);
     if (OP == BF_CONV_FWD) {
         int ci = k % g.cg, tap = k / g.cg, kx = tap % g.kw, ky = tap / g.kw;
         int ox = m % g.ow, t = m / g.ow, oy = t % g.oh, n = t / g.oh;
         int iy = oy * g.sh - g.pt + ky * g.dh, ix = ox * g.sw - g.pl + kx * g.dw;
         if ((unsigned)iy >= (unsigned)g.h || (unsigned)ix >= (unsigned)g.w) return A(0);
-        return bf_ld(a[bf_act_idx(g.nchw, n, iy, ix, grp * g.cg + ci, g.h, g.w, g.c)]);
-    } else if (OP == BF_CONV_BWD_INPUT) { /* a = dy */
-        int co = k % g.og, tap = k / g.og, kx = tap % g.kw, ky = tap / g.kw;
-        int ix = m % g.w, t = m / g.w, iy = t % g.h, n = t / g.h;
-        int ty = iy + g.pt - ky * g.dh, tx = ix + g.pl - kx * g.dw;
-        if (ty < 0 || tx < 0 || ty % g.sh || tx % g.sw) return A(0);
-        int oy = ty / g.sh, ox = tx / g.sw;
-        if (oy >= g.oh || ox >= g.ow) return A(0);
-        return bf_ld(a[bf_act_idx(g.nchw, n, oy, ox, grp * g.og + co, g.oh, g.ow, g.o)]);
+        return bf_ld(a[bf_act_idx(g.nchw, n, iy, ix, p.grp * g.cg + ci, g.h, g.w, g.c)]);
+    } else if (OP == BF_CONV_BWD_INPUT) { /* a = dy, m = (n, jy, jx), k = (ty, tx, co) */
+        int co = k % g.og, tap = k / g.og, tx = tap % p.x.nk, ty = tap / p.x.nk;
+        int jx = m % p.x.n, t = m / p.x.n, jy = t % p.y.n, n = t / p.y.n;
+        int oy = jy + p.y.o0 - ty * p.y.os, ox = jx + p.x.o0 - tx * p.x.os;
+        if ((unsigned)oy >= (unsigned)g.oh || (unsigned)ox >= (unsigned)g.ow) return A(0);
+        return bf_ld(a[bf_act_idx(g.nchw, n, oy, ox, p.grp * g.og + co, g.oh, g.ow, g.o)]);
     } else { /* BWD_FILTER: a = x, m = (kh, kw, ci), k = (n, oh, ow) */
         int ci = m % g.cg, tap = m / g.cg, kx = tap % g.kw, ky = tap / g.kw;
         int ox = k % g.ow, t = k / g.ow, oy = t % g.oh, n = t / g.oh;
         int iy = oy * g.sh - g.pt + ky * g.dh, ix = ox * g.sw - g.pl + kx * g.dw;
         if ((unsigned)iy >= (unsigned)g.h || (unsigned)ix >= (unsigned)g.w) return A(0);
-        return bf_ld(a[bf_act_idx(g.nchw, n, iy, ix, grp * g.cg + ci, g.h, g.w, g.c)]);
+        return bf_ld(a[bf_act_idx(g.nchw, n, iy, ix, p.grp * g.cg + ci, g.h, g.w, g.c)]);
     }
 }
 
 template <typename T, int OP>
 __host__ __device__ __forceinline__ typename bf_acc<T>::type
-gemm_b(const bf_cgeo &g, const T *__restrict__ b, int k, int nn, int grp, int NC, int kend) {
+gemm_b(const bf_cgeo &g, const gemm_blk &p, const T *__restrict__ b, int k, int nn, int NC,
+       int kend) {
     typedef typename bf_acc<T>::type A;
     if (nn >= NC || k >= kend) return A(0);
     if (OP == BF_CONV_FWD) { /* w[k = (kh,kw,ci), co] */
-        return bf_ld(b[k * g.o + grp * g.og + nn]);
-    } else if (OP == BF_CONV_BWD_INPUT) { /* w[kh, kw, ci = nn, co], k = (kh, kw, co) */
-        int co = k % g.og, tap = k / g.og;
-        return bf_ld(b[(tap * g.cg + nn) * g.o + grp * g.og + co]);
+        return bf_ld(b[k * g.o + p.grp * g.og + nn]);
+    } else if (OP == BF_CONV_BWD_INPUT) { /* w[ky, kx, ci = nn, co], k = (ty, tx, co) */
+        int co = k % g.og, tap = k / g.og, tx = tap % p.x.nk, ty = tap / p.x.nk;
+        int ky = p.y.k0 + ty * p.y.ks, kx = p.x.k0 + tx * p.x.ks;
+        return bf_ld(b[((ky * g.kw + kx) * g.cg + nn) * g.o + p.grp * g.og + co]);
     } else { /* dy[n, oh, ow, co = nn], k = (n, oh, ow) */
         int ox = k % g.ow, t = k / g.ow, oy = t % g.oh, n = t / g.oh;
-        return bf_ld(b[bf_act_idx(g.nchw, n, oy, ox, grp * g.og + nn, g.oh, g.ow, g.o)]);
+        return bf_ld(b[bf_act_idx(g.nchw, n, oy, ox, p.grp * g.og + nn, g.oh, g.ow, g.o)]);
     }
 }
 
-/* Offset of output (m, nn) of group grp in `out`. */
+/* Offset of output (m, nn) of block p's GEMM in `out`. */
 template <int OP>
-__host__ __device__ __forceinline__ int gemm_out_idx(const bf_cgeo &g, int m, int nn, int grp) {
+__host__ __device__ __forceinline__ int gemm_out_idx(const bf_cgeo &g, const gemm_blk &p, int m,
+                                                     int nn) {
     if (OP == BF_CONV_FWD) {
         int ox = m % g.ow, t = m / g.ow, oy = t % g.oh, n = t / g.oh;
-        return bf_act_idx(g.nchw, n, oy, ox, grp * g.og + nn, g.oh, g.ow, g.o);
+        return bf_act_idx(g.nchw, n, oy, ox, p.grp * g.og + nn, g.oh, g.ow, g.o);
     } else if (OP == BF_CONV_BWD_INPUT) {
-        int ix = m % g.w, t = m / g.w, iy = t % g.h, n = t / g.h;
-        return bf_act_idx(g.nchw, n, iy, ix, grp * g.cg + nn, g.h, g.w, g.c);
+        int jx = m % p.x.n, t = m / p.x.n, jy = t % p.y.n, n = t / p.y.n;
+        return bf_act_idx(g.nchw, n, p.py + jy * g.sh, p.px + jx * g.sw, p.grp * g.cg + nn, g.h,
+                          g.w, g.c);
     } else {
-        return m * g.o + grp * g.og + nn;
+        return m * g.o + p.grp * g.og + nn;
     }
 }
 
 /*
- * grid = (ceil(M/BM), ceil(NC/BN), groups * splits). Split s of group grp sums k in
- * [s*kchunk, min(K, (s+1)*kchunk)). With splits == 1 the result goes to `out`; otherwise to
- * partial[((s*groups + grp)*M + m)*NC + nn] for gemm_reduce.
+ * grid = (ceil(M/TBM), ceil(NC/TBN), min(nz, 65535)), nz = groups * phases * splits work items
+ * (gemm_blk_of); block (bx, by, bz) does tile (bx, by) of items bz, bz + gridDim.z, ... (one
+ * item unless nz > 65535). BWD_INPUT passes the largest phase's M (phase (0, 0)); blocks past
+ * their phase's M skip the item (the same for the whole block, so no barrier is split). Split s
+ * of an item sums k in [s*kchunk, min(K, (s+1)*kchunk)). With splits == 1 the result goes to
+ * `out`; otherwise to partial[((s*groups + grp)*M + m)*NC + nn] for gemm_reduce.
  */
-template <typename T, int OP>
+template <typename T, int OP, int TBM, int TBN>
 __global__ void __launch_bounds__(GEMM_THREADS)
     gemm_kernel(bf_cgeo g, const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ out,
                 typename bf_acc<T>::type *__restrict__ partial, int M, int NC, int K, int kchunk,
-                int splits) {
+                int splits, int nz) {
     typedef typename bf_acc<T>::type A;
-    __shared__ A As[BK][BM + 1];
-    __shared__ A Bs[BK][BN + 1];
-    int grp = blockIdx.z / splits, split = blockIdx.z % splits;
-    int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
-    int kbeg = split * kchunk, kend = min(K, kbeg + kchunk);
-    int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-    A acc[4][4];
+    enum { TX = TBN / 4 }; /* threads across the columns (256 / TX across the rows) */
+    static_assert(TBM * TBN == 16 * GEMM_THREADS, "4x4 outputs per thread");
+    static_assert((TBM * BK) % GEMM_THREADS == 0 && (TBN * BK) % GEMM_THREADS == 0, "tile loads");
+    __shared__ A As[BK][TBM + 1];
+    __shared__ A Bs[BK][TBN + 1];
+    int m0 = blockIdx.x * TBM, n0 = blockIdx.y * TBN;
+    int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+    for (int z = blockIdx.z; z < nz; z += gridDim.z) {
+        const gemm_blk p = gemm_blk_of<OP>(g, z, splits, M, K);
+        if (m0 >= p.M) continue;
+        int kbeg = p.split * kchunk, kend = min(p.K, kbeg + kchunk);
+        A acc[4][4];
 #pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-            acc[i][j] = A(0);
-
-    for (int k0 = kbeg; k0 < kend; k0 += BK) {
-#pragma unroll
-        for (int i = 0; i < (BM * BK) / GEMM_THREADS; i++) {
-            int idx = threadIdx.x + i * GEMM_THREADS;
-            int kk = idx % BK, mm = idx / BK;
-            As[kk][mm] = gemm_a<T, OP>(g, a, m0 + mm, k0 + kk, grp, M, kend);
-        }
-#pragma unroll
-        for (int i = 0; i < (BN * BK) / GEMM_THREADS; i++) {
-            int idx = threadIdx.x + i * GEMM_THREADS;
-            int nn = idx % BN, kk = idx / BN;
-            Bs[kk][nn] = gemm_b<T, OP>(g, b, k0 + kk, n0 + nn, grp, NC, kend);
-        }
-        __syncthreads();
-#pragma unroll
-        for (int kk = 0; kk < BK; kk++) {
-            A ra[4], rb[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                ra[i] = As[kk][ty * 4 + i];
+        for (int i = 0; i < 4; i++)
 #pragma unroll
             for (int j = 0; j < 4; j++)
-                rb[j] = Bs[kk][tx + 16 * j];
+                acc[i][j] = A(0);
+
+        for (int k0 = kbeg; k0 < kend; k0 += BK) {
 #pragma unroll
-            for (int i = 0; i < 4; i++)
+            for (int i = 0; i < (TBM * BK) / GEMM_THREADS; i++) {
+                int idx = threadIdx.x + i * GEMM_THREADS;
+                int kk = idx % BK, mm = idx / BK;
+                As[kk][mm] = gemm_a<T, OP>(g, p, a, m0 + mm, k0 + kk, kend);
+            }
+#pragma unroll
+            for (int i = 0; i < (TBN * BK) / GEMM_THREADS; i++) {
+                int idx = threadIdx.x + i * GEMM_THREADS;
+                int nn = idx % TBN, kk = idx / TBN;
+                Bs[kk][nn] = gemm_b<T, OP>(g, p, b, k0 + kk, n0 + nn, NC, kend);
+            }
+            __syncthreads();
+#pragma unroll
+            for (int kk = 0; kk < BK; kk++) {
+                A ra[4], rb[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    ra[i] = As[kk][ty * 4 + i];
 #pragma unroll
                 for (int j = 0; j < 4; j++)
-                    acc[i][j] += ra[i] * rb[j];
-        }
-        __syncthreads();
-    }
+                    rb[j] = Bs[kk][tx + TX * j];
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        int m = m0 + ty * 4 + i;
-        if (m >= M) continue;
+                for (int i = 0; i < 4; i++)
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            int nn = n0 + tx + 16 * j; /* adjacent threads write adjacent channels */
-            if (nn >= NC) continue;
-            if (splits > 1)
-                partial[((size_t)(split * g.groups + grp) * M + m) * NC + nn] = acc[i][j];
-            else
-                out[gemm_out_idx<OP>(g, m, nn, grp)] = bf_st<T>(acc[i][j]);
+                    for (int j = 0; j < 4; j++)
+                        acc[i][j] += ra[i] * rb[j];
+            }
+            __syncthreads();
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int m = m0 + ty * 4 + i;
+            if (m >= p.M) continue;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int nn = n0 + tx + TX * j; /* adjacent threads write adjacent channels */
+                if (nn >= NC) continue;
+                if (splits > 1)
+                    partial[((size_t)(p.split * g.groups + p.grp) * M + m) * NC + nn] =
+                        acc[i][j];
+                else
+                    out[gemm_out_idx<OP>(g, p, m, nn)] = bf_st<T>(acc[i][j]);
+            }
         }
     }
+}
+
+template <typename T, int OP, int TBM, int TBN>
+static void launch_gemm(const bf_cgeo &g, const T *a, const T *b, T *out,
+                        typename bf_acc<T>::type *partial, int M, int NC, int K, int kchunk,
+                        int splits, int nz, cudaStream_t st) {
+    dim3 grid((M + TBM - 1) / TBM, (NC + TBN - 1) / TBN, nz < 65535 ? nz : 65535);
+    gemm_kernel<T, OP, TBM, TBN>
+        <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, partial, M, NC, K, kchunk, splits, nz);
 }
 
 /* out[HWIO f] = sum over s, in order, of the split partials (both reduction layouts). */
@@ -433,9 +540,8 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
             int kchunk = ((K + splits - 1) / splits + BK - 1) / BK * BK;
             splits = (K + kchunk - 1) / kchunk;
             if (splits < 1) splits = 1;
-            dim3 grid((M + BM - 1) / BM, (NC + BN - 1) / BN, g.groups * splits);
-            gemm_kernel<T, BF_CONV_BWD_FILTER>
-                <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, (A *)ws, M, NC, K, kchunk, splits);
+            launch_gemm<T, BF_CONV_BWD_FILTER, BM, BN>(g, a, b, out, (A *)ws, M, NC, K, kchunk,
+                                                       splits, g.groups * splits, st);
             if (splits > 1)
                 gemm_reduce<T><<<grid_1d((int64_t)g.groups * M * NC, 256), 256, 0, st>>>(
                     g, (A *)ws, out, M, NC, splits);
@@ -455,16 +561,23 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
     }
     if (op == BF_CONV_FWD) {
         int M = g.n * g.oh * g.ow, NC = g.og, K = g.kh * g.kw * g.cg;
-        dim3 grid((M + BM - 1) / BM, (NC + BN - 1) / BN, g.groups);
-        gemm_kernel<T, BF_CONV_FWD>
-            <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, NULL, M, NC, K, K, 1);
+        launch_gemm<T, BF_CONV_FWD, BM, BN>(g, a, b, out, NULL, M, NC, K, K, 1, g.groups, st);
         bf_note_add(note, note_size, "own implicit-GEMM fwd");
     } else {
-        int M = g.n * g.h * g.w, NC = g.cg, K = g.kh * g.kw * g.og;
-        dim3 grid((M + BM - 1) / BM, (NC + BN - 1) / BN, g.groups);
-        gemm_kernel<T, BF_CONV_BWD_INPUT>
-            <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, NULL, M, NC, K, K, 1);
-        bf_note_add(note, note_size, "own implicit-GEMM bwd_input");
+        /* One GEMM per group and stride phase; the grid covers the largest phase, (0, 0). The
+         * product groups * phases <= C * H * W fits an int. */
+        int phases = bi_phases_y(g) * bi_phases_x(g);
+        int M = g.n * ((g.h - 1) / g.sh + 1) * ((g.w - 1) / g.sw + 1), NC = g.cg;
+        int K = g.kh * g.kw * g.og; /* bounds every phase's K */
+        if (NC <= THIN_BN)
+            launch_gemm<T, BF_CONV_BWD_INPUT, THIN_BM, THIN_BN>(g, a, b, out, NULL, M, NC, K, K, 1,
+                                                                g.groups * phases, st);
+        else
+            launch_gemm<T, BF_CONV_BWD_INPUT, BM, BN>(g, a, b, out, NULL, M, NC, K, K, 1,
+                                                      g.groups * phases, st);
+        bf_note_add(note, note_size, "own implicit-GEMM bwd_input, %d stride phases, %dx%d tiles",
+                    phases, NC <= THIN_BN ? (int)THIN_BM : (int)BM,
+                    NC <= THIN_BN ? (int)THIN_BN : (int)BN);
     }
 }
 
