@@ -94,6 +94,7 @@ struct bi_axis {
  * `pad`, filter size k. */
 __host__ __device__ __forceinline__ bi_axis bi_axis_of(int p, int in, int s, int d, int pad,
                                                        int k) {
+    if (s == 1) return bi_axis{in, 0, 1, k, pad, d}; /* the common case, without divisions */
     int gcd = s, r = d;
     while (r) {
         int t = gcd % r;
@@ -132,24 +133,24 @@ struct gemm_blk {
     bi_axis y, x;
 };
 
-/* Work item z = (grp * phases + phase) * splits + split, phase = py * phases_x + px. M and K
- * are the op's (BWD_INPUT: unused, each phase has its own). */
+/* Work item z: (grp, split) = (z / splits, z % splits) for FWD and BWD_FILTER, whose M and K
+ * are the launch's; (grp, phase) = (z / phases, z % phases), phase = py * phases_x + px, for
+ * BWD_INPUT, which never splits its reduction and whose M and K are the phase's. */
 template <int OP>
 __host__ __device__ __forceinline__ gemm_blk gemm_blk_of(const bf_cgeo &g, int z, int splits,
                                                          int M, int K) {
     gemm_blk p;
-    p.split = z % splits;
-    int t = z / splits;
     if (OP == BF_CONV_BWD_INPUT) {
-        int phx = bi_phases_x(g), phases = bi_phases_y(g) * phx, ph = t % phases;
-        p.grp = t / phases;
+        int phx = bi_phases_x(g), phases = bi_phases_y(g) * phx, ph = 0;
+        if (phases > 1) ph = z % phases, z /= phases; /* (stride 1 without divisions) */
+        p.grp = z, p.split = 0;
         p.py = ph / phx, p.px = ph % phx;
         p.y = bi_axis_of(p.py, g.h, g.sh, g.dh, g.pt, g.kh);
         p.x = bi_axis_of(p.px, g.w, g.sw, g.dw, g.pl, g.kw);
         p.M = g.n * p.y.n * p.x.n;
         p.K = p.y.nk * p.x.nk * g.og;
     } else {
-        p.grp = t, p.M = M, p.K = K;
+        p.grp = z / splits, p.split = z % splits, p.M = M, p.K = K;
         p.py = p.px = 0;
         p.y = p.x = bi_axis{0, 0, 1, 0, 0, 0};
     }
