@@ -32,8 +32,9 @@
 
 
 // Faithful sequential emulation of gemm_kernel<double, OP, TBM, TBN>: one block at a time,
-// each __syncthreads phase run for all 256 "threads" in turn, with grid.z = gz (the launch's
-// min(nz, 65535); smaller values here exercise the folding of work items onto grid.z).
+// each __syncthreads phase run for all 256 "threads" in turn, with grid.z = gz. FWD and
+// BWD_FILTER have gz = nz (one work item a block); BWD_INPUT loops over the work items
+// z = bz, bz + gz, ... (the launch's gz = min(nz, 65535); smaller values here exercise it).
 template <int OP, int TBM, int TBN>
 static void emu_gemm(bf_cgeo g, const double *a, const double *b, double *out, double *partial,
                      int M, int NC, int K, int kchunk, int splits, int nz, int gz) {
@@ -127,7 +128,7 @@ static void emu_own(bf_conv_op op, const bf_conv_geom *geom, const double *a, co
             if (splits < 1) splits = 1;
             int nz = g.groups * splits;
             emu_gemm<BF_CONV_BWD_FILTER, BM, BN>(g, a, b, out, part.data(), M, NC, K, kchunk, splits,
-                                                 nz, std::min(nz, zcap));
+                                                 nz, nz);
             if (splits > 1) {
                 int total = g.groups * M * NC;
                 for (int i = 0; i < total; i++) {
@@ -150,8 +151,7 @@ static void emu_own(bf_conv_op op, const bf_conv_geom *geom, const double *a, co
     }
     if (op == BF_CONV_FWD) {
         int M = g.n * g.oh * g.ow, NC = g.og, K = g.kh * g.kw * g.cg;
-        emu_gemm<BF_CONV_FWD, BM, BN>(g, a, b, out, NULL, M, NC, K, K, 1, g.groups,
-                                      std::min(g.groups, zcap));
+        emu_gemm<BF_CONV_FWD, BM, BN>(g, a, b, out, NULL, M, NC, K, K, 1, g.groups, g.groups);
     } else {
         int phases = bi_phases_y(g) * bi_phases_x(g), nz = g.groups * phases;
         int M = g.n * ((g.h - 1) / g.sh + 1) * ((g.w - 1) / g.sw + 1), NC = g.cg;
@@ -263,7 +263,8 @@ int main() {
             strided_bi++;
             thin_bi += g.k_in_c <= THIN_BN;
         }
-        // grid.z as launched (65535), or small, to fold the work items onto fewer blocks.
+        // BWD_INPUT's grid.z as launched (65535), or small, to fold its work items onto fewer
+        // blocks.
         int zcap = cs % 4 == 1 ? 1 : cs % 4 == 2 ? 2 : cs % 4 == 3 ? 5 : 65535;
         int64_t nx = g.n * g.in_h * g.in_w * g.in_c, ny = g.n * g.out_h * g.out_w * g.out_c,
                 nw = g.k_h * g.k_w * g.k_in_c * g.out_c;

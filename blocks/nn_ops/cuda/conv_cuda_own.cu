@@ -8,10 +8,23 @@
  *   BWD_INPUT  dx[m=(n,ih,iw), ci]     = sum_{k=(kh,kw,co)}  dy(n, (ih+p-kh*d)/s, .., co)
  * w[kh,kw,ci,co] (taps where ih+p-kh*d is not a multiple of s, or out of range, read zero)
  *   BWD_FILTER dw[m=(kh,kw,ci), co]    = sum_{k=(n,oh,ow)}   x(n, oh*s-p+kh*d, .., ci)
- * dy[n,oh,ow,co] The tiled kernel stages 64x16 and 16x64 tiles of the gathered operands in shared
- * memory and gives every thread a 4x4 block of outputs. BWD_FILTER's long reduction (N*OH*OW) is
- * split over blocks; each split writes its partial sums to the workspace and a second kernel adds
- * them in split order, so results are bitwise reproducible (no atomics).
+ * dy[n,oh,ow,co]
+ * The tiled kernel stages BK = 16 deep slices of the gathered operands in shared memory and
+ * gives each of 256 threads a 4x4 block of outputs, in a 64x64 tile, or for BWD_INPUT with at
+ * most 16 input channels per group a 256x16 one (the RGB stem would fill 3 of 64 columns).
+ * BWD_FILTER's long reduction (N*OH*OW) is split over blocks; each split writes its partial sums
+ * to the workspace and a second kernel adds them in split order, so results are bitwise
+ * reproducible (no atomics).
+ *
+ * BWD_INPUT with stride s > 1 splits dx into stride phases (py, px) = (ih mod sh, iw mod sw)
+ * rather than multiply the zero taps ((s-1)/s of them per axis): in phase py the taps whose
+ * dy row is whole are the same for every pixel, ky = k0 + t*sh/gcd(sh,dh), and the dy row of
+ * pixel ih = py + jy*sh under tap t is jy + o0 - t*dh/gcd(sh,dh) (likewise in x; bi_axis_of).
+ * Each phase is an implicit GEMM of its own, with M = N * (pixels of the phase) rows and
+ * K = (its ky taps) * (its kx taps) * Og, so the work is that of the nonzero taps only. The
+ * work items (group, phase) go on grid.z (looped over when more than 65535); each block derives
+ * its phase's taps once (gemm_blk_of), and blocks past a smaller phase's M exit. Stride 1 is
+ * one phase with every tap: the same kernel, with no divisions added.
  *
  * Depthwise (groups == C, one input channel per group) has GEMMs of width M (the multiplier),
  * too thin to tile: it uses direct kernels, one thread per output element, gathering its
@@ -218,84 +231,107 @@ __host__ __device__ __forceinline__ int gemm_out_idx(const bf_cgeo &g, const gem
     }
 }
 
-/*
- * grid = (ceil(M/TBM), ceil(NC/TBN), min(nz, 65535)), nz = groups * phases * splits work items
- * (gemm_blk_of); block (bx, by, bz) does tile (bx, by) of items bz, bz + gridDim.z, ... (one
- * item unless nz > 65535). BWD_INPUT passes the largest phase's M (phase (0, 0)); blocks past
- * their phase's M skip the item (the same for the whole block, so no barrier is split). Split s
- * of an item sums k in [s*kchunk, min(K, (s+1)*kchunk)). With splits == 1 the result goes to
- * `out`; otherwise to partial[((s*groups + grp)*M + m)*NC + nn] for gemm_reduce.
- */
+/* Blocks per SM the register allocation must allow: the wide tile 4 (3 in double), i.e. at most
+ * 64 (80) registers a thread, what the compiler picked for it before the thin tile existed; the
+ * thin tile 2 (at most 128 registers). */
+template <typename T, int TBM> constexpr int gemm_min_blocks() {
+    return TBM == BM ? (sizeof(T) == 8 ? 3 : 4) : 2;
+}
+
+/* Tile (m0, n0) of work item p: the body of gemm_kernel. */
 template <typename T, int OP, int TBM, int TBN>
-__global__ void __launch_bounds__(GEMM_THREADS)
-    gemm_kernel(bf_cgeo g, const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ out,
-                typename bf_acc<T>::type *__restrict__ partial, int M, int NC, int K, int kchunk,
-                int splits, int nz) {
+__device__ __forceinline__ void gemm_tile(const bf_cgeo &g, const gemm_blk &p,
+                                          const T *__restrict__ a, const T *__restrict__ b,
+                                          T *__restrict__ out,
+                                          typename bf_acc<T>::type *__restrict__ partial, int M,
+                                          int NC, int kchunk, int splits, int m0, int n0) {
     typedef typename bf_acc<T>::type A;
     enum { TX = TBN / 4 }; /* threads across the columns (256 / TX across the rows) */
     static_assert(TBM * TBN == 16 * GEMM_THREADS, "4x4 outputs per thread");
     static_assert((TBM * BK) % GEMM_THREADS == 0 && (TBN * BK) % GEMM_THREADS == 0, "tile loads");
     __shared__ A As[BK][TBM + 1];
     __shared__ A Bs[BK][TBN + 1];
-    int m0 = blockIdx.x * TBM, n0 = blockIdx.y * TBN;
+    int kbeg = p.split * kchunk, kend = min(p.K, kbeg + kchunk);
     int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
-    for (int z = blockIdx.z; z < nz; z += gridDim.z) {
-        const gemm_blk p = gemm_blk_of<OP>(g, z, splits, M, K);
-        if (m0 >= p.M) continue;
-        int kbeg = p.split * kchunk, kend = min(p.K, kbeg + kchunk);
-        A acc[4][4];
+    A acc[4][4];
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = A(0);
+
+    for (int k0 = kbeg; k0 < kend; k0 += BK) {
+#pragma unroll
+        for (int i = 0; i < (TBM * BK) / GEMM_THREADS; i++) {
+            int idx = threadIdx.x + i * GEMM_THREADS;
+            int kk = idx % BK, mm = idx / BK;
+            As[kk][mm] = gemm_a<T, OP>(g, p, a, m0 + mm, k0 + kk, kend);
+        }
+#pragma unroll
+        for (int i = 0; i < (TBN * BK) / GEMM_THREADS; i++) {
+            int idx = threadIdx.x + i * GEMM_THREADS;
+            int nn = idx % TBN, kk = idx / TBN;
+            Bs[kk][nn] = gemm_b<T, OP>(g, p, b, k0 + kk, n0 + nn, NC, kend);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk++) {
+            A ra[4], rb[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                ra[i] = As[kk][ty * 4 + i];
 #pragma unroll
             for (int j = 0; j < 4; j++)
-                acc[i][j] = A(0);
-
-        for (int k0 = kbeg; k0 < kend; k0 += BK) {
+                rb[j] = Bs[kk][tx + TX * j];
 #pragma unroll
-            for (int i = 0; i < (TBM * BK) / GEMM_THREADS; i++) {
-                int idx = threadIdx.x + i * GEMM_THREADS;
-                int kk = idx % BK, mm = idx / BK;
-                As[kk][mm] = gemm_a<T, OP>(g, p, a, m0 + mm, k0 + kk, kend);
-            }
-#pragma unroll
-            for (int i = 0; i < (TBN * BK) / GEMM_THREADS; i++) {
-                int idx = threadIdx.x + i * GEMM_THREADS;
-                int nn = idx % TBN, kk = idx / TBN;
-                Bs[kk][nn] = gemm_b<T, OP>(g, p, b, k0 + kk, n0 + nn, NC, kend);
-            }
-            __syncthreads();
-#pragma unroll
-            for (int kk = 0; kk < BK; kk++) {
-                A ra[4], rb[4];
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    ra[i] = As[kk][ty * 4 + i];
+            for (int i = 0; i < 4; i++)
 #pragma unroll
                 for (int j = 0; j < 4; j++)
-                    rb[j] = Bs[kk][tx + TX * j];
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        acc[i][j] += ra[i] * rb[j];
-            }
-            __syncthreads();
+                    acc[i][j] += ra[i] * rb[j];
         }
+        __syncthreads(); /* before the next slice (or work item) overwrites As / Bs */
+    }
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            int m = m0 + ty * 4 + i;
-            if (m >= p.M) continue;
+    for (int i = 0; i < 4; i++) {
+        int m = m0 + ty * 4 + i;
+        if (m >= p.M) continue;
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                int nn = n0 + tx + TX * j; /* adjacent threads write adjacent channels */
-                if (nn >= NC) continue;
-                if (splits > 1)
-                    partial[((size_t)(p.split * g.groups + p.grp) * M + m) * NC + nn] =
-                        acc[i][j];
-                else
-                    out[gemm_out_idx<OP>(g, p, m, nn)] = bf_st<T>(acc[i][j]);
-            }
+        for (int j = 0; j < 4; j++) {
+            int nn = n0 + tx + TX * j; /* adjacent threads write adjacent channels */
+            if (nn >= NC) continue;
+            if (splits > 1)
+                partial[((size_t)(p.split * g.groups + p.grp) * M + m) * NC + nn] = acc[i][j];
+            else
+                out[gemm_out_idx<OP>(g, p, m, nn)] = bf_st<T>(acc[i][j]);
         }
+    }
+}
+
+/*
+ * grid = (ceil(M/TBM), ceil(NC/TBN), min(nz, 65535)) with nz work items (gemm_blk_of):
+ * groups * splits for FWD and BWD_FILTER, one a block (nz <= 65535 there); groups * phases for
+ * BWD_INPUT, where block (bx, by, bz) does tile (bx, by) of items bz, bz + gridDim.z, ... and
+ * M is the largest phase's (phase (0, 0)); a block past its item's M skips it (the same for the
+ * whole block, so no barrier is split). Split s of an item sums k in
+ * [s*kchunk, min(K, (s+1)*kchunk)). With splits == 1 the result goes to `out`; otherwise to
+ * partial[((s*groups + grp)*M + m)*NC + nn] for gemm_reduce.
+ */
+template <typename T, int OP, int TBM, int TBN>
+__global__ void __launch_bounds__(GEMM_THREADS, gemm_min_blocks<T, TBM>())
+    gemm_kernel(bf_cgeo g, const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ out,
+                typename bf_acc<T>::type *__restrict__ partial, int M, int NC, int K, int kchunk,
+                int splits, int nz) {
+    int m0 = blockIdx.x * TBM, n0 = blockIdx.y * TBN;
+    if (OP == BF_CONV_BWD_INPUT) { /* work items may outnumber grid.z; phases differ in M */
+        for (int z = blockIdx.z; z < nz; z += gridDim.z) {
+            const gemm_blk p = gemm_blk_of<OP>(g, z, splits, M, K);
+            if (m0 < p.M) /* the same for the whole block */
+                gemm_tile<T, OP, TBM, TBN>(g, p, a, b, out, partial, M, NC, kchunk, splits, m0,
+                                           n0);
+        }
+    } else { /* nz <= 65535 (bwd_filter_splits, and at most 65535 groups) */
+        const gemm_blk p = gemm_blk_of<OP>(g, blockIdx.z, splits, M, K);
+        gemm_tile<T, OP, TBM, TBN>(g, p, a, b, out, partial, M, NC, kchunk, splits, m0, n0);
     }
 }
 
