@@ -4,11 +4,15 @@
  * conv_cuda_own.cu and runs its
  * __host__ __device__ pieces on the host against a float64 reference, on 400
  * random geometries (NHWC/NCHW, strides, dilations, VALID / SAME / asymmetric
- * EXPLICIT pads, groups, depthwise multipliers), all three ops:
+ * EXPLICIT pads, groups, depthwise multipliers) and 200 more that stress
+ * BWD_INPUT's stride phases (strides 2-4, dilations 1-3, filters up to 7x7,
+ * asymmetric pads up to 4, images smaller than the stride), all three ops:
  *  - the tiled implicit GEMM, emulated block by block with each __syncthreads
- * phase run for all 256 threads in turn (same tile loads, same 4x4 thread
- * mapping, same split-K partial layout and ordered reduction), with 1, 4 and
- * 132 "SMs" so that split counts vary;
+ * phase run for all 256 threads in turn (same grid, same work items per
+ * grid.z index (group, stride phase, split), folded onto grid.z values from 1
+ * to 65535, same tile shapes, tile loads and 4x4 thread mapping, same split-K
+ * partial layout and ordered reduction), with 1, 4 and 132 "SMs" so that split
+ * counts vary;
  *  - the depthwise direct kernels (their per-element functions), with split
  * reductions;
  *  - the cuDNN path's TF-style handling of asymmetric padding: pad by the
@@ -27,56 +31,62 @@
 #include <vector>
 
 
-// Faithful sequential emulation of gemm_kernel: one block at a time, each
-// __syncthreads phase run for all 256 "threads" in turn.
-template <int OP>
+// Faithful sequential emulation of gemm_kernel<double, OP, TBM, TBN>: one block at a time,
+// each __syncthreads phase run for all 256 "threads" in turn, with grid.z = gz. FWD and
+// BWD_FILTER have gz = nz (one work item a block); BWD_INPUT loops over the work items
+// z = bz, bz + gz, ... (the launch's gz = min(nz, 65535); smaller values here exercise it).
+template <int OP, int TBM, int TBN>
 static void emu_gemm(bf_cgeo g, const double *a, const double *b, double *out, double *partial,
-                     int M, int NC, int K, int kchunk, int splits) {
-    int gx = (M + BM - 1) / BM, gy = (NC + BN - 1) / BN, gz = g.groups * splits;
-    static double As[BK][BM + 1], Bs[BK][BN + 1];
+                     int M, int NC, int K, int kchunk, int splits, int nz, int gz) {
+    enum { TX = TBN / 4 };
+    int gx = (M + TBM - 1) / TBM, gy = (NC + TBN - 1) / TBN;
+    static double As[BK][TBM + 1], Bs[BK][TBN + 1];
     std::vector<double> acc(256 * 16);
     for (int bz = 0; bz < gz; bz++)
         for (int by = 0; by < gy; by++)
             for (int bx = 0; bx < gx; bx++) {
-                int grp = bz / splits, split = bz % splits;
-                int m0 = bx * BM, n0 = by * BN;
-                int kbeg = split * kchunk, kend = std::min(K, kbeg + kchunk);
-                std::fill(acc.begin(), acc.end(), 0.0);
-                for (int k0 = kbeg; k0 < kend; k0 += BK) {
-                    for (int t = 0; t < 256; t++) {
-                        for (int i = 0; i < (BM * BK) / GEMM_THREADS; i++) {
-                            int idx = t + i * GEMM_THREADS;
-                            int kk = idx % BK, mm = idx / BK;
-                            As[kk][mm] = gemm_a<double, OP>(g, a, m0 + mm, k0 + kk, grp, M, kend);
+                int m0 = bx * TBM, n0 = by * TBN;
+                for (int z = bz; z < nz; z += gz) {
+                    const gemm_blk p = gemm_blk_of<OP>(g, z, splits, M, K);
+                    if (m0 >= p.M) continue;
+                    int kbeg = p.split * kchunk, kend = std::min(p.K, kbeg + kchunk);
+                    std::fill(acc.begin(), acc.end(), 0.0);
+                    for (int k0 = kbeg; k0 < kend; k0 += BK) {
+                        for (int t = 0; t < 256; t++) {
+                            for (int i = 0; i < (TBM * BK) / GEMM_THREADS; i++) {
+                                int idx = t + i * GEMM_THREADS;
+                                int kk = idx % BK, mm = idx / BK;
+                                As[kk][mm] = gemm_a<double, OP>(g, p, a, m0 + mm, k0 + kk, kend);
+                            }
+                            for (int i = 0; i < (TBN * BK) / GEMM_THREADS; i++) {
+                                int idx = t + i * GEMM_THREADS;
+                                int nn = idx % TBN, kk = idx / TBN;
+                                Bs[kk][nn] = gemm_b<double, OP>(g, p, b, k0 + kk, n0 + nn, NC, kend);
+                            }
                         }
-                        for (int i = 0; i < (BN * BK) / GEMM_THREADS; i++) {
-                            int idx = t + i * GEMM_THREADS;
-                            int nn = idx % BN, kk = idx / BN;
-                            Bs[kk][nn] = gemm_b<double, OP>(g, b, k0 + kk, n0 + nn, grp, NC, kend);
+                        for (int t = 0; t < 256; t++) {
+                            int tx = t % TX, ty = t / TX;
+                            for (int kk = 0; kk < BK; kk++)
+                                for (int i = 0; i < 4; i++)
+                                    for (int j = 0; j < 4; j++)
+                                        acc[t * 16 + i * 4 + j] +=
+                                            As[kk][ty * 4 + i] * Bs[kk][tx + TX * j];
                         }
                     }
                     for (int t = 0; t < 256; t++) {
-                        int tx = t % 16, ty = t / 16;
-                        for (int kk = 0; kk < BK; kk++)
-                            for (int i = 0; i < 4; i++)
-                                for (int j = 0; j < 4; j++)
-                                    acc[t * 16 + i * 4 + j] +=
-                                        As[kk][ty * 4 + i] * Bs[kk][tx + 16 * j];
-                    }
-                }
-                for (int t = 0; t < 256; t++) {
-                    int tx = t % 16, ty = t / 16;
-                    for (int i = 0; i < 4; i++) {
-                        int m = m0 + ty * 4 + i;
-                        if (m >= M) continue;
-                        for (int j = 0; j < 4; j++) {
-                            int nn = n0 + tx + 16 * j;
-                            if (nn >= NC) continue;
-                            if (splits > 1)
-                                partial[((size_t)(split * g.groups + grp) * M + m) * NC + nn] =
-                                    acc[t * 16 + i * 4 + j];
-                            else
-                                out[gemm_out_idx<OP>(g, m, nn, grp)] = acc[t * 16 + i * 4 + j];
+                        int tx = t % TX, ty = t / TX;
+                        for (int i = 0; i < 4; i++) {
+                            int m = m0 + ty * 4 + i;
+                            if (m >= p.M) continue;
+                            for (int j = 0; j < 4; j++) {
+                                int nn = n0 + tx + TX * j;
+                                if (nn >= NC) continue;
+                                if (splits > 1)
+                                    partial[((size_t)(p.split * g.groups + p.grp) * M + m) * NC +
+                                            nn] = acc[t * 16 + i * 4 + j];
+                                else
+                                    out[gemm_out_idx<OP>(g, p, m, nn)] = acc[t * 16 + i * 4 + j];
+                            }
                         }
                     }
                 }
@@ -85,7 +95,7 @@ static void emu_gemm(bf_cgeo g, const double *a, const double *b, double *out, d
 
 // Mirror of launch_own with host emulation.
 static void emu_own(bf_conv_op op, const bf_conv_geom *geom, const double *a, const double *b,
-                    double *out, int sm) {
+                    double *out, int sm, int zcap) {
     bf_cgeo g = bf_cgeo_from(geom);
     int depthwise = bf_conv_is_depthwise(geom);
     if (op == BF_CONV_BWD_FILTER) {
@@ -116,7 +126,9 @@ static void emu_own(bf_conv_op op, const bf_conv_geom *geom, const double *a, co
             int kchunk = ((K + splits - 1) / splits + BK - 1) / BK * BK;
             splits = (K + kchunk - 1) / kchunk;
             if (splits < 1) splits = 1;
-            emu_gemm<BF_CONV_BWD_FILTER>(g, a, b, out, part.data(), M, NC, K, kchunk, splits);
+            int nz = g.groups * splits;
+            emu_gemm<BF_CONV_BWD_FILTER, BM, BN>(g, a, b, out, part.data(), M, NC, K, kchunk, splits,
+                                                 nz, nz);
             if (splits > 1) {
                 int total = g.groups * M * NC;
                 for (int i = 0; i < total; i++) {
@@ -139,10 +151,17 @@ static void emu_own(bf_conv_op op, const bf_conv_geom *geom, const double *a, co
     }
     if (op == BF_CONV_FWD) {
         int M = g.n * g.oh * g.ow, NC = g.og, K = g.kh * g.kw * g.cg;
-        emu_gemm<BF_CONV_FWD>(g, a, b, out, NULL, M, NC, K, K, 1);
+        emu_gemm<BF_CONV_FWD, BM, BN>(g, a, b, out, NULL, M, NC, K, K, 1, g.groups, g.groups);
     } else {
-        int M = g.n * g.h * g.w, NC = g.cg, K = g.kh * g.kw * g.og;
-        emu_gemm<BF_CONV_BWD_INPUT>(g, a, b, out, NULL, M, NC, K, K, 1);
+        int phases = bi_phases_y(g) * bi_phases_x(g), nz = g.groups * phases;
+        int M = g.n * ((g.h - 1) / g.sh + 1) * ((g.w - 1) / g.sw + 1), NC = g.cg;
+        int K = g.kh * g.kw * g.og;
+        if (NC <= THIN_BN)
+            emu_gemm<BF_CONV_BWD_INPUT, THIN_BM, THIN_BN>(g, a, b, out, NULL, M, NC, K, K, 1, nz,
+                                                          std::min(nz, zcap));
+        else
+            emu_gemm<BF_CONV_BWD_INPUT, BM, BN>(g, a, b, out, NULL, M, NC, K, K, 1, nz,
+                                                std::min(nz, zcap));
     }
 }
 
@@ -150,7 +169,7 @@ static int64_t rint_(std::mt19937_64 &r, int64_t lo, int64_t hi) {
     return lo + (int64_t)(r() % (uint64_t)(hi - lo + 1));
 }
 static int64_t pads_for(int mode, int64_t in, int64_t k, int64_t s, int64_t d, std::mt19937_64 &r,
-                        int64_t *b, int64_t *a) {
+                        int64_t *b, int64_t *a, int64_t maxpad = 3) {
     int64_t eff = (k - 1) * d + 1;
     if (mode == 1) {
         int64_t out = (in + s - 1) / s;
@@ -159,19 +178,54 @@ static int64_t pads_for(int mode, int64_t in, int64_t k, int64_t s, int64_t d, s
         *a = total - *b;
         return out;
     }
-    *b = mode == 2 ? rint_(r, 0, 3) : 0;
-    *a = mode == 2 ? rint_(r, 0, 3) : 0;
+    *b = mode == 2 ? rint_(r, 0, maxpad) : 0;
+    *a = mode == 2 ? rint_(r, 0, maxpad) : 0;
     int64_t span = in + *b + *a;
     return span < eff ? -1 : (span - eff) / s + 1;
 }
 
+// Cases 400.. stress BWD_INPUT's stride phases: no depthwise (those use the direct kernels),
+// strides 2..4, dilations 1..3 (so gcd(stride, dilation) takes the values 1, 2 and 3), filters
+// up to 7, random asymmetric explicit pads up to 4 (or SAME / VALID), images as small as 1 (fewer
+// phases than the stride), and cg from 1 to 40 (thin and wide tiles).
+static void strided_geom(std::mt19937_64 &r, bf_conv_geom &g) {
+    for (;;) {
+        memset(&g, 0, sizeof g);
+        g.nchw = (int)rint_(r, 0, 1);
+        g.n = rint_(r, 1, 2);
+        g.groups = rint_(r, 0, 2) == 0 ? rint_(r, 2, 3) : 1;
+        g.in_c = g.groups * rint_(r, 1, rint_(r, 0, 1) ? 40 : 8);
+        g.out_c = g.groups * rint_(r, 1, 20);
+        g.k_in_c = g.in_c / g.groups;
+        g.in_h = rint_(r, 1, 20);
+        g.in_w = rint_(r, 1, 20);
+        g.k_h = rint_(r, 1, 7);
+        g.k_w = rint_(r, 1, 7);
+        g.stride_h = rint_(r, 2, 4);
+        g.stride_w = rint_(r, 1, 4);
+        if (rint_(r, 0, 1)) std::swap(g.stride_h, g.stride_w);
+        g.dil_h = rint_(r, 1, 3);
+        g.dil_w = rint_(r, 1, 3);
+        int mode = rint_(r, 0, 3) ? 2 : (int)rint_(r, 0, 1);
+        g.out_h = pads_for(mode, g.in_h, g.k_h, g.stride_h, g.dil_h, r, &g.pad_top, &g.pad_bottom,
+                           4);
+        g.out_w = pads_for(mode, g.in_w, g.k_w, g.stride_w, g.dil_w, r, &g.pad_left,
+                           &g.pad_right, 4);
+        if (g.out_h > 0 && g.out_w > 0) return;
+    }
+}
+
 int main() {
     std::mt19937_64 r(12345);
-    int fails = 0, runs = 0;
-    for (int cs = 0; cs < 400; cs++) {
+    int fails = 0, runs = 0, strided_bi = 0, thin_bi = 0;
+    for (int cs = 0; cs < 600; cs++) {
         bf_conv_geom g;
         bool big = cs % 7 == 6;
         for (;;) {
+            if (cs >= 400) {
+                strided_geom(r, g);
+                break;
+            }
             memset(&g, 0, sizeof g);
             g.nchw = (int)rint_(r, 0, 1);
             g.n = rint_(r, 1, big ? 2 : 3);
@@ -205,6 +259,13 @@ int main() {
                 pads_for(mode, g.in_w, g.k_w, g.stride_w, g.dil_w, r, &g.pad_left, &g.pad_right);
             if (g.out_h > 0 && g.out_w > 0) break;
         }
+        if (!bf_conv_is_depthwise(&g) && (g.stride_h > 1 || g.stride_w > 1)) {
+            strided_bi++;
+            thin_bi += g.k_in_c <= THIN_BN;
+        }
+        // BWD_INPUT's grid.z as launched (65535), or small, to fold its work items onto fewer
+        // blocks.
+        int zcap = cs % 4 == 1 ? 1 : cs % 4 == 2 ? 2 : cs % 4 == 3 ? 5 : 65535;
         int64_t nx = g.n * g.in_h * g.in_w * g.in_c, ny = g.n * g.out_h * g.out_w * g.out_c,
                 nw = g.k_h * g.k_w * g.k_in_c * g.out_c;
         std::uniform_real_distribution<double> u(-1, 1);
@@ -222,7 +283,7 @@ int main() {
             std::vector<double> ref(no), got(no, NAN);
             bf_test_conv_ref64((bf_conv_op)op, &g, a, b, ref.data(), no);
             int sm = (cs % 3 == 0) ? 132 : (cs % 3 == 1 ? 4 : 1);
-            emu_own((bf_conv_op)op, &g, a, b, got.data(), sm);
+            emu_own((bf_conv_op)op, &g, a, b, got.data(), sm, zcap);
             double worst = 0;
             for (int64_t i = 0; i < no; i++) {
                 double e = std::fabs(got[i] - ref[i]);
@@ -283,6 +344,8 @@ int main() {
             }
         }
     }
-    printf("%d runs, %d failures\n", runs, fails);
+    printf("%d runs, %d failures (%d geometries with strided implicit-GEMM BWD_INPUT, %d of them "
+           "on the thin tile)\n",
+           runs, fails, strided_bi, thin_bi);
     return fails != 0;
 }

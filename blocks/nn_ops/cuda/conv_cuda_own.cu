@@ -8,10 +8,23 @@
  *   BWD_INPUT  dx[m=(n,ih,iw), ci]     = sum_{k=(kh,kw,co)}  dy(n, (ih+p-kh*d)/s, .., co)
  * w[kh,kw,ci,co] (taps where ih+p-kh*d is not a multiple of s, or out of range, read zero)
  *   BWD_FILTER dw[m=(kh,kw,ci), co]    = sum_{k=(n,oh,ow)}   x(n, oh*s-p+kh*d, .., ci)
- * dy[n,oh,ow,co] The tiled kernel stages 64x16 and 16x64 tiles of the gathered operands in shared
- * memory and gives every thread a 4x4 block of outputs. BWD_FILTER's long reduction (N*OH*OW) is
- * split over blocks; each split writes its partial sums to the workspace and a second kernel adds
- * them in split order, so results are bitwise reproducible (no atomics).
+ * dy[n,oh,ow,co]
+ * The tiled kernel stages BK = 16 deep slices of the gathered operands in shared memory and
+ * gives each of 256 threads a 4x4 block of outputs, in a 64x64 tile, or for BWD_INPUT with at
+ * most 16 input channels per group a 256x16 one (the RGB stem would fill 3 of 64 columns).
+ * BWD_FILTER's long reduction (N*OH*OW) is split over blocks; each split writes its partial sums
+ * to the workspace and a second kernel adds them in split order, so results are bitwise
+ * reproducible (no atomics).
+ *
+ * BWD_INPUT with stride s > 1 splits dx into stride phases (py, px) = (ih mod sh, iw mod sw)
+ * rather than multiply the zero taps ((s-1)/s of them per axis): in phase py the taps whose
+ * dy row is whole are the same for every pixel, ky = k0 + t*sh/gcd(sh,dh), and the dy row of
+ * pixel ih = py + jy*sh under tap t is jy + o0 - t*dh/gcd(sh,dh) (likewise in x; bi_axis_of).
+ * Each phase is an implicit GEMM of its own, with M = N * (pixels of the phase) rows and
+ * K = (its ky taps) * (its kx taps) * Og, so the work is that of the nonzero taps only. The
+ * work items (group, phase) go on grid.z (looped over when more than 65535); each block derives
+ * its phase's taps once (gemm_blk_of), and blocks past a smaller phase's M exit. Stride 1 is
+ * one phase with every tap: the same kernel, with no divisions added.
  *
  * Depthwise (groups == C, one input channel per group) has GEMMs of width M (the multiplier),
  * too thin to tile: it uses direct kernels, one thread per output element, gathering its
@@ -51,84 +64,178 @@ void bf_note_add(char *note, size_t size, const char *fmt, ...) {
 
 /* ---- tiled implicit GEMM ------------------------------------------------------------------- */
 
+/* Tile shapes: a block computes TBM rows (m) x TBN columns (nn) of its GEMM, in BK-deep slices
+ * of the reduction, with 256 threads of 4x4 outputs each. The wide 64x64 tile serves every op.
+ * The thin 256x16 tile serves BWD_INPUT when a group has at most 16 input channels (NC = cg),
+ * where most of a 64-wide tile would be columns past NC (the RGB stem: 3 of 64). */
 enum { BM = 64, BN = 64, BK = 16, GEMM_THREADS = 256 };
+enum { THIN_BM = 256, THIN_BN = 16 };
 
-/* The gathered operands A [M x K] and B [K x NC] of group `grp`, zero outside. */
+/*
+ * One axis of BWD_INPUT's stride phases. Phase p holds the pixels iy = p + s*j, j in [0, n).
+ * Pixel iy gets dy row (iy + pad - ky*d)/s from the taps ky with iy + pad - ky*d a multiple of
+ * s, i.e. with (p + pad - ky*d) mod s == 0: the same taps for every pixel of the phase. Since
+ * ky*d mod s repeats with period s/gcd(s,d) (and takes each value once per period), they are
+ * ky = k0 + t*ks, t in [0, nk), ks = s/gcd(s,d), or none; tap t reads dy row
+ * j + o0 - t*os, os = d/gcd(s,d), o0 = (p + pad - k0*d)/s. Stride 1: one phase, n = in,
+ * k0 = 0, ks = 1, nk = k, o0 = pad, os = d (plain stride-1 backprop).
+ */
+struct bi_axis {
+    int n;          /* pixels of the phase along the axis */
+    int k0, ks, nk; /* its taps: k0 + t*ks, t < nk */
+    int o0, os;     /* dy row of pixel j under tap t: j + o0 - t*os */
+};
+
+/* Phase p (0 <= p < min(s, in)) of an axis of `in` pixels, stride s, dilation d, leading pad
+ * `pad`, filter size k. */
+__host__ __device__ __forceinline__ bi_axis bi_axis_of(int p, int in, int s, int d, int pad,
+                                                       int k) {
+    if (s == 1) return bi_axis{in, 0, 1, k, pad, d}; /* the common case, without divisions */
+    int gcd = s, r = d;
+    while (r) {
+        int t = gcd % r;
+        gcd = r, r = t;
+    }
+    bi_axis x;
+    x.n = (in - 1 - p) / s + 1;
+    x.ks = s / gcd, x.os = d / gcd;
+    x.k0 = 0, x.nk = 0, x.o0 = 0;
+    for (int ky = 0; ky < k && ky < x.ks; ky++) { /* the first valid tap, if any */
+        int t = p + pad - ky * d;
+        if (t % s == 0) {
+            x.k0 = ky, x.nk = (k - 1 - ky) / x.ks + 1, x.o0 = t / s;
+            break;
+        }
+    }
+    return x;
+}
+
+/* BWD_INPUT's stride phases per axis: min(stride, size), as phases past the edge are empty.
+ * The other ops have one phase. */
+__host__ __device__ __forceinline__ int bi_phases_y(const bf_cgeo &g) {
+    return g.sh < g.h ? g.sh : g.h;
+}
+__host__ __device__ __forceinline__ int bi_phases_x(const bf_cgeo &g) {
+    return g.sw < g.w ? g.sw : g.w;
+}
+
+/* What a block works on for the whole of its reduction: group, split of the reduction
+ * (BWD_FILTER), and for BWD_INPUT the stride phase (py, px), a GEMM of its own with
+ * M = N * y.n * x.n rows m = (n, jy, jx) (pixel (py + jy*sh, px + jx*sw)) and
+ * K = y.nk * x.nk * og, k = (ty, tx, co) (tap (y.k0 + ty*y.ks, x.k0 + tx*x.ks), channel co). */
+struct gemm_blk {
+    int grp, split, M, K;
+    int py, px;
+    bi_axis y, x;
+};
+
+/* Work item z: (grp, split) = (z / splits, z % splits) for FWD and BWD_FILTER, whose M and K
+ * are the launch's; (grp, phase) = (z / phases, z % phases), phase = py * phases_x + px, for
+ * BWD_INPUT, which never splits its reduction and whose M and K are the phase's. */
+template <int OP>
+__host__ __device__ __forceinline__ gemm_blk gemm_blk_of(const bf_cgeo &g, int z, int splits,
+                                                         int M, int K) {
+    gemm_blk p;
+    if (OP == BF_CONV_BWD_INPUT) {
+        int phx = bi_phases_x(g), phases = bi_phases_y(g) * phx, ph = 0;
+        if (phases > 1) ph = z % phases, z /= phases; /* (stride 1 without divisions) */
+        p.grp = z, p.split = 0;
+        p.py = ph / phx, p.px = ph % phx;
+        p.y = bi_axis_of(p.py, g.h, g.sh, g.dh, g.pt, g.kh);
+        p.x = bi_axis_of(p.px, g.w, g.sw, g.dw, g.pl, g.kw);
+        p.M = g.n * p.y.n * p.x.n;
+        p.K = p.y.nk * p.x.nk * g.og;
+    } else {
+        p.grp = z / splits, p.split = z % splits, p.M = M, p.K = K;
+        p.py = p.px = 0;
+        p.y = p.x = bi_axis{0, 0, 1, 0, 0, 0};
+    }
+    return p;
+}
+
+/* The gathered operands A [M x K] and B [K x NC] of block p's GEMM, zero outside. */
 template <typename T, int OP>
 __host__ __device__ __forceinline__ typename bf_acc<T>::type
-gemm_a(const bf_cgeo &g, const T *__restrict__ a, int m, int k, int grp, int M, int kend) {
+gemm_a(const bf_cgeo &g, const gemm_blk &p, const T *__restrict__ a, int m, int k, int kend) {
     typedef typename bf_acc<T>::type A;
-    if (m >= M || k >= kend) return A(0);
+    if (m >= p.M || k >= kend) return A(0);
     if (OP == BF_CONV_FWD) {
         int ci = k % g.cg, tap = k / g.cg, kx = tap % g.kw, ky = tap / g.kw;
         int ox = m % g.ow, t = m / g.ow, oy = t % g.oh, n = t / g.oh;
         int iy = oy * g.sh - g.pt + ky * g.dh, ix = ox * g.sw - g.pl + kx * g.dw;
         if ((unsigned)iy >= (unsigned)g.h || (unsigned)ix >= (unsigned)g.w) return A(0);
-        return bf_ld(a[bf_act_idx(g.nchw, n, iy, ix, grp * g.cg + ci, g.h, g.w, g.c)]);
-    } else if (OP == BF_CONV_BWD_INPUT) { /* a = dy */
-        int co = k % g.og, tap = k / g.og, kx = tap % g.kw, ky = tap / g.kw;
-        int ix = m % g.w, t = m / g.w, iy = t % g.h, n = t / g.h;
-        int ty = iy + g.pt - ky * g.dh, tx = ix + g.pl - kx * g.dw;
-        if (ty < 0 || tx < 0 || ty % g.sh || tx % g.sw) return A(0);
-        int oy = ty / g.sh, ox = tx / g.sw;
-        if (oy >= g.oh || ox >= g.ow) return A(0);
-        return bf_ld(a[bf_act_idx(g.nchw, n, oy, ox, grp * g.og + co, g.oh, g.ow, g.o)]);
+        return bf_ld(a[bf_act_idx(g.nchw, n, iy, ix, p.grp * g.cg + ci, g.h, g.w, g.c)]);
+    } else if (OP == BF_CONV_BWD_INPUT) { /* a = dy, m = (n, jy, jx), k = (ty, tx, co) */
+        int co = k % g.og, tap = k / g.og, tx = tap % p.x.nk, ty = tap / p.x.nk;
+        int jx = m % p.x.n, t = m / p.x.n, jy = t % p.y.n, n = t / p.y.n;
+        int oy = jy + p.y.o0 - ty * p.y.os, ox = jx + p.x.o0 - tx * p.x.os;
+        if ((unsigned)oy >= (unsigned)g.oh || (unsigned)ox >= (unsigned)g.ow) return A(0);
+        return bf_ld(a[bf_act_idx(g.nchw, n, oy, ox, p.grp * g.og + co, g.oh, g.ow, g.o)]);
     } else { /* BWD_FILTER: a = x, m = (kh, kw, ci), k = (n, oh, ow) */
         int ci = m % g.cg, tap = m / g.cg, kx = tap % g.kw, ky = tap / g.kw;
         int ox = k % g.ow, t = k / g.ow, oy = t % g.oh, n = t / g.oh;
         int iy = oy * g.sh - g.pt + ky * g.dh, ix = ox * g.sw - g.pl + kx * g.dw;
         if ((unsigned)iy >= (unsigned)g.h || (unsigned)ix >= (unsigned)g.w) return A(0);
-        return bf_ld(a[bf_act_idx(g.nchw, n, iy, ix, grp * g.cg + ci, g.h, g.w, g.c)]);
+        return bf_ld(a[bf_act_idx(g.nchw, n, iy, ix, p.grp * g.cg + ci, g.h, g.w, g.c)]);
     }
 }
 
 template <typename T, int OP>
 __host__ __device__ __forceinline__ typename bf_acc<T>::type
-gemm_b(const bf_cgeo &g, const T *__restrict__ b, int k, int nn, int grp, int NC, int kend) {
+gemm_b(const bf_cgeo &g, const gemm_blk &p, const T *__restrict__ b, int k, int nn, int NC,
+       int kend) {
     typedef typename bf_acc<T>::type A;
     if (nn >= NC || k >= kend) return A(0);
     if (OP == BF_CONV_FWD) { /* w[k = (kh,kw,ci), co] */
-        return bf_ld(b[k * g.o + grp * g.og + nn]);
-    } else if (OP == BF_CONV_BWD_INPUT) { /* w[kh, kw, ci = nn, co], k = (kh, kw, co) */
-        int co = k % g.og, tap = k / g.og;
-        return bf_ld(b[(tap * g.cg + nn) * g.o + grp * g.og + co]);
+        return bf_ld(b[k * g.o + p.grp * g.og + nn]);
+    } else if (OP == BF_CONV_BWD_INPUT) { /* w[ky, kx, ci = nn, co], k = (ty, tx, co) */
+        int co = k % g.og, tap = k / g.og, tx = tap % p.x.nk, ty = tap / p.x.nk;
+        int ky = p.y.k0 + ty * p.y.ks, kx = p.x.k0 + tx * p.x.ks;
+        return bf_ld(b[((ky * g.kw + kx) * g.cg + nn) * g.o + p.grp * g.og + co]);
     } else { /* dy[n, oh, ow, co = nn], k = (n, oh, ow) */
         int ox = k % g.ow, t = k / g.ow, oy = t % g.oh, n = t / g.oh;
-        return bf_ld(b[bf_act_idx(g.nchw, n, oy, ox, grp * g.og + nn, g.oh, g.ow, g.o)]);
+        return bf_ld(b[bf_act_idx(g.nchw, n, oy, ox, p.grp * g.og + nn, g.oh, g.ow, g.o)]);
     }
 }
 
-/* Offset of output (m, nn) of group grp in `out`. */
+/* Offset of output (m, nn) of block p's GEMM in `out`. */
 template <int OP>
-__host__ __device__ __forceinline__ int gemm_out_idx(const bf_cgeo &g, int m, int nn, int grp) {
+__host__ __device__ __forceinline__ int gemm_out_idx(const bf_cgeo &g, const gemm_blk &p, int m,
+                                                     int nn) {
     if (OP == BF_CONV_FWD) {
         int ox = m % g.ow, t = m / g.ow, oy = t % g.oh, n = t / g.oh;
-        return bf_act_idx(g.nchw, n, oy, ox, grp * g.og + nn, g.oh, g.ow, g.o);
+        return bf_act_idx(g.nchw, n, oy, ox, p.grp * g.og + nn, g.oh, g.ow, g.o);
     } else if (OP == BF_CONV_BWD_INPUT) {
-        int ix = m % g.w, t = m / g.w, iy = t % g.h, n = t / g.h;
-        return bf_act_idx(g.nchw, n, iy, ix, grp * g.cg + nn, g.h, g.w, g.c);
+        int jx = m % p.x.n, t = m / p.x.n, jy = t % p.y.n, n = t / p.y.n;
+        return bf_act_idx(g.nchw, n, p.py + jy * g.sh, p.px + jx * g.sw, p.grp * g.cg + nn, g.h,
+                          g.w, g.c);
     } else {
-        return m * g.o + grp * g.og + nn;
+        return m * g.o + p.grp * g.og + nn;
     }
 }
 
-/*
- * grid = (ceil(M/BM), ceil(NC/BN), groups * splits). Split s of group grp sums k in
- * [s*kchunk, min(K, (s+1)*kchunk)). With splits == 1 the result goes to `out`; otherwise to
- * partial[((s*groups + grp)*M + m)*NC + nn] for gemm_reduce.
- */
-template <typename T, int OP>
-__global__ void __launch_bounds__(GEMM_THREADS)
-    gemm_kernel(bf_cgeo g, const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ out,
-                typename bf_acc<T>::type *__restrict__ partial, int M, int NC, int K, int kchunk,
-                int splits) {
+/* Blocks per SM the register allocation must allow: the wide tile 4 (3 in double), i.e. at most
+ * 64 (80) registers a thread, what the compiler picked for it before the thin tile existed; the
+ * thin tile 2 (at most 128 registers). */
+template <typename T, int TBM> constexpr int gemm_min_blocks() {
+    return TBM == BM ? (sizeof(T) == 8 ? 3 : 4) : 2;
+}
+
+/* Tile (m0, n0) of work item p: the body of gemm_kernel. */
+template <typename T, int OP, int TBM, int TBN>
+__device__ __forceinline__ void gemm_tile(const bf_cgeo &g, const gemm_blk &p,
+                                          const T *__restrict__ a, const T *__restrict__ b,
+                                          T *__restrict__ out,
+                                          typename bf_acc<T>::type *__restrict__ partial, int M,
+                                          int NC, int kchunk, int splits, int m0, int n0) {
     typedef typename bf_acc<T>::type A;
-    __shared__ A As[BK][BM + 1];
-    __shared__ A Bs[BK][BN + 1];
-    int grp = blockIdx.z / splits, split = blockIdx.z % splits;
-    int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
-    int kbeg = split * kchunk, kend = min(K, kbeg + kchunk);
-    int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    enum { TX = TBN / 4 }; /* threads across the columns (256 / TX across the rows) */
+    static_assert(TBM * TBN == 16 * GEMM_THREADS, "4x4 outputs per thread");
+    static_assert((TBM * BK) % GEMM_THREADS == 0 && (TBN * BK) % GEMM_THREADS == 0, "tile loads");
+    __shared__ A As[BK][TBM + 1];
+    __shared__ A Bs[BK][TBN + 1];
+    int kbeg = p.split * kchunk, kend = min(p.K, kbeg + kchunk);
+    int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
     A acc[4][4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -138,16 +245,16 @@ __global__ void __launch_bounds__(GEMM_THREADS)
 
     for (int k0 = kbeg; k0 < kend; k0 += BK) {
 #pragma unroll
-        for (int i = 0; i < (BM * BK) / GEMM_THREADS; i++) {
+        for (int i = 0; i < (TBM * BK) / GEMM_THREADS; i++) {
             int idx = threadIdx.x + i * GEMM_THREADS;
             int kk = idx % BK, mm = idx / BK;
-            As[kk][mm] = gemm_a<T, OP>(g, a, m0 + mm, k0 + kk, grp, M, kend);
+            As[kk][mm] = gemm_a<T, OP>(g, p, a, m0 + mm, k0 + kk, kend);
         }
 #pragma unroll
-        for (int i = 0; i < (BN * BK) / GEMM_THREADS; i++) {
+        for (int i = 0; i < (TBN * BK) / GEMM_THREADS; i++) {
             int idx = threadIdx.x + i * GEMM_THREADS;
-            int nn = idx % BN, kk = idx / BN;
-            Bs[kk][nn] = gemm_b<T, OP>(g, b, k0 + kk, n0 + nn, grp, NC, kend);
+            int nn = idx % TBN, kk = idx / TBN;
+            Bs[kk][nn] = gemm_b<T, OP>(g, p, b, k0 + kk, n0 + nn, NC, kend);
         }
         __syncthreads();
 #pragma unroll
@@ -158,29 +265,66 @@ __global__ void __launch_bounds__(GEMM_THREADS)
                 ra[i] = As[kk][ty * 4 + i];
 #pragma unroll
             for (int j = 0; j < 4; j++)
-                rb[j] = Bs[kk][tx + 16 * j];
+                rb[j] = Bs[kk][tx + TX * j];
 #pragma unroll
             for (int i = 0; i < 4; i++)
 #pragma unroll
                 for (int j = 0; j < 4; j++)
                     acc[i][j] += ra[i] * rb[j];
         }
-        __syncthreads();
+        __syncthreads(); /* before the next slice (or work item) overwrites As / Bs */
     }
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         int m = m0 + ty * 4 + i;
-        if (m >= M) continue;
+        if (m >= p.M) continue;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            int nn = n0 + tx + 16 * j; /* adjacent threads write adjacent channels */
+            int nn = n0 + tx + TX * j; /* adjacent threads write adjacent channels */
             if (nn >= NC) continue;
             if (splits > 1)
-                partial[((size_t)(split * g.groups + grp) * M + m) * NC + nn] = acc[i][j];
+                partial[((size_t)(p.split * g.groups + p.grp) * M + m) * NC + nn] = acc[i][j];
             else
-                out[gemm_out_idx<OP>(g, m, nn, grp)] = bf_st<T>(acc[i][j]);
+                out[gemm_out_idx<OP>(g, p, m, nn)] = bf_st<T>(acc[i][j]);
         }
     }
+}
+
+/*
+ * grid = (ceil(M/TBM), ceil(NC/TBN), min(nz, 65535)) with nz work items (gemm_blk_of):
+ * groups * splits for FWD and BWD_FILTER, one a block (nz <= 65535 there); groups * phases for
+ * BWD_INPUT, where block (bx, by, bz) does tile (bx, by) of items bz, bz + gridDim.z, ... and
+ * M is the largest phase's (phase (0, 0)); a block past its item's M skips it (the same for the
+ * whole block, so no barrier is split). Split s of an item sums k in
+ * [s*kchunk, min(K, (s+1)*kchunk)). With splits == 1 the result goes to `out`; otherwise to
+ * partial[((s*groups + grp)*M + m)*NC + nn] for gemm_reduce.
+ */
+template <typename T, int OP, int TBM, int TBN>
+__global__ void __launch_bounds__(GEMM_THREADS, gemm_min_blocks<T, TBM>())
+    gemm_kernel(bf_cgeo g, const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ out,
+                typename bf_acc<T>::type *__restrict__ partial, int M, int NC, int K, int kchunk,
+                int splits, int nz) {
+    int m0 = blockIdx.x * TBM, n0 = blockIdx.y * TBN;
+    if (OP == BF_CONV_BWD_INPUT) { /* work items may outnumber grid.z; phases differ in M */
+        for (int z = blockIdx.z; z < nz; z += gridDim.z) {
+            const gemm_blk p = gemm_blk_of<OP>(g, z, splits, M, K);
+            if (m0 < p.M) /* the same for the whole block */
+                gemm_tile<T, OP, TBM, TBN>(g, p, a, b, out, partial, M, NC, kchunk, splits, m0,
+                                           n0);
+        }
+    } else { /* nz <= 65535 (bwd_filter_splits, and at most 65535 groups) */
+        const gemm_blk p = gemm_blk_of<OP>(g, blockIdx.z, splits, M, K);
+        gemm_tile<T, OP, TBM, TBN>(g, p, a, b, out, partial, M, NC, kchunk, splits, m0, n0);
+    }
+}
+
+template <typename T, int OP, int TBM, int TBN>
+static void launch_gemm(const bf_cgeo &g, const T *a, const T *b, T *out,
+                        typename bf_acc<T>::type *partial, int M, int NC, int K, int kchunk,
+                        int splits, int nz, cudaStream_t st) {
+    dim3 grid((M + TBM - 1) / TBM, (NC + TBN - 1) / TBN, nz < 65535 ? nz : 65535);
+    gemm_kernel<T, OP, TBM, TBN>
+        <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, partial, M, NC, K, kchunk, splits, nz);
 }
 
 /* out[HWIO f] = sum over s, in order, of the split partials (both reduction layouts). */
@@ -405,9 +549,8 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
             int kchunk = ((K + splits - 1) / splits + BK - 1) / BK * BK;
             splits = (K + kchunk - 1) / kchunk;
             if (splits < 1) splits = 1;
-            dim3 grid((M + BM - 1) / BM, (NC + BN - 1) / BN, g.groups * splits);
-            gemm_kernel<T, BF_CONV_BWD_FILTER>
-                <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, (A *)ws, M, NC, K, kchunk, splits);
+            launch_gemm<T, BF_CONV_BWD_FILTER, BM, BN>(g, a, b, out, (A *)ws, M, NC, K, kchunk,
+                                                       splits, g.groups * splits, st);
             if (splits > 1)
                 gemm_reduce<T><<<grid_1d((int64_t)g.groups * M * NC, 256), 256, 0, st>>>(
                     g, (A *)ws, out, M, NC, splits);
@@ -427,16 +570,23 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
     }
     if (op == BF_CONV_FWD) {
         int M = g.n * g.oh * g.ow, NC = g.og, K = g.kh * g.kw * g.cg;
-        dim3 grid((M + BM - 1) / BM, (NC + BN - 1) / BN, g.groups);
-        gemm_kernel<T, BF_CONV_FWD>
-            <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, NULL, M, NC, K, K, 1);
+        launch_gemm<T, BF_CONV_FWD, BM, BN>(g, a, b, out, NULL, M, NC, K, K, 1, g.groups, st);
         bf_note_add(note, note_size, "own implicit-GEMM fwd");
     } else {
-        int M = g.n * g.h * g.w, NC = g.cg, K = g.kh * g.kw * g.og;
-        dim3 grid((M + BM - 1) / BM, (NC + BN - 1) / BN, g.groups);
-        gemm_kernel<T, BF_CONV_BWD_INPUT>
-            <<<grid, GEMM_THREADS, 0, st>>>(g, a, b, out, NULL, M, NC, K, K, 1);
-        bf_note_add(note, note_size, "own implicit-GEMM bwd_input");
+        /* One GEMM per group and stride phase; the grid covers the largest phase, (0, 0). The
+         * product groups * phases <= C * H * W fits an int. */
+        int phases = bi_phases_y(g) * bi_phases_x(g);
+        int M = g.n * ((g.h - 1) / g.sh + 1) * ((g.w - 1) / g.sw + 1), NC = g.cg;
+        int K = g.kh * g.kw * g.og; /* bounds every phase's K */
+        if (NC <= THIN_BN)
+            launch_gemm<T, BF_CONV_BWD_INPUT, THIN_BM, THIN_BN>(g, a, b, out, NULL, M, NC, K, K, 1,
+                                                                g.groups * phases, st);
+        else
+            launch_gemm<T, BF_CONV_BWD_INPUT, BM, BN>(g, a, b, out, NULL, M, NC, K, K, 1,
+                                                      g.groups * phases, st);
+        bf_note_add(note, note_size, "own implicit-GEMM bwd_input, %d stride phases, %dx%d tiles",
+                    phases, NC <= THIN_BN ? (int)THIN_BM : (int)BM,
+                    NC <= THIN_BN ? (int)THIN_BN : (int)BN);
     }
 }
 
