@@ -273,7 +273,8 @@ START_TEST(random_geometries_match_reference) {
 END_TEST
 
 /* Depthwise NHWC, the layout of the fast depthwise kernels: channel counts around the
- * 32-channel tiles, multipliers 1..3, square 3/5/7 filters (the specialised filter gradients)
+ * 32-channel tiles (multiples of 4 in every other case, for the 4-channel vector kernels),
+ * multiplier 1 in two cases of three and 2..3 in the third, square 3/5/7 filters (the specialised filter gradients)
  * and other sizes, strides 1..3, dilations; every fourth case has enough rows for many
  * splits. */
 START_TEST(depthwise_nhwc_match_reference) {
@@ -284,8 +285,9 @@ START_TEST(depthwise_nhwc_match_reference) {
         memset(&g, 0, sizeof g);
         g.n = bf_rng_int(&r, 1, big ? 4 : 2);
         g.in_c = bf_rng_int(&r, 1, 70);
+        if (_i % 2 == 0) g.in_c = (g.in_c + 3) / 4 * 4; /* the 4-channel vector kernels */
         g.groups = g.in_c, g.k_in_c = 1;
-        g.out_c = g.in_c * bf_rng_int(&r, 1, 3);
+        g.out_c = g.in_c * (_i % 3 == 2 ? bf_rng_int(&r, 2, 3) : 1);
         g.in_h = bf_rng_int(&r, 1, big ? 40 : 12);
         g.in_w = bf_rng_int(&r, 1, big ? 40 : 12);
         static const int64_t ks[] = {3, 3, 5, 7, 1, 2, 4};

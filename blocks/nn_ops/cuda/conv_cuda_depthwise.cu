@@ -1,53 +1,81 @@
 /*
  * conv_cuda_depthwise.cu - our CUDA kernels for depthwise convolutions in NHWC (the layout
- * TensorFlow pages use), written for memory speed. Depthwise work is a few multiply-adds per
- * byte, so what these kernels save is index arithmetic and re-reads; the generic direct kernels
- * of conv_cuda_own.cu (one thread per element, with divisions per tap) stay for NCHW and the
+ * TensorFlow pages use). Depthwise work is a few multiply-adds per byte, so what these kernels
+ * save is instructions (index arithmetic, load instructions) and re-reads; the generic direct
+ * kernels of conv_cuda_own.cu (one thread per element, divisions per tap) stay for NCHW and the
  * filter sizes not specialised here.
  *
  * Notation: input x [N,H,W,C], filter w [KH,KW,C,M] (M = channel multiplier), output y
- * [N,OH,OW,C*M] with output channel co = c*M + m. Adjacent threads always take adjacent
- * channels, so every warp-wide load or store is contiguous.
+ * [N,OH,OW,C*M] with output channel co = c*M + m. A thread handles V consecutive channels
+ * (V = 4 with one 16-byte load for float when M == 1 and C % 4 == 0 and the buffers are
+ * aligned, else V = 1), and adjacent threads adjacent channel groups, so every warp-wide load
+ * or store is contiguous.
  *
- *  FWD        one thread per (co, strip of DW_XT outputs along x): the tap weight is loaded
- *             once per strip, the index arithmetic is done once per thread; 3x3 filters get
- *             unrolled tap loops, so all of a thread's loads can be in flight at once.
- *  BWD_INPUT  one thread per (c, strip of DW_XT input pixels along x), gathering
+ *  FWD        one thread per (channel group, strip of DW_XT outputs along x): the tap weights
+ *             are loaded once per strip, the index arithmetic once per thread.
+ *  BWD_INPUT  one thread per (channel group, strip of DW_XT input pixels along x), gathering
  *             dx(n,iy,ix,c) = sum over ky,kx,m of dy(n,(iy+pt-ky*dh)/sh,(ix+pl-kx*dw)/sw,c*M+m)
- *             * w[ky,kx,c,m] over the taps where both divisions are exact. The x stride is a
- *             template parameter (1, 2, or any), so the exactness test costs a mask, not a
- *             division, in the common cases.
- *  BWD_FILTER blocks of 32 channels x 8 workers over a split of the N*OH output rows. Each
- *             thread keeps the K*K tap sums of its channel in registers and reads each dy
- *             element once; the 8 workers' sums are added in worker order through shared
+ *             * w[ky,kx,c,m] over the taps where both divisions are exact. The stride is a
+ *             template parameter (1 or 2 in both directions, or any), so the exactness test is
+ *             a mask, not a division, in the common cases.
+ *  BWD_FILTER blocks of TX channel groups x (256 / TX) workers over a split of the N*OH output
+ *             rows. Each thread keeps the K*K tap sums of its channels in registers and reads
+ *             each dy element once; the workers' sums are added in worker order through shared
  *             memory, each split writes its partial sums to the workspace, and split_reduce
  *             adds them in split order: bitwise reproducible, no atomics. K is a template
  *             parameter (3, 5, 7: the depthwise filters networks use); other sizes take the
  *             generic kernel.
+ * 3x3 filters get fully unrolled tap loops (K = 3), so all of a thread's loads can be in
+ * flight at once.
  */
 #include "conv_cuda_device.cuh"
 #include "conv_cuda_internal.cuh"
 
-enum { DW_XT = 4, DW_WORKERS = 8, DW_TILE_C = 32 };
+#include <stdint.h>
+
+enum { DW_XT = 4, DW_THREADS = 256 };
+
+/* V consecutive elements, loaded and stored as one access (aligned to their size). */
+template <typename T, int V> struct __align__(sizeof(T) * V) dw_vec { T e[V]; };
+
+template <typename T, int V>
+__device__ __forceinline__ void ld_v(const T *p, typename bf_acc<T>::type *out) {
+    dw_vec<T, V> r = *reinterpret_cast<const dw_vec<T, V> *>(p);
+#pragma unroll
+    for (int v = 0; v < V; v++)
+        out[v] = bf_ld(r.e[v]);
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void st_v(T *p, const typename bf_acc<T>::type *in) {
+    dw_vec<T, V> r;
+#pragma unroll
+    for (int v = 0; v < V; v++)
+        r.e[v] = bf_st<T>(in[v]);
+    *reinterpret_cast<dw_vec<T, V> *>(p) = r;
+}
 
 /* ---- forward ----------------------------------------------------------------------------- */
 
-/* K: the filter size when it is K x K and specialised (loops unrolled), 0 for any. */
-template <typename T, int K>
-__global__ void __launch_bounds__(256)
+/* K: the filter size when it is K x K and specialised (loops unrolled), 0 for any. V > 1
+ * needs M == 1. */
+template <typename T, int K, int V>
+__global__ void __launch_bounds__(DW_THREADS)
     dw_fwd_nhwc(bf_cgeo g, const T *__restrict__ x, const T *__restrict__ w, T *__restrict__ y,
                 int strips_x, int total) {
     typedef typename bf_acc<T>::type A;
-    const int kh = K ? K : g.kh, kw = K ? K : g.kw;
+    const int kh = K ? K : g.kh, kw = K ? K : g.kw, groups = g.o / V;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-        int co = i % g.o, t = i / g.o;
+        int co = i % groups * V, t = i / groups;
         int ox0 = t % strips_x * DW_XT;
         t /= strips_x;
-        int oy = t % g.oh, n = t / g.oh, c = co / g.og;
-        A acc[DW_XT];
+        int oy = t % g.oh, n = t / g.oh, c = V > 1 ? co : co / g.og;
+        A acc[DW_XT][V];
 #pragma unroll
         for (int j = 0; j < DW_XT; j++)
-            acc[j] = A(0);
+#pragma unroll
+            for (int v = 0; v < V; v++)
+                acc[j][v] = A(0);
 #pragma unroll
         for (int ky = 0; ky < kh; ky++) {
             int iy = oy * g.sh - g.pt + ky * g.dh;
@@ -55,50 +83,62 @@ __global__ void __launch_bounds__(256)
             const T *xrow = x + (n * g.h + iy) * g.w * g.c + c;
 #pragma unroll
             for (int kx = 0; kx < kw; kx++) {
-                A wv = bf_ld(w[(ky * kw + kx) * g.o + co]);
+                A wv[V];
+                ld_v<T, V>(w + (ky * kw + kx) * g.o + co, wv);
                 int ix0 = ox0 * g.sw - g.pl + kx * g.dw;
 #pragma unroll
                 for (int j = 0; j < DW_XT; j++) {
                     int ix = ix0 + j * g.sw;
-                    if ((unsigned)ix < (unsigned)g.w) acc[j] += bf_ld(xrow[ix * g.c]) * wv;
+                    if ((unsigned)ix >= (unsigned)g.w) continue;
+                    A xv[V];
+                    ld_v<T, V>(xrow + ix * g.c, xv);
+#pragma unroll
+                    for (int v = 0; v < V; v++)
+                        acc[j][v] += xv[v] * wv[v];
                 }
             }
         }
         T *yp = y + ((n * g.oh + oy) * g.ow + ox0) * g.o + co;
 #pragma unroll
         for (int j = 0; j < DW_XT; j++)
-            if (ox0 + j < g.ow) yp[j * g.o] = bf_st<T>(acc[j]);
+            if (ox0 + j < g.ow) st_v<T, V>(yp + j * g.o, acc[j]);
     }
 }
 
 /* ---- input gradient ---------------------------------------------------------------------- */
 
-/* SW: the x stride when it is 1 or 2, 0 for any (read from g); K as for dw_fwd_nhwc. */
-template <typename T, int SW, int K>
-__global__ void __launch_bounds__(256)
+/* S: the stride when it is S in both directions (1 or 2), 0 for any; K as for dw_fwd_nhwc;
+ * V > 1 needs M == 1. */
+template <typename T, int S, int K, int V>
+__global__ void __launch_bounds__(DW_THREADS)
     dw_bwd_input_nhwc(bf_cgeo g, const T *__restrict__ dy, const T *__restrict__ w,
                       T *__restrict__ dx, int strips_x, int total) {
     typedef typename bf_acc<T>::type A;
-    const int sw = SW ? SW : g.sw, kh = K ? K : g.kh, kw = K ? K : g.kw;
+    const int sh = S ? S : g.sh, sw = S ? S : g.sw, kh = K ? K : g.kh, kw = K ? K : g.kw;
+    const int groups = g.c / V;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-        int c = i % g.c, t = i / g.c;
+        int c = i % groups * V, t = i / groups;
         int ix0 = t % strips_x * DW_XT;
         t /= strips_x;
         int iy = t % g.h, n = t / g.h;
-        A acc[DW_XT];
+        A acc[DW_XT][V];
 #pragma unroll
         for (int j = 0; j < DW_XT; j++)
-            acc[j] = A(0);
+#pragma unroll
+            for (int v = 0; v < V; v++)
+                acc[j][v] = A(0);
 #pragma unroll
         for (int ky = 0; ky < kh; ky++) {
             int ty = iy + g.pt - ky * g.dh;
-            if (ty < 0 || ty % g.sh) continue;
-            int oy = ty / g.sh;
+            if (ty < 0 || ty % sh) continue;
+            int oy = ty / sh;
             if (oy >= g.oh) continue;
             const T *dyrow = dy + (n * g.oh + oy) * g.ow * g.o + c * g.og;
 #pragma unroll
             for (int kx = 0; kx < kw; kx++) {
                 const T *wt = w + (ky * kw + kx) * g.o + c * g.og;
+                A wv[V];
+                if (V > 1) ld_v<T, V>(wt, wv);
                 int tx0 = ix0 + g.pl - kx * g.dw;
 #pragma unroll
                 for (int j = 0; j < DW_XT; j++) {
@@ -107,49 +147,68 @@ __global__ void __launch_bounds__(256)
                     int ox = tx / sw;
                     if (ox >= g.ow) continue;
                     const T *d = dyrow + ox * g.o;
-                    for (int m = 0; m < g.og; m++)
-                        acc[j] += bf_ld(d[m]) * bf_ld(wt[m]);
+                    if (V > 1) {
+                        A dv[V];
+                        ld_v<T, V>(d, dv);
+#pragma unroll
+                        for (int v = 0; v < V; v++)
+                            acc[j][v] += dv[v] * wv[v];
+                    } else {
+                        for (int m = 0; m < g.og; m++)
+                            acc[j][0] += bf_ld(d[m]) * bf_ld(wt[m]);
+                    }
                 }
             }
         }
         T *p = dx + ((n * g.h + iy) * g.w + ix0) * g.c + c;
 #pragma unroll
         for (int j = 0; j < DW_XT; j++)
-            if (ix0 + j < g.w) p[j * g.c] = bf_st<T>(acc[j]);
+            if (ix0 + j < g.w) st_v<T, V>(p + j * g.c, acc[j]);
     }
 }
 
 /* ---- filter gradient --------------------------------------------------------------------- */
 
+/* Channel groups per block row: 32, or fewer (a power of two) when the layer has fewer. */
+static int filter_tile(int groups) {
+    int tx = 1;
+    while (tx < 32 && tx < groups) tx *= 2;
+    return tx;
+}
+
 /*
- * grid (ceil(O / 32), splits), block (32, DW_WORKERS). Split s sums output rows
+ * grid (ceil(O / (V*TX)), splits), block (TX, 256 / TX). Split s sums output rows
  * r = (n, oy) in [s*rows, min(N*OH, (s+1)*rows)); worker ty takes the columns ox = ty,
- * ty + DW_WORKERS, ... With splits == 1 the result goes to dw, else to partial[s*F + f].
+ * ty + workers, ... With splits == 1 the result goes to dw, else to partial[s*F + f].
+ * V > 1 needs M == 1.
  */
-template <typename T, int K>
-__global__ void __launch_bounds__(DW_TILE_C *DW_WORKERS)
+template <typename T, int K, int V>
+__global__ void __launch_bounds__(DW_THREADS)
     dw_bwd_filter_nhwc(bf_cgeo g, const T *__restrict__ x, const T *__restrict__ dy,
                        T *__restrict__ dw, typename bf_acc<T>::type *__restrict__ partial,
                        int rows, int splits) {
     typedef typename bf_acc<T>::type A;
-    __shared__ A red[DW_WORKERS][DW_TILE_C];
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int co = blockIdx.x * DW_TILE_C + tx, c = co / g.og;
+    __shared__ A red[DW_THREADS];
+    const int TX = blockDim.x, workers = blockDim.y, tx = threadIdx.x, ty = threadIdx.y;
+    const int co = (blockIdx.x * TX + tx) * V, c = V > 1 ? co : co / g.og;
     const bool live = co < g.o;
-    A acc[K][K];
+    A acc[K][K][V];
 #pragma unroll
     for (int a = 0; a < K; a++)
 #pragma unroll
         for (int b = 0; b < K; b++)
-            acc[a][b] = A(0);
+#pragma unroll
+            for (int v = 0; v < V; v++)
+                acc[a][b][v] = A(0);
     const int R = g.n * g.oh, rbeg = blockIdx.y * rows, rend = min(R, rbeg + rows);
     for (int r = rbeg; live && r < rend; r++) {
         int n = r / g.oh, oy = r % g.oh;
         const T *dyrow = dy + r * g.ow * g.o + co;
         const T *ximg = x + n * g.h * g.w * g.c + c;
         int iy0 = oy * g.sh - g.pt;
-        for (int ox = ty; ox < g.ow; ox += DW_WORKERS) {
-            A d = bf_ld(dyrow[ox * g.o]);
+        for (int ox = ty; ox < g.ow; ox += workers) {
+            A d[V];
+            ld_v<T, V>(dyrow + ox * g.o, d);
             int ix0 = ox * g.sw - g.pl;
 #pragma unroll
             for (int a = 0; a < K; a++) {
@@ -159,7 +218,12 @@ __global__ void __launch_bounds__(DW_TILE_C *DW_WORKERS)
 #pragma unroll
                 for (int b = 0; b < K; b++) {
                     int ix = ix0 + b * g.dw;
-                    if ((unsigned)ix < (unsigned)g.w) acc[a][b] += bf_ld(xrow[ix * g.c]) * d;
+                    if ((unsigned)ix >= (unsigned)g.w) continue;
+                    A xv[V];
+                    ld_v<T, V>(xrow + ix * g.c, xv);
+#pragma unroll
+                    for (int v = 0; v < V; v++)
+                        acc[a][b][v] += xv[v] * d[v];
                 }
             }
         }
@@ -168,21 +232,23 @@ __global__ void __launch_bounds__(DW_TILE_C *DW_WORKERS)
 #pragma unroll
     for (int a = 0; a < K; a++)
 #pragma unroll
-        for (int b = 0; b < K; b++) {
-            red[ty][tx] = acc[a][b];
-            __syncthreads();
-            if (ty == 0 && live) {
-                A s = A(0);
-                for (int q = 0; q < DW_WORKERS; q++)
-                    s += red[q][tx];
-                int f = (a * K + b) * g.o + co; /* HWIO with I = 1 per group */
-                if (splits == 1)
-                    dw[f] = bf_st<T>(s);
-                else
-                    partial[(size_t)blockIdx.y * F + f] = s;
+        for (int b = 0; b < K; b++)
+#pragma unroll
+            for (int v = 0; v < V; v++) {
+                red[ty * TX + tx] = acc[a][b][v];
+                __syncthreads();
+                if (ty == 0 && live) {
+                    A s = A(0);
+                    for (int q = 0; q < workers; q++)
+                        s += red[q * TX + tx];
+                    int f = (a * K + b) * g.o + co + v; /* HWIO with I = 1 per group */
+                    if (splits == 1)
+                        dw[f] = bf_st<T>(s);
+                    else
+                        partial[(size_t)blockIdx.y * F + f] = s;
+                }
+                __syncthreads();
             }
-            __syncthreads();
-        }
 }
 
 /* ---- planning and launch ----------------------------------------------------------------- */
@@ -196,22 +262,72 @@ bool bf_dw_nhwc_takes(bf_conv_op op, const bf_conv_geom *g) {
     return op != BF_CONV_BWD_FILTER || fast_filter_size(g);
 }
 
+/* The channel vector width the geometry allows (the buffers' alignment is checked at launch):
+ * 4 when M == 1 and C % 4 == 0 (and, for the filter gradient, 3x3 filters: 36 sums per
+ * thread), else 1. */
+static int geom_vec(bf_conv_op op, const bf_conv_geom *g) {
+    bool ok = g->out_c == g->in_c && g->in_c % 4 == 0;
+    if (op == BF_CONV_BWD_FILTER) ok = ok && g->k_h == 3;
+    return ok ? 4 : 1;
+}
+
 /* Splits of the filter gradient: about 8 blocks per SM, at least one row each, at most 1024
- * and at most 256 MiB of partial sums. Planning and running both call this. */
+ * and at most 256 MiB of partial sums. Depends on the geometry only, so planning (the
+ * workspace) and running agree. */
 int bf_dw_nhwc_filter_splits(const bf_conv_geom *g, bf_dtype dt, int sm_count) {
     int64_t sms = sm_count > 0 ? sm_count : 132;
-    int64_t tiles = (g->out_c + DW_TILE_C - 1) / DW_TILE_C;
+    int64_t groups = g->out_c / geom_vec(BF_CONV_BWD_FILTER, g);
+    int64_t tx = filter_tile((int)BF_MIN(groups, 32));
+    int64_t tiles = (groups + tx - 1) / tx;
     int64_t rows = g->n * g->out_h;
     int64_t F = g->k_h * g->k_w * g->out_c;
     int64_t s = (8 * sms + tiles - 1) / BF_MAX(tiles, 1);
     s = BF_MIN(BF_MIN(s, rows), 1024);
-    s = BF_MIN(s, (int64_t)(((size_t)256 << 20) / ((size_t)BF_MAX(F, 1) * (dt == BF_DTYPE_F64 ? 8 : 4))));
+    s = BF_MIN(s, (int64_t)(((size_t)256 << 20) /
+                            ((size_t)BF_MAX(F, 1) * (dt == BF_DTYPE_F64 ? 8 : 4))));
     return (int)BF_MAX(s, 1);
 }
 
 static int blocks_for(int total) {
-    int b = (total + 255) / 256;
+    int b = (total + DW_THREADS - 1) / DW_THREADS;
     return b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b;
+}
+
+static bool aligned(const void *p, size_t n) { return (uintptr_t)p % n == 0; }
+
+template <typename T, int V>
+static void launch_fwd(const bf_cgeo &g, const T *x, const T *w, T *y, cudaStream_t st) {
+    int strips = (g.ow + DW_XT - 1) / DW_XT, total = g.n * g.oh * strips * (g.o / V);
+    if (g.kh == 3 && g.kw == 3)
+        dw_fwd_nhwc<T, 3, V><<<blocks_for(total), DW_THREADS, 0, st>>>(g, x, w, y, strips, total);
+    else
+        dw_fwd_nhwc<T, 0, V><<<blocks_for(total), DW_THREADS, 0, st>>>(g, x, w, y, strips, total);
+}
+
+template <typename T, int V>
+static void launch_bwd_input(const bf_cgeo &g, const T *dy, const T *w, T *dx, cudaStream_t st) {
+    int strips = (g.w + DW_XT - 1) / DW_XT, total = g.n * g.h * strips * (g.c / V);
+    int blocks = blocks_for(total);
+    bool k3 = g.kh == 3 && g.kw == 3;
+    if (V > 1 && k3 && g.sh == 1 && g.sw == 1)
+        dw_bwd_input_nhwc<T, 1, 3, V><<<blocks, DW_THREADS, 0, st>>>(g, dy, w, dx, strips, total);
+    else if (V > 1 && k3 && g.sh == 2 && g.sw == 2)
+        dw_bwd_input_nhwc<T, 2, 3, V><<<blocks, DW_THREADS, 0, st>>>(g, dy, w, dx, strips, total);
+    else
+        dw_bwd_input_nhwc<T, 0, 0, V><<<blocks, DW_THREADS, 0, st>>>(g, dy, w, dx, strips, total);
+}
+
+template <typename T, int V>
+static void launch_bwd_filter(const bf_cgeo &g, const T *x, const T *dy, T *dw,
+                              typename bf_acc<T>::type *partial, int rows, int splits,
+                              cudaStream_t st) {
+    int groups = g.o / V, tx = filter_tile(BF_MIN(groups, 32));
+    dim3 grid((groups + tx - 1) / tx, splits), block(tx, DW_THREADS / tx);
+    switch (g.kh) {
+    case 3: dw_bwd_filter_nhwc<T, 3, V><<<grid, block, 0, st>>>(g, x, dy, dw, partial, rows, splits); break;
+    case 5: dw_bwd_filter_nhwc<T, 5, 1><<<grid, block, 0, st>>>(g, x, dy, dw, partial, rows, splits); break;
+    default: dw_bwd_filter_nhwc<T, 7, 1><<<grid, block, 0, st>>>(g, x, dy, dw, partial, rows, splits); break;
+    }
 }
 
 template <typename T>
@@ -220,26 +336,24 @@ static void launch(bf_conv_op op, const bf_conv_geom *geom, const T *a, const T 
                    size_t note_size) {
     typedef typename bf_acc<T>::type A;
     bf_cgeo g = bf_cgeo_from(geom);
+    size_t vb = 4 * sizeof(T);
+    int V = geom_vec(op, geom) == 4 && aligned(a, vb) && aligned(b, vb) && aligned(out, vb) ? 4 : 1;
     if (op == BF_CONV_FWD) {
-        int strips = (g.ow + DW_XT - 1) / DW_XT, total = g.n * g.oh * strips * g.o;
-        if (g.kh == 3 && g.kw == 3)
-            dw_fwd_nhwc<T, 3><<<blocks_for(total), 256, 0, st>>>(g, a, b, out, strips, total);
+        if (V == 4)
+            launch_fwd<T, 4>(g, a, b, out, st);
         else
-            dw_fwd_nhwc<T, 0><<<blocks_for(total), 256, 0, st>>>(g, a, b, out, strips, total);
-        bf_note_add(note, note_size, "own depthwise NHWC fwd, %d-wide strips", (int)DW_XT);
+            launch_fwd<T, 1>(g, a, b, out, st);
+        bf_note_add(note, note_size, "own depthwise NHWC fwd, %d-wide strips x %d channels",
+                    (int)DW_XT, V);
         return;
     }
     if (op == BF_CONV_BWD_INPUT) {
-        int strips = (g.w + DW_XT - 1) / DW_XT, total = g.n * g.h * strips * g.c;
-        int blocks = blocks_for(total);
-        bool k3 = g.kh == 3 && g.kw == 3;
-        if (g.sw == 1 && k3)
-            dw_bwd_input_nhwc<T, 1, 3><<<blocks, 256, 0, st>>>(g, a, b, out, strips, total);
-        else if (g.sw == 2 && k3)
-            dw_bwd_input_nhwc<T, 2, 3><<<blocks, 256, 0, st>>>(g, a, b, out, strips, total);
+        if (V == 4)
+            launch_bwd_input<T, 4>(g, a, b, out, st);
         else
-            dw_bwd_input_nhwc<T, 0, 0><<<blocks, 256, 0, st>>>(g, a, b, out, strips, total);
-        bf_note_add(note, note_size, "own depthwise NHWC bwd_input, %d-wide strips", (int)DW_XT);
+            launch_bwd_input<T, 1>(g, a, b, out, st);
+        bf_note_add(note, note_size, "own depthwise NHWC bwd_input, %d-wide strips x %d channels",
+                    (int)DW_XT, V);
         return;
     }
     int F = g.kh * g.kw * g.o, R = g.n * g.oh;
@@ -250,15 +364,13 @@ static void launch(bf_conv_op op, const bf_conv_geom *geom, const T *a, const T 
     if (splits < 2) splits = 1;
     int rows = (R + splits - 1) / splits;
     splits = (R + rows - 1) / rows; /* no empty trailing splits */
-    dim3 grid((g.o + DW_TILE_C - 1) / DW_TILE_C, splits), block(DW_TILE_C, DW_WORKERS);
-    switch (g.kh) {
-    case 3: dw_bwd_filter_nhwc<T, 3><<<grid, block, 0, st>>>(g, a, b, out, (A *)ws, rows, splits); break;
-    case 5: dw_bwd_filter_nhwc<T, 5><<<grid, block, 0, st>>>(g, a, b, out, (A *)ws, rows, splits); break;
-    default: dw_bwd_filter_nhwc<T, 7><<<grid, block, 0, st>>>(g, a, b, out, (A *)ws, rows, splits); break;
-    }
+    if (V == 4)
+        launch_bwd_filter<T, 4>(g, a, b, out, (A *)ws, rows, splits, st);
+    else
+        launch_bwd_filter<T, 1>(g, a, b, out, (A *)ws, rows, splits, st);
     if (splits > 1) split_reduce_launch<T>((A *)ws, out, F, splits, st);
-    bf_note_add(note, note_size, "own depthwise NHWC bwd_filter %dx%d, %d splits", g.kh, g.kw,
-                splits);
+    bf_note_add(note, note_size, "own depthwise NHWC bwd_filter %dx%d x %d channels, %d splits",
+                g.kh, g.kw, V, splits);
 }
 
 void bf_dw_nhwc_run(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, const void *a,
