@@ -21,7 +21,8 @@
  *  BWD_FILTER blocks of TX channel groups x (256 / TX) workers over a split of the N*OH output
  *             rows. Each thread keeps the K*K tap sums of its channels in registers and reads
  *             each dy element once; the workers' sums are added in worker order through shared
- *             memory, each split writes its partial sums to the workspace, and split_reduce
+ *             memory (a few rounds, the whole block adding), each split writes its partial sums
+ *             to the workspace, and split_reduce
  *             adds them in split order: bitwise reproducible, no atomics. K is a template
  *             parameter (3, 5, 7: the depthwise filters networks use); other sizes take the
  *             generic kernel.
@@ -188,18 +189,17 @@ __global__ void __launch_bounds__(DW_THREADS)
                        T *__restrict__ dw, typename bf_acc<T>::type *__restrict__ partial,
                        int rows, int splits) {
     typedef typename bf_acc<T>::type A;
-    __shared__ A red[DW_THREADS];
+    enum { NV = K * K * V,                       /* sums per thread */
+           G = (16384 / DW_THREADS) / sizeof(A) }; /* of them per reduction round (16 KiB) */
+    __shared__ A red[G * DW_THREADS];
     const int TX = blockDim.x, workers = blockDim.y, tx = threadIdx.x, ty = threadIdx.y;
+    const int tid = ty * TX + tx;
     const int co = (blockIdx.x * TX + tx) * V, c = V > 1 ? co : co / g.og;
     const bool live = co < g.o;
-    A acc[K][K][V];
+    A acc[NV]; /* acc[(a*K + b)*V + v]: tap (a, b), channel co + v */
 #pragma unroll
-    for (int a = 0; a < K; a++)
-#pragma unroll
-        for (int b = 0; b < K; b++)
-#pragma unroll
-            for (int v = 0; v < V; v++)
-                acc[a][b][v] = A(0);
+    for (int q = 0; q < NV; q++)
+        acc[q] = A(0);
     const int R = g.n * g.oh, rbeg = blockIdx.y * rows, rend = min(R, rbeg + rows);
     for (int r = rbeg; live && r < rend; r++) {
         int n = r / g.oh, oy = r % g.oh;
@@ -223,32 +223,36 @@ __global__ void __launch_bounds__(DW_THREADS)
                     ld_v<T, V>(xrow + ix * g.c, xv);
 #pragma unroll
                     for (int v = 0; v < V; v++)
-                        acc[a][b][v] += xv[v] * d[v];
+                        acc[(a * K + b) * V + v] += xv[v] * d[v];
                 }
             }
         }
     }
+    /* Add the workers' sums, G per round: every thread parks G sums in shared memory, then the
+     * block adds each (sum, channel group) over the workers in worker order. */
     const int F = K * K * g.o;
 #pragma unroll
-    for (int a = 0; a < K; a++)
+    for (int q0 = 0; q0 < NV; q0 += G) {
 #pragma unroll
-        for (int b = 0; b < K; b++)
-#pragma unroll
-            for (int v = 0; v < V; v++) {
-                red[ty * TX + tx] = acc[a][b][v];
-                __syncthreads();
-                if (ty == 0 && live) {
-                    A s = A(0);
-                    for (int q = 0; q < workers; q++)
-                        s += red[q * TX + tx];
-                    int f = (a * K + b) * g.o + co + v; /* HWIO with I = 1 per group */
-                    if (splits == 1)
-                        dw[f] = bf_st<T>(s);
-                    else
-                        partial[(size_t)blockIdx.y * F + f] = s;
-                }
-                __syncthreads();
-            }
+        for (int q = q0; q < q0 + G && q < NV; q++)
+            red[(q - q0) * DW_THREADS + tid] = acc[q];
+        __syncthreads();
+        int n_here = min(G, NV - q0) * TX;
+        for (int u = tid; u < n_here; u += DW_THREADS) {
+            int ql = u / TX, t = u % TX, q = q0 + ql;
+            int cot = (blockIdx.x * TX + t) * V + q % V;
+            A s = A(0);
+            for (int wk = 0; wk < workers; wk++)
+                s += red[ql * DW_THREADS + wk * TX + t];
+            if (cot >= g.o) continue;
+            int f = q / V * g.o + cot; /* HWIO with I = 1 per group */
+            if (splits == 1)
+                dw[f] = bf_st<T>(s);
+            else
+                partial[(size_t)blockIdx.y * F + f] = s;
+        }
+        __syncthreads();
+    }
 }
 
 /* ---- planning and launch ----------------------------------------------------------------- */
@@ -309,9 +313,9 @@ static void launch_bwd_input(const bf_cgeo &g, const T *dy, const T *w, T *dx, c
     int strips = (g.w + DW_XT - 1) / DW_XT, total = g.n * g.h * strips * (g.c / V);
     int blocks = blocks_for(total);
     bool k3 = g.kh == 3 && g.kw == 3;
-    if (V > 1 && k3 && g.sh == 1 && g.sw == 1)
+    if (k3 && g.sh == 1 && g.sw == 1)
         dw_bwd_input_nhwc<T, 1, 3, V><<<blocks, DW_THREADS, 0, st>>>(g, dy, w, dx, strips, total);
-    else if (V > 1 && k3 && g.sh == 2 && g.sw == 2)
+    else if (k3 && g.sh == 2 && g.sw == 2)
         dw_bwd_input_nhwc<T, 2, 3, V><<<blocks, DW_THREADS, 0, st>>>(g, dy, w, dx, strips, total);
     else
         dw_bwd_input_nhwc<T, 0, 0, V><<<blocks, DW_THREADS, 0, st>>>(g, dy, w, dx, strips, total);
