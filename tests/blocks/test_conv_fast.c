@@ -190,6 +190,12 @@ START_TEST(larger_blocks) {
     check_geom(&wt, 96, "whole-taps", true);
     bf_conv_geom wt2 = make_geom(2, 8, 7, 32, 3, 2, 64, 2, 2, 1, 1, 1, 1, 1, 0, 1, 1);
     check_geom(&wt2, 95, "whole-taps-grouped", true);
+    /* 1x1 forward reading A in place: two KC blocks (300 channels), rows in whole MR blocks
+       (2x6x12 = 144) and with a partial last block (2x7x7 = 98, packed there) */
+    bf_conv_geom p1 = make_geom(2, 6, 12, 300, 1, 1, 40, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0);
+    check_geom(&p1, 94, "1x1-in-place", true);
+    bf_conv_geom p2 = make_geom(2, 7, 7, 300, 1, 1, 70, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0);
+    check_geom(&p2, 93, "1x1-in-place-tail", true);
 }
 END_TEST
 
@@ -270,6 +276,21 @@ START_TEST(depthwise_small_rows) {
 }
 END_TEST
 
+/* Depthwise without a multiplier over many rows and up to 150 channels: the filter
+   gradient's pixel-order kernel (unit stride, >= 8 channel vectors) and the per-tap loops,
+   channel vectors plus a scalar tail, borders, strides, dilations. */
+START_TEST(depthwise_filter_rows) {
+    bf_rng r = {0xd33f0000u + (uint64_t)_i};
+    int64_t c = _i % 2 ? bf_rng_int(&r, 1, 150) : 16 * bf_rng_int(&r, 1, 9);
+    bf_conv_geom g = make_geom(bf_rng_int(&r, 1, 3), bf_rng_int(&r, 8, 30), bf_rng_int(&r, 1, 16),
+                               c, bf_rng_int(&r, 1, 4), bf_rng_int(&r, 1, 4), c, c,
+                               bf_rng_int(&r, 1, 2), _i % 3 ? 1 : 2, bf_rng_int(&r, 1, 2),
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2),
+                               bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2), 0);
+    check_geom(&g, r.s, "dw-filter-rows", true);
+}
+END_TEST
+
 /* No workspace: the direct fallback, and degenerate sizes (empty output, no taps reach). */
 START_TEST(fallback_and_degenerate) {
     bf_pool *pool = NULL;
@@ -319,6 +340,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, direct_filter_grad, 0, 8);
     tcase_add_loop_test(tc, depthwise_multiplier_rows, 0, 6);
     tcase_add_loop_test(tc, depthwise_small_rows, 0, 12);
+    tcase_add_loop_test(tc, depthwise_filter_rows, 0, 12);
     tcase_add_test(tc, fallback_and_degenerate);
     tcase_add_test(tc, public_entry_points);
     suite_add_tcase(s, tc);

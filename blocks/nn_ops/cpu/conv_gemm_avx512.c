@@ -100,10 +100,16 @@ static void ukrb_avx512_f32(int64_t kc, const float *a, const float *b, float *c
                             int64_t coff, int mr, int nr, int acc) {
     ukr_avx512_f32(16, kc, a, b, crow, coff, mr, nr, acc);
 }
+/* A read in place: MR rows lda apart (kc <= lda), as a 1x1 layer's NHWC input already is. */
+static void ukrs_avx512_f32(int64_t kc, const float *a, int64_t lda, const float *b,
+                            float *const *crow, int64_t coff, int mr, int nr, int acc) {
+    ukr_avx512_f32((int)lda, kc, a, b, crow, coff, mr, nr, acc);
+}
 
 #define UKR ukr1_avx512_f32
 #define BF_COPY_SHORT copy_short_f32
 #define UKRB ukrb_avx512_f32
+#define UKRS ukrs_avx512_f32
 #define AKB 16
 #define FN(x) x##_avx512_f32
 #define BF_VFMA(a, b, c) \
@@ -119,6 +125,7 @@ static void ukrb_avx512_f32(int64_t kc, const float *a, const float *b, float *c
 #undef UKR
 #undef BF_COPY_SHORT
 #undef UKRB
+#undef UKRS
 #undef AKB
 #undef FN
 #undef T
