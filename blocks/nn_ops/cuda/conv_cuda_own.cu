@@ -27,9 +27,11 @@
  * one phase with every tap: the same kernel, with no divisions added.
  *
  * Depthwise (groups == C, one input channel per group) has GEMMs of width M (the multiplier),
- * too thin to tile: it uses direct kernels, one thread per output element, gathering its
- * inputs (forward and backprop-input) or one thread per (filter element, split) for the
- * filter gradient, again with an ordered second-pass reduction.
+ * too thin to tile. NHWC goes to the kernels of conv_cuda_depthwise.cu (bf_dw_nhwc_takes);
+ * NCHW, and filter gradients of filter sizes other than 3, 5 and 7, use the direct kernels
+ * here: one thread per output element, gathering its inputs (forward and backprop-input), or
+ * one thread per (filter element, split) for the filter gradient, again with an ordered
+ * second-pass reduction.
  *
  * f16/bf16 load, convert to float, accumulate in float, round once on store; f64 in double.
  */
