@@ -422,8 +422,8 @@ static double time_direct(bf_device *dev, void *stream, cudnnHandle_t h, bf_conv
 
 /* ctx (on `stream`): heuristic algorithms; tuned (on `tstream`): the fastest algorithm. */
 static void bench_op(bf_device *dev, void *stream, bf_cuda_ctx *ctx, void *tstream,
-                     bf_cuda_ctx *tuned, const char *cname, const char *oname, const bf_conv_geom *g,
-                     const gbench_opts *o, double mac_rate, double bw) {
+                     bf_cuda_ctx *tuned, const char *cname, const char *oname,
+                     const bf_conv_geom *g, const gbench_opts *o, double mac_rate, double bw) {
     bf_conv_op op = op_of(oname);
     size_t es = bf_dtype_size(o->dt);
     int64_t nx = g->n * g->in_h * g->in_w * g->in_c, ny = g->n * g->out_h * g->out_w * g->out_c;
@@ -571,8 +571,8 @@ int bf_bench_gpu_main(int argc, char **argv) {
                 printf("%-24s %-36s unsupported: %s\n", name->valuestring, op->valuestring, bad);
                 continue;
             }
-            bench_op(dev, stream, ctx, tstream, tuned, name->valuestring, op->valuestring, &g, &o, rate,
-                     bw);
+            bench_op(dev, stream, ctx, tstream, tuned, name->valuestring, op->valuestring, &g, &o,
+                     rate, bw);
         }
     }
 done:

@@ -274,9 +274,9 @@ END_TEST
 
 /* Depthwise NHWC, the layout of the fast depthwise kernels: channel counts around the
  * 32-channel tiles (multiples of 4 in every other case, for the 4-channel vector kernels),
- * multiplier 1 in two cases of three and 2..3 in the third, square 3/5/7 filters (the specialised filter gradients)
- * and other sizes, strides 1..3, dilations; every fourth case has enough rows for many
- * splits. */
+ * multiplier 1 in two cases of three and 2..3 in the third, square 3/5/7 filters (the
+ * specialised filter gradients) and other sizes, strides 1..3, dilations; every fourth case
+ * has enough rows for many splits. */
 START_TEST(depthwise_nhwc_match_reference) {
     bf_rng r = {0x5eed0000ull + (uint64_t)_i};
     bf_conv_geom g;

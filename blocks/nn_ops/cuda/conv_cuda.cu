@@ -13,8 +13,9 @@
  *  - Algorithms come from cuDNN's heuristics (cudnnGet*_v7), first deterministic one whose
  *    workspace fits; with BF_CUDNN_AUTOTUNE=1 (read at session_init) from cudnnFind*
  *    (benchmarked, fastest deterministic one that fits). BF_CUDNN_DETERMINISTIC=0 admits
- *    algorithms that accumulate with atomics (results vary in the last bits between runs). Either way the choice is cached per
- *    (op, dtype, geometry) in the session's bf_cuda_ctx and written to ex->note.
+ *    algorithms that accumulate with atomics (results vary in the last bits between runs).
+ *    Either way the choice is cached per (op, dtype, geometry) in the session's bf_cuda_ctx
+ *    and written to ex->note.
  *  - float32 runs with CUDNN_FMA_MATH (no TF32); half and bfloat16 may use tensor cores with
  *    float accumulation (compute type float); double computes in double.
  *  - The cuDNN workspace is bounded by ctx->ws_cap (1 GiB unless BF_CUDNN_WORKSPACE_MB).

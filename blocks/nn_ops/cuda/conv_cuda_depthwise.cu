@@ -327,11 +327,12 @@ static void launch_bwd_filter(const bf_cgeo &g, const T *x, const T *dy, T *dw,
                               cudaStream_t st) {
     int groups = g.o / V, tx = filter_tile(BF_MIN(groups, 32));
     dim3 grid((groups + tx - 1) / tx, splits), block(tx, DW_THREADS / tx);
-    switch (g.kh) {
-    case 3: dw_bwd_filter_nhwc<T, 3, V><<<grid, block, 0, st>>>(g, x, dy, dw, partial, rows, splits); break;
-    case 5: dw_bwd_filter_nhwc<T, 5, 1><<<grid, block, 0, st>>>(g, x, dy, dw, partial, rows, splits); break;
-    default: dw_bwd_filter_nhwc<T, 7, 1><<<grid, block, 0, st>>>(g, x, dy, dw, partial, rows, splits); break;
-    }
+    if (g.kh == 3)
+        dw_bwd_filter_nhwc<T, 3, V><<<grid, block, 0, st>>>(g, x, dy, dw, partial, rows, splits);
+    else if (g.kh == 5)
+        dw_bwd_filter_nhwc<T, 5, 1><<<grid, block, 0, st>>>(g, x, dy, dw, partial, rows, splits);
+    else
+        dw_bwd_filter_nhwc<T, 7, 1><<<grid, block, 0, st>>>(g, x, dy, dw, partial, rows, splits);
 }
 
 template <typename T>

@@ -535,7 +535,8 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
     if (op == BF_CONV_BWD_FILTER) {
         int F = g.kh * g.kw * g.cg * g.o;
         int P = g.n * g.oh * g.ow;
-        int splits = bwd_filter_splits(geom, sizeof(A) == 8 ? BF_DTYPE_F64 : BF_DTYPE_F32, sm_count);
+        int splits =
+            bwd_filter_splits(geom, sizeof(A) == 8 ? BF_DTYPE_F64 : BF_DTYPE_F32, sm_count);
         size_t per = (size_t)F * sizeof(A);
         if (splits > 1 && (size_t)splits * per > ws_size) splits = (int)(ws_size / per);
         if (splits < 2) splits = 1;
