@@ -1014,13 +1014,32 @@ static void FN(bf_dw_bwd_filter_px_task)(void *arg, int64_t task, int slot) {
             int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
             if (ih < 0 || ih >= g->in_h) continue;
             const T *xr = p->a + (n * g->in_h + ih) * W * O;
-            for (int64_t ow = 0; ow < OW; ow++) {
-                const T *restrict d = dyr + ow * O;
-                for (int64_t kw = 0; kw < g->k_w; kw++) {
-                    int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
-                    if (iw < 0 || iw >= W) continue;
-                    const T *restrict xp = xr + iw * O;
-                    T *restrict pv = part + (kh * g->k_w + kw) * O;
+            for (int64_t kw = 0; kw < g->k_w; kw++) {
+                int64_t off = kw * g->dil_w - g->pad_left, lo, hi;
+                FN(bf_dw_range)(off, 1, W, OW, &lo, &hi);
+                T *restrict pv = part + (kh * g->k_w + kw) * O;
+                int64_t ow = lo;
+                /* four pixels per pass over the channels: one partial load and store per four
+                   multiply-adds */
+                for (; ow + 4 <= hi; ow += 4) {
+                    const T *restrict d = dyr + ow * O, *restrict xp = xr + (ow + off) * O;
+                    int64_t c = 0;
+                    for (; c < cv; c += BF_VL) {
+                        FN(bf_vec) acc = FN(bf_ldv)(pv + c);
+                        acc = BF_VFMA_(FN(bf_ldv)(xp + c), FN(bf_ldv)(d + c), acc);
+                        acc = BF_VFMA_(FN(bf_ldv)(xp + O + c), FN(bf_ldv)(d + O + c), acc);
+                        acc = BF_VFMA_(FN(bf_ldv)(xp + 2 * O + c), FN(bf_ldv)(d + 2 * O + c),
+                                       acc);
+                        acc = BF_VFMA_(FN(bf_ldv)(xp + 3 * O + c), FN(bf_ldv)(d + 3 * O + c),
+                                       acc);
+                        FN(bf_stv)(pv + c, acc);
+                    }
+                    for (; c < O; c++)
+                        pv[c] += xp[c] * d[c] + xp[O + c] * d[O + c] +
+                                 xp[2 * O + c] * d[2 * O + c] + xp[3 * O + c] * d[3 * O + c];
+                }
+                for (; ow < hi; ow++) {
+                    const T *restrict d = dyr + ow * O, *restrict xp = xr + (ow + off) * O;
                     int64_t c = 0;
                     for (; c < cv; c += BF_VL)
                         FN(bf_stv)(pv + c, BF_VFMA_(FN(bf_ldv)(xp + c), FN(bf_ldv)(d + c),
