@@ -1174,11 +1174,64 @@ static void FN(bf_sd_pack_task)(void *arg, int64_t ob, int slot) {
         }
 }
 
+/*
+ * One block of rb (<= SD_RB) output pixels starting at yq, every output-channel block:
+ * rb x SD_NV vectors of sums in registers over the taps of the rows xb[0..nk). Always inlined
+ * with a constant rb, so the loops unroll and acc stays in registers.
+ */
+static inline __attribute__((always_inline)) void
+FN(bf_sd_block)(int rb, const FN(bf_sd_plan) *p, const T *const *xb, const int64_t *khv,
+                int64_t nk, const int64_t *xoff, int64_t ps, T *yq) {
+    const bf_conv_geom *g = p->g;
+    const int64_t O = g->out_c, nvl = SD_NV * BF_VL, kwc = g->k_w * g->in_c;
+    for (int64_t ob = 0; ob < p->nob; ob++) {
+        const T *wp = p->wpack + ob * p->K * nvl;
+        int64_t o0 = ob * nvl;
+        FN(bf_vec) acc[SD_RB][SD_NV];
+#pragma GCC unroll 32
+        for (int i = 0; i < rb; i++)
+#pragma GCC unroll 8
+            for (int v = 0; v < SD_NV; v++) acc[i][v] = (FN(bf_vec)){0};
+        for (int64_t r = 0; r < nk; r++) {
+            const T *restrict xr = xb[r];
+            const T *restrict wr = wp + khv[r] * kwc * nvl;
+            for (int64_t j = 0; j < kwc; j++) {
+                FN(bf_vec) wv[SD_NV];
+#pragma GCC unroll 8
+                for (int v = 0; v < SD_NV; v++) wv[v] = FN(bf_ldv)(wr + j * nvl + v * BF_VL);
+                const T *restrict xj = xr + xoff[j];
+#pragma GCC unroll 32
+                for (int i = 0; i < rb; i++) {
+                    FN(bf_vec) xv = FN(bf_vsplat)(xj[i * ps]);
+#pragma GCC unroll 8
+                    for (int v = 0; v < SD_NV; v++) acc[i][v] = BF_VFMA_(xv, wv[v], acc[i][v]);
+                }
+            }
+        }
+        /* constant indices only, so acc stays in registers */
+#pragma GCC unroll 32
+        for (int i = 0; i < rb; i++) {
+            T *yp = yq + i * O + o0;
+#pragma GCC unroll 8
+            for (int v = 0; v < SD_NV; v++) {
+                int64_t oc = o0 + v * BF_VL;
+                if (oc + BF_VL <= O) {
+                    FN(bf_stv)(yp + v * BF_VL, acc[i][v]);
+                } else if (oc < O) {
+                    T tmp[BF_VL];
+                    FN(bf_stv)(tmp, acc[i][v]);
+                    memcpy(yp + v * BF_VL, tmp, (size_t)(O - oc) * sizeof(T));
+                }
+            }
+        }
+    }
+}
+
 static void FN(bf_sd_task)(void *arg, int64_t row, int slot) {
     const FN(bf_sd_plan) *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
-    const int64_t C = g->in_c, O = g->out_c, nvl = SD_NV * BF_VL, kwc = g->k_w * C;
+    const int64_t C = g->in_c, O = g->out_c, kwc = g->k_w * C;
     int64_t n = row / g->out_h, oh = row % g->out_h;
     T *win = p->win + (int64_t)slot * p->win_per;
     const T *xrow[64];
@@ -1211,48 +1264,14 @@ static void FN(bf_sd_task)(void *arg, int64_t row, int slot) {
             xb[r] = d;
         }
         int64_t nq = BF_MIN((int64_t)SD_RB, g->out_w - q0);
-        for (int64_t ob = 0; ob < p->nob; ob++) {
-            const T *wp = p->wpack + ob * p->K * nvl;
-            int64_t o0 = ob * nvl;
-            FN(bf_vec) acc[SD_RB][SD_NV];
-#pragma GCC unroll 32
-            for (int i = 0; i < SD_RB; i++)
-#pragma GCC unroll 8
-                for (int v = 0; v < SD_NV; v++) acc[i][v] = (FN(bf_vec)){0};
-            for (int64_t r = 0; r < nk; r++) {
-                const T *restrict xr = xb[r];
-                const T *restrict wr = wp + khv[r] * kwc * nvl;
-                for (int64_t j = 0; j < kwc; j++) {
-                    FN(bf_vec) wv[SD_NV];
-#pragma GCC unroll 8
-                    for (int v = 0; v < SD_NV; v++) wv[v] = FN(bf_ldv)(wr + j * nvl + v * BF_VL);
-                    const T *restrict xj = xr + xoff[j];
-#pragma GCC unroll 32
-                    for (int i = 0; i < SD_RB; i++) {
-                        FN(bf_vec) xv = FN(bf_vsplat)(xj[i * ps]);
-#pragma GCC unroll 8
-                        for (int v = 0; v < SD_NV; v++)
-                            acc[i][v] = BF_VFMA_(xv, wv[v], acc[i][v]);
-                    }
-                }
-            }
-            /* constant indices only, so acc stays in registers */
-#pragma GCC unroll 32
-            for (int i = 0; i < SD_RB; i++) {
-                if (i >= nq) break;
-                T *yp = yrow + (q0 + i) * O + o0;
-#pragma GCC unroll 8
-                for (int v = 0; v < SD_NV; v++) {
-                    int64_t oc = o0 + v * BF_VL;
-                    if (oc + BF_VL <= O) {
-                        FN(bf_stv)(yp + v * BF_VL, acc[i][v]);
-                    } else if (oc < O) {
-                        T tmp[BF_VL];
-                        FN(bf_stv)(tmp, acc[i][v]);
-                        memcpy(yp + v * BF_VL, tmp, (size_t)(O - oc) * sizeof(T));
-                    }
-                }
-            }
+        /* the row's last block computes only its nq pixels (a 33-wide row is 5 x 6 + 3) */
+        switch (nq) {
+        case 1: FN(bf_sd_block)(1, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
+        case 2: FN(bf_sd_block)(2, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
+        case 3: FN(bf_sd_block)(3, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
+        case 4: FN(bf_sd_block)(4, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
+        case 5: FN(bf_sd_block)(5, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
+        default: FN(bf_sd_block)(SD_RB, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
         }
     }
 }
