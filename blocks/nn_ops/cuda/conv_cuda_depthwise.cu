@@ -287,14 +287,8 @@ int bf_dw_nhwc_filter_splits(const bf_conv_geom *g, bf_dtype dt, int sm_count) {
     int64_t F = g->k_h * g->k_w * g->out_c;
     int64_t s = (8 * sms + tiles - 1) / BF_MAX(tiles, 1);
     s = BF_MIN(BF_MIN(s, rows), 1024);
-    s = BF_MIN(s, (int64_t)(((size_t)256 << 20) /
-                            ((size_t)BF_MAX(F, 1) * (dt == BF_DTYPE_F64 ? 8 : 4))));
+    s = BF_MIN(s, (int64_t)(BF_CUDA_PARTIAL_CAP / ((size_t)BF_MAX(F, 1) * bf_cuda_acc_size(dt))));
     return (int)BF_MAX(s, 1);
-}
-
-static int blocks_for(int total) {
-    int b = (total + DW_THREADS - 1) / DW_THREADS;
-    return b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b;
 }
 
 static bool aligned(const void *p, size_t n) { return (uintptr_t)p % n == 0; }
@@ -302,16 +296,17 @@ static bool aligned(const void *p, size_t n) { return (uintptr_t)p % n == 0; }
 template <typename T, int V>
 static void launch_fwd(const bf_cgeo &g, const T *x, const T *w, T *y, cudaStream_t st) {
     int strips = (g.ow + DW_XT - 1) / DW_XT, total = g.n * g.oh * strips * (g.o / V);
+    int blocks = bf_cuda_grid_1d(total, DW_THREADS);
     if (g.kh == 3 && g.kw == 3)
-        dw_fwd_nhwc<T, 3, V><<<blocks_for(total), DW_THREADS, 0, st>>>(g, x, w, y, strips, total);
+        dw_fwd_nhwc<T, 3, V><<<blocks, DW_THREADS, 0, st>>>(g, x, w, y, strips, total);
     else
-        dw_fwd_nhwc<T, 0, V><<<blocks_for(total), DW_THREADS, 0, st>>>(g, x, w, y, strips, total);
+        dw_fwd_nhwc<T, 0, V><<<blocks, DW_THREADS, 0, st>>>(g, x, w, y, strips, total);
 }
 
 template <typename T, int V>
 static void launch_bwd_input(const bf_cgeo &g, const T *dy, const T *w, T *dx, cudaStream_t st) {
     int strips = (g.w + DW_XT - 1) / DW_XT, total = g.n * g.h * strips * (g.c / V);
-    int blocks = blocks_for(total);
+    int blocks = bf_cuda_grid_1d(total, DW_THREADS);
     bool k3 = g.kh == 3 && g.kw == 3;
     if (k3 && g.sh == 1 && g.sw == 1)
         dw_bwd_input_nhwc<T, 1, 3, V><<<blocks, DW_THREADS, 0, st>>>(g, dy, w, dx, strips, total);

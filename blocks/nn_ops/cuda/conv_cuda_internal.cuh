@@ -34,6 +34,16 @@ __host__ __device__ __forceinline__ int bf_act_idx(int nchw, int n, int y, int x
     return nchw ? ((n * C + ch) * H + y) * W + x : ((n * H + y) * W + x) * C + ch;
 }
 
+/* Planning helpers both kernel files use: the accumulator size of a dtype (double for double,
+ * float otherwise), the most bytes of split partial sums a filter gradient may use, and a 1-D
+ * grid for `total` elements of grid-stride loops (at most 65535 * 8 blocks). */
+static inline size_t bf_cuda_acc_size(bf_dtype dt) { return dt == BF_DTYPE_F64 ? 8 : 4; }
+#define BF_CUDA_PARTIAL_CAP ((size_t)256 << 20)
+static inline int bf_cuda_grid_1d(int64_t total, int threads) {
+    int64_t b = (total + threads - 1) / threads;
+    return (int)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
+}
+
 /* Scratch the own kernels need (split reductions of the filter gradient); 0 for most ops. */
 size_t bf_conv_own_workspace(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, int sm_count);
 

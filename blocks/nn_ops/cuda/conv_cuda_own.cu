@@ -485,19 +485,10 @@ __global__ void direct_bwd_filter(bf_cgeo g, const T *__restrict__ x, const T *_
 
 /* ---- planning ---------------------------------------------------------------------------- */
 
-static size_t acc_size(bf_dtype dt) { return dt == BF_DTYPE_F64 ? 8 : 4; }
-
-static int grid_1d(int64_t total, int threads) {
-    int64_t b = (total + threads - 1) / threads;
-    return (int)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
-}
-
-/* Most bytes of split partial sums the filter gradient may use. */
-#define BF_OWN_PARTIAL_CAP ((size_t)256 << 20)
 
 /* How many splits the filter-gradient reduction gets: enough blocks to give every SM four,
  * each split at least 64 positions long, at most 256 splits, grid.z within 65535, and the
- * partial sums within BF_OWN_PARTIAL_CAP. Depends only on the geometry, dtype and SM count,
+ * partial sums within BF_CUDA_PARTIAL_CAP. Depends only on the geometry, dtype and SM count,
  * so planning (workspace) and running agree. */
 static int bwd_filter_splits(const bf_conv_geom *g, bf_dtype dt, int sm_count) {
     int64_t F = g->k_h * g->k_w * g->k_in_c * g->out_c;
@@ -511,7 +502,7 @@ static int bwd_filter_splits(const bf_conv_geom *g, bf_dtype dt, int sm_count) {
     int64_t most = BF_MAX(P / 64, 1);
     int64_t s = BF_MIN(BF_MIN(want, most), 256);
     if (!bf_conv_is_depthwise(g)) s = BF_MIN(s, 65535 / BF_MAX(g->groups, 1)); /* grid.z */
-    s = BF_MIN(s, (int64_t)(BF_OWN_PARTIAL_CAP / ((size_t)BF_MAX(F, 1) * acc_size(dt))));
+    s = BF_MIN(s, (int64_t)(BF_CUDA_PARTIAL_CAP / ((size_t)BF_MAX(F, 1) * bf_cuda_acc_size(dt))));
     return (int)BF_MAX(s, 1);
 }
 
@@ -520,7 +511,7 @@ size_t bf_conv_own_workspace(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, 
     int s = bf_dw_nhwc_takes(op, g) ? bf_dw_nhwc_filter_splits(g, dt, sm_count)
                                     : bwd_filter_splits(g, dt, sm_count);
     if (s <= 1) return 0;
-    return (size_t)s * (size_t)(g->k_h * g->k_w * g->k_in_c * g->out_c) * acc_size(dt);
+    return (size_t)s * (size_t)(g->k_h * g->k_w * g->k_in_c * g->out_c) * bf_cuda_acc_size(dt);
 }
 
 /* ---- launch ------------------------------------------------------------------------------ */
@@ -555,7 +546,7 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
             launch_gemm<T, BF_CONV_BWD_FILTER, BM, BN>(g, a, b, out, (A *)ws, M, NC, K, kchunk,
                                                        splits, g.groups * splits, st);
             if (splits > 1)
-                gemm_reduce<T><<<grid_1d((int64_t)g.groups * M * NC, 256), 256, 0, st>>>(
+                gemm_reduce<T><<<bf_cuda_grid_1d((int64_t)g.groups * M * NC, 256), 256, 0, st>>>(
                     g, (A *)ws, out, M, NC, splits);
             bf_note_add(note, note_size, "own implicit-GEMM bwd_filter, %d splits", splits);
         }
@@ -564,9 +555,9 @@ static void launch_own(bf_conv_op op, const bf_conv_geom *geom, const T *a, cons
     if (depthwise) {
         int total = op == BF_CONV_FWD ? g.n * g.oh * g.ow * g.o : g.n * g.h * g.w * g.c;
         if (op == BF_CONV_FWD)
-            direct_fwd<T><<<grid_1d(total, 256), 256, 0, st>>>(g, a, b, out, total);
+            direct_fwd<T><<<bf_cuda_grid_1d(total, 256), 256, 0, st>>>(g, a, b, out, total);
         else
-            direct_bwd_input<T><<<grid_1d(total, 256), 256, 0, st>>>(g, a, b, out, total);
+            direct_bwd_input<T><<<bf_cuda_grid_1d(total, 256), 256, 0, st>>>(g, a, b, out, total);
         bf_note_add(note, note_size, "own direct depthwise %s",
                     op == BF_CONV_FWD ? "fwd" : "bwd_input");
         return;
@@ -686,7 +677,7 @@ __global__ void filter_xpose_kernel(const E *__restrict__ src, E *__restrict__ d
 static cudaError_t pad_crop(int esize, const void *src, void *dst, int n, int h, int w, int c,
                             int et, int eb, int el, int er, int nchw, int pad, cudaStream_t st) {
     int64_t total = (int64_t)n * (h + et + eb) * (w + el + er) * c;
-    int blocks = grid_1d(total, 256);
+    int blocks = bf_cuda_grid_1d(total, 256);
     switch (esize) {
     case 2:
         pad_crop_kernel<uint16_t><<<blocks, 256, 0, st>>>((const uint16_t *)src, (uint16_t *)dst, n,
@@ -745,7 +736,7 @@ static void filter_xpose(const E *src, E *dst, int kh, int kw, int cg, int o, in
         transpose_kernel<E><<<grid, dim3(32, 8), 0, st>>>(src, dst, rows, cols);
         return;
     }
-    int blocks = grid_1d((int64_t)kh * kw * cg * o, 256);
+    int blocks = bf_cuda_grid_1d((int64_t)kh * kw * cg * o, 256);
     filter_xpose_kernel<E><<<blocks, 256, 0, st>>>(src, dst, kh, kw, cg, o, nchw, to_cudnn);
 }
 
