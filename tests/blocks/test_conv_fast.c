@@ -190,12 +190,16 @@ START_TEST(larger_blocks) {
     check_geom(&wt, 96, "whole-taps", true);
     bf_conv_geom wt2 = make_geom(2, 8, 7, 32, 3, 2, 64, 2, 2, 1, 1, 1, 1, 1, 0, 1, 1);
     check_geom(&wt2, 95, "whole-taps-grouped", true);
-    /* 1x1 forward reading A in place: two KC blocks (300 channels), rows in whole MR blocks
-       (2x6x12 = 144) and with a partial last block (2x7x7 = 98, packed there) */
+    /* 1x1 layers: 300 channels (two KC blocks when packed), rows in whole MR blocks
+       (2x6x12 = 144) and with a partial last block (2x7x7 = 98) */
     bf_conv_geom p1 = make_geom(2, 6, 12, 300, 1, 1, 40, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0);
     check_geom(&p1, 94, "1x1-in-place", true);
     bf_conv_geom p2 = make_geom(2, 7, 7, 300, 1, 1, 70, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0);
     check_geom(&p2, 93, "1x1-in-place-tail", true);
+    /* A read in place (AVX-512 f32): more than 512 channels per tap, so a tap's run is
+       split into even chunks (FWD 600 = 2 x 300, BWD_INPUT 530 = 2 x 265), with padding */
+    bf_conv_geom ch = make_geom(1, 5, 6, 600, 3, 3, 530, 1, 1, 1, 1, 1, 1, 1, 0, 2, 0);
+    check_geom(&ch, 92, "in-place-chunks", false);
 }
 END_TEST
 

@@ -2,8 +2,9 @@
  * conv_gemm_avx512.c - AVX-512 instantiation of the convolution kernels (conv_gemm_impl.h).
  *
  * Microkernels: f32 12 x 32 (24 zmm accumulators, 2 zmm of B per k, one broadcast of A per
- * row), f64 12 x 16 (same shape in doubles). Per reduction step: 2 aligned B loads, 12
- * broadcasts, 24 FMAs, which keeps both Zen 5 FMA pipes busy. Compiled with -mavx512f...
+ * row), f64 12 x 16 (same shape in doubles); the f32 one also in a variant that reads A in
+ * place (UKRI). Per reduction step: 2 aligned B loads, 12 broadcasts, 24 FMAs, which keeps
+ * both Zen 5 FMA pipes busy. Compiled with -mavx512f...
  * (CMake) and only called after bf_conv_cpu_isa_supported(BF_CONV_ISA_AVX512).
  */
 #include "conv_cpu_internal.h"
@@ -100,16 +101,39 @@ static void ukrb_avx512_f32(int64_t kc, const float *a, const float *b, float *c
                             int64_t coff, int mr, int nr, int acc) {
     ukr_avx512_f32(16, kc, a, b, crow, coff, mr, nr, acc);
 }
-/* A read in place: MR rows lda apart (kc <= lda), as a 1x1 layer's NHWC input already is. */
-static void ukrs_avx512_f32(int64_t kc, const float *a, int64_t lda, const float *b,
-                            float *const *crow, int64_t coff, int mr, int nr, int acc) {
-    ukr_avx512_f32((int)lda, kc, a, b, crow, coff, mr, nr, acc);
+/* A read in place (UKRI): kc / run runs of run values; row i of run t is rows[t * MR + i],
+   an input pixel's channels or a row of zeros. Not inlined: the loop needs 14 of the 15 free
+   general registers (12 row pointers, B's pointer and one index counting up to 0). */
+static __attribute__((noinline, optimize("no-ivopts"))) void
+ukri_avx512_f32(int64_t kc, int64_t run, const float *const *rows, const float *b,
+                float *const *crow, int64_t coff, int mr, int nr, int acc) {
+    __m512 c[MR][2];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_ps();
+    const float *bt = b;
+    for (int64_t t = 0; t < kc / run; t++) {
+        const char *r[MR]; /* one past each row's run, indexed by a negative byte offset */
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; i++) r[i] = (const char *)(rows[t * MR + i] + run);
+        for (int64_t off = -run * (int64_t)sizeof(float); off < 0;
+             off += (int64_t)sizeof(float), bt += NR) {
+            __m512 b0 = _mm512_loadu_ps(bt), b1 = _mm512_loadu_ps(bt + 16);
+#pragma GCC unroll 12
+            for (int i = 0; i < MR; i++) {
+                __m512 av = _mm512_set1_ps(*(const float *)(r[i] + off));
+                c[i][0] = _mm512_fmadd_ps(av, b0, c[i][0]);
+                c[i][1] = _mm512_fmadd_ps(av, b1, c[i][1]);
+            }
+        }
+    }
+    BF_STORE_ROWS(__m512, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_maskz_loadu_ps,
+                  _mm512_mask_storeu_ps, __mmask16, 16);
 }
 
 #define UKR ukr1_avx512_f32
+#define UKRI ukri_avx512_f32
 #define BF_COPY_SHORT copy_short_f32
 #define UKRB ukrb_avx512_f32
-#define UKRS ukrs_avx512_f32
 #define AKB 16
 #define FN(x) x##_avx512_f32
 #define BF_VFMA(a, b, c) \
@@ -123,9 +147,9 @@ static void ukrs_avx512_f32(int64_t kc, const float *a, int64_t lda, const float
 #undef BF_VFMA
 #undef BF_VSPLAT
 #undef UKR
+#undef UKRI
 #undef BF_COPY_SHORT
 #undef UKRB
-#undef UKRS
 #undef AKB
 #undef FN
 #undef T

@@ -41,8 +41,8 @@
  *
  * Direct paths taken before the GEMMs (no packing of the activations; see each section):
  *   bf_sd_*: FWD with <= 4 input channels (a 3-channel stem) or a stride-1 spatial filter over
- *   <= 256 channels, and stride-1 BWD_INPUT as a FWD of dy with the flipped, transposed filter:
- *   SD_RB output pixels x SD_NV channel vectors in registers, a broadcast of x per tap.
+ *   <= SD_C_MAX channels, and stride-1 BWD_INPUT as a FWD of dy with the flipped, transposed
+ *   filter: SD_RB output pixels x SD_NV channel vectors in registers, a broadcast of x per tap.
  *   bf_sf_*: BWD_FILTER with <= 4 input channels or >= 48-pixel rows: SF_RB dW rows x SF_NV
  *   vectors in registers, summed over a row's pixels into the thread's partial dW.
  *
@@ -54,13 +54,14 @@
  * expanded to out_c channels (x[.., c] repeated M times) in scratch so the inner loop is the
  * same unit-stride multiply-add over out_c channels.
  *
- * Optional UKRS(kc, a, lda, b, crow, coff, mr, nr, acc): the same with A read in place, row i
- * at a + i * lda (kc <= lda); FWD of a 1x1, stride-1, unpadded, ungrouped layer then skips
- * packing A for its full MR-row blocks (its NHWC input is already the GEMM's row-major A).
  * Microkernel contract: UKR(kc, a, b, crow, coff, mr, nr, acc) computes the MR x NR block
  * sum_k a[k*MR + i] * b[k*NR + j] and, for i < mr and j < nr, stores it to crow[i][coff + j]
  * (acc == 0) or adds it there (acc != 0). kc may be 0 (stores zeros). UKRB is the same with
  * A in AKB-wide k blocks: a[(k / AKB) * MR * AKB + i * AKB + k % AKB].
+ * Optional UKRI(kc, run, rows, b, crow, coff, mr, nr, acc): the same with A read in place:
+ * the reduction is kc / run runs of run values, row i of run t at rows[t * MR + i]. With it,
+ * FWD and BWD_INPUT with at least AKB reduction channels per tap skip packing A: each
+ * (row, tap) run is an input pixel's channels, addressed through a table of row pointers.
  * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL);
  * BF_VFMA(a, b, c) fused a * b + c and BF_VSPLAT(s) broadcast on the vectors of the direct and
  * depthwise loops (ISO C mode does not contract a * b + c by itself).
@@ -70,6 +71,7 @@
 #define BF_CF_PC_MAX 1024               /* most pixels per BWD_FILTER task */
 #define BF_CG_TAPS_MAX 256              /* taps of the whole-tap packing fast path */
 #define BF_CG_KC ((int64_t)(32768 / (NR * (int)sizeof(T)))) /* a KC x NR panel of B is 32 KiB */
+#define BF_CG_KCI (2 * BF_CG_KC) /* reduction block of the in-place (UKRI) path */
 
 /* ---- dense FWD / BWD_INPUT ------------------------------------------------------------- */
 
@@ -182,30 +184,64 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
         crow[r] = p->dst + ((n * p->dh + sp.oh0 + sp.osh * a) * p->dw + sp.ow0 + sp.osw * b) *
                                p->dc + dst_cofs;
     }
-    /* per tap of the sub: source row/column offsets, for the whole-tap fast path */
+    /* per tap of the sub: source row/column offsets, for the whole-tap paths */
     int64_t ntaps = sp.nkh * sp.nkw, hoff[BF_CG_TAPS_MAX], woff[BF_CG_TAPS_MAX];
-    bool whole_taps = p->kin % AKB == 0 && p->kc % p->kin == 0 && ntaps <= BF_CG_TAPS_MAX;
-    for (int64_t t = 0; whole_taps && t < ntaps; t++) {
+    bool whole_taps = p->kin > 0 && p->kin % AKB == 0 && p->kc % p->kin == 0 &&
+                      ntaps <= BF_CG_TAPS_MAX;
+#ifdef UKRI
+    bool indirect = p->kin >= AKB && ntaps <= BF_CG_TAPS_MAX;
+#else
+    bool indirect = false;
+#endif
+    for (int64_t t = 0; (whole_taps || indirect) && t < ntaps; t++) {
         int64_t kh = sp.kh0 + t / sp.nkw * sp.khs, kw = sp.kw0 + t % sp.nkw * sp.kws;
         hoff[t] = bf_cc_exact_div(kh * sp.ch + sp.eh, sp.qh);
         woff[t] = bf_cc_exact_div(kw * sp.cw + sp.ew, sp.qw);
     }
-#ifdef UKRS
-    /* 1x1 stride-1 unpadded FWD: rows are consecutive pixels, so the input is A itself */
-    const bf_conv_geom *g = p->g;
-    if (p->op == BF_CONV_FWD && g->groups == 1 && g->k_h == 1 && g->k_w == 1 &&
-        g->stride_h == 1 && g->stride_w == 1 && g->pad_top == 0 && g->pad_left == 0 &&
-        g->pad_bottom == 0 && g->pad_right == 0 && mc % MR == 0) {
-        for (int64_t kc0 = 0; kc0 < ksub; kc0 += p->kc) {
-            int64_t kc = BF_MIN(p->kc, ksub - kc0);
+#ifdef UKRI
+    /* No packing: the microkernel reads each (row, tap) run of channels in place through a
+       table of MR row pointers per tap (a row of zeros for padding and for rows past mc).
+       A reduction block is tpb whole taps when kin <= KCI, else one even chunk of one tap.
+       Building the table prefetches every run into L2: the first column panel would
+       otherwise wait on memory in the FMA loop (1x1 256->64 FWD 0.91x, 3x3/s2/256 FWD 0.93x
+       of the time without the prefetch; 2 threads, interleaved A/B). */
+    if (indirect) {
+        _Static_assert(BF_CG_MC * (BF_CG_KCI / AKB) * sizeof(void *) + BF_CG_KCI * sizeof(T) <=
+                           BF_CG_MC * BF_CG_KC * sizeof(T),
+                       "the row table and the zero row fit in the A scratch");
+        int64_t nch = bf_cc_ceil_div(p->kin, BF_CG_KCI), run = bf_cc_ceil_div(p->kin, nch);
+        int64_t tpb = nch == 1 ? BF_CG_KCI / p->kin : 1;
+        const T **tab = (const T **)(void *)apack; /* [mb][tap of the block][MR] */
+        T *zero = (T *)(void *)(tab + nmb * tpb * MR);
+        memset(zero, 0, (size_t)run * sizeof(T));
+        int64_t t0 = 0, c0 = 0; /* a sub that no tap reaches runs once with kc = 0 (zeros) */
+        do {
+            int64_t nt = BF_MIN(tpb, ntaps - t0), len = BF_MIN(run, p->kin - c0);
+            int64_t kc0 = t0 * p->kin + c0, kc = nch == 1 ? nt * p->kin : nt * len;
+            for (int64_t r = 0; r < nmb * MR; r++) {
+                const T **tr = tab + r / MR * tpb * MR + r % MR;
+                const T *base = p->src + rn[r] * p->sh * p->sw * p->sc + src_cofs + c0;
+                for (int64_t t = 0; t < nt; t++) {
+                    int64_t hh = ra[r] * sp.mh + hoff[t0 + t];
+                    int64_t ww = rb[r] * sp.mw + woff[t0 + t];
+                    bool in = r < mc && hh >= 0 && hh < p->sh && ww >= 0 && ww < p->sw;
+                    tr[t * MR] = in ? base + (hh * p->sw + ww) * p->sc : zero;
+                    for (int64_t q = 0; in && q < len; q += 64 / (int64_t)sizeof(T))
+                        __builtin_prefetch(tr[t * MR] + q, 0, 2); /* read, into L2 */
+                }
+            }
             for (int64_t jp = 0; jp < p->npad / NR; jp++) {
                 const T *bpp = bp + jp * ksub * NR + kc0 * NR;
                 int nr = (int)BF_MIN((int64_t)NR, p->nout - jp * NR);
-                for (int64_t mb = 0; mb < nmb; mb++)
-                    UKRS(kc, p->src + (m0 + mb * MR) * p->sc + kc0, p->sc, bpp, crow + mb * MR,
-                         jp * NR, MR, nr, kc0 > 0);
+                for (int64_t mb = 0; mb < nmb; mb++) {
+                    int mr = (int)BF_MIN((int64_t)MR, mc - mb * MR);
+                    UKRI(kc, len, tab + mb * tpb * MR, bpp, crow + mb * MR, jp * NR, mr, nr,
+                         kc0 > 0);
+                }
             }
-        }
+            c0 += len;
+            if (c0 == p->kin) c0 = 0, t0 += nt;
+        } while (t0 < ntaps);
         return;
     }
 #endif
@@ -1136,15 +1172,22 @@ typedef struct FN(bf_sd_plan) {
 } FN(bf_sd_plan);
 
 /* Few input channels (packing short im2col runs costs more than the multiplies), or a
-   stride-1 spatial filter over up to 256 channels (measured A/B, 2 threads, against the
+   stride-1 spatial filter over up to SD_C_MAX channels. Measured A/B, 2 threads, against the
    packed GEMM: vgg 3x3/128 48.9 -> 36.7 ms, rn50 3x3/64 13.6 -> 10.5 ms, atrous 3x3/256
    14.5 -> 13.6 ms; the stride-2 3x3/256 (10.7 -> 12.3 ms) and the 1x1 256->64 (6.0 -> 6.5 ms)
-   lose, so they stay on the GEMM). */
+   lose, so they stay on the GEMM. Against the GEMM that reads A in place (UKRI), FWD and
+   BWD_INPUT: atrous 3x3/256 0.95x and 0.94x of this kernel's time, rn50 3x3/64 1.07x, vgg
+   3x3/128 1.08x. */
+#ifdef UKRI
+#define SD_C_MAX 128
+#else
+#define SD_C_MAX 256
+#endif
 static bool FN(bf_sd_wanted)(bf_conv_op op, const bf_conv_geom *g) {
     bool s1 = g->stride_h == 1 && g->stride_w == 1;
     return op == BF_CONV_FWD && g->groups == 1 && g->out_c >= BF_VL &&
            g->k_w * g->in_c <= SD_KWC_MAX && g->k_h <= 64 &&
-           (g->in_c <= 4 || (s1 && g->in_c <= 256 && g->k_h * g->k_w > 1));
+           (g->in_c <= 4 || (s1 && g->in_c <= SD_C_MAX && g->k_h * g->k_w > 1));
 }
 
 /* Width (pixels) of the input window of one block of SD_RB output columns. */
@@ -1458,6 +1501,7 @@ static void FN(bf_sf_run)(const bf_conv_geom *g, const T *x, const T *dy, T *out
 #undef SF_RB
 #undef SD_NV
 #undef SD_RB
+#undef SD_C_MAX
 #undef SD_KWC_MAX
 
 /* ---- entry points of this instantiation ------------------------------------------------- */
@@ -1497,6 +1541,7 @@ static void FN(bf_conv_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, co
 
 #undef BF_CG_MC
 #undef BF_CG_KC
+#undef BF_CG_KCI
 #undef BF_CF_PC_MAX
 #undef BF_CG_TAPS_MAX
 #undef BF_VL
