@@ -200,6 +200,10 @@ START_TEST(larger_blocks) {
        split into even chunks (FWD 600 = 2 x 300, BWD_INPUT 530 = 2 x 265), with padding */
     bf_conv_geom ch = make_geom(1, 5, 6, 600, 3, 3, 530, 1, 1, 1, 1, 1, 1, 1, 0, 2, 0);
     check_geom(&ch, 92, "in-place-chunks", false);
+    /* ... and taps that read only padding in whole MR-row blocks (skipped): dilation 2 and
+       padding 2 on 13-wide rows, so the first 26 output pixels see only zeros through kh 0 */
+    bf_conv_geom sk = make_geom(2, 6, 13, 160, 3, 3, 144, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0);
+    check_geom(&sk, 91, "in-place-padding-skip", false);
 }
 END_TEST
 

@@ -102,8 +102,9 @@ static void ukrb_avx512_f32(int64_t kc, const float *a, const float *b, float *c
     ukr_avx512_f32(16, kc, a, b, crow, coff, mr, nr, acc);
 }
 /* A read in place (UKRI): kc / run runs of run values; row i of run t is rows[t * MR + i],
-   an input pixel's channels or a row of zeros. Not inlined: the loop needs 14 of the 15 free
-   general registers (12 row pointers, B's pointer and one index counting up to 0). */
+   an input pixel's channels or a row of zeros (rows[t * MR] NULL: the whole run is zeros).
+   Not inlined: the loop needs 14 of the 15 free general registers (12 row pointers, B's
+   pointer and one index counting up to 0). */
 static __attribute__((noinline, optimize("no-ivopts"))) void
 ukri_avx512_f32(int64_t kc, int64_t run, const float *const *rows, const float *b,
                 float *const *crow, int64_t coff, int mr, int nr, int acc) {
@@ -112,6 +113,10 @@ ukri_avx512_f32(int64_t kc, int64_t run, const float *const *rows, const float *
     for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_ps();
     const float *bt = b;
     for (int64_t t = 0; t < kc / run; t++) {
+        if (!rows[t * MR]) { /* every row of this run is padding */
+            bt += run * NR;
+            continue;
+        }
         const char *r[MR]; /* one past each row's run, indexed by a negative byte offset */
 #pragma GCC unroll 12
         for (int i = 0; i < MR; i++) r[i] = (const char *)(rows[t * MR + i] + run);

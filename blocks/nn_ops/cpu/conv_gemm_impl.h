@@ -59,7 +59,8 @@
  * (acc == 0) or adds it there (acc != 0). kc may be 0 (stores zeros). UKRB is the same with
  * A in AKB-wide k blocks: a[(k / AKB) * MR * AKB + i * AKB + k % AKB].
  * Optional UKRI(kc, run, rows, b, crow, coff, mr, nr, acc): the same with A read in place:
- * the reduction is kc / run runs of run values, row i of run t at rows[t * MR + i]. With it,
+ * the reduction is kc / run runs of run values, row i of run t at rows[t * MR + i]; a run
+ * whose rows[t * MR] is NULL is all zeros and skipped. With it,
  * FWD and BWD_INPUT with at least AKB reduction channels per tap skip packing A: each
  * (row, tap) run is an input pixel's channels, addressed through a table of row pointers.
  * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL);
@@ -229,6 +230,12 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
                     for (int64_t q = 0; in && q < len; q += 64 / (int64_t)sizeof(T))
                         __builtin_prefetch(tr[t * MR] + q, 0, 2); /* read, into L2 */
                 }
+            }
+            /* a tap that only reads padding in all MR rows of a block is skipped */
+            for (int64_t i = 0; i < nmb * tpb; i++) {
+                int64_t z = 0;
+                while (z < MR && tab[i * MR + z] == zero) z++;
+                if (z == MR) tab[i * MR] = NULL;
             }
             for (int64_t jp = 0; jp < p->npad / NR; jp++) {
                 const T *bpp = bp + jp * ksub * NR + kc0 * NR;
