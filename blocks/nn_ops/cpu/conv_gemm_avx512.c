@@ -103,29 +103,25 @@ static void ukrb_avx512_f32(int64_t kc, const float *a, const float *b, float *c
 }
 /* A read in place (UKRI): kc / run runs of run values; row i of run t is rows[t * MR + i],
    an input pixel's channels or a row of zeros (rows[t * MR] NULL: the whole run is zeros).
-   Not inlined: the loop needs 14 of the 15 free general registers (12 row pointers, B's
-   pointer and one index counting up to 0). */
-static __attribute__((noinline, optimize("no-ivopts"))) void
+   Its 12 row pointers take most of the general registers, so it is not inlined into the
+   task loop, whose own variables would push them out to the stack. */
+static __attribute__((noinline)) void
 ukri_avx512_f32(int64_t kc, int64_t run, const float *const *rows, const float *b,
                 float *const *crow, int64_t coff, int mr, int nr, int acc) {
     __m512 c[MR][2];
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_ps();
     const float *bt = b;
-    for (int64_t t = 0; t < kc / run; t++) {
-        if (!rows[t * MR]) { /* every row of this run is padding */
-            bt += run * NR;
-            continue;
-        }
-        const char *r[MR]; /* one past each row's run, indexed by a negative byte offset */
+    for (int64_t t = 0; t < kc / run; t++, bt += run * NR) {
+        if (!rows[t * MR]) continue; /* every row of this run is padding */
+        const float *r[MR];
 #pragma GCC unroll 12
-        for (int i = 0; i < MR; i++) r[i] = (const char *)(rows[t * MR + i] + run);
-        for (int64_t off = -run * (int64_t)sizeof(float); off < 0;
-             off += (int64_t)sizeof(float), bt += NR) {
-            __m512 b0 = _mm512_loadu_ps(bt), b1 = _mm512_loadu_ps(bt + 16);
+        for (int i = 0; i < MR; i++) r[i] = rows[t * MR + i];
+        for (int64_t k = 0; k < run; k++) {
+            __m512 b0 = _mm512_loadu_ps(bt + k * NR), b1 = _mm512_loadu_ps(bt + k * NR + 16);
 #pragma GCC unroll 12
             for (int i = 0; i < MR; i++) {
-                __m512 av = _mm512_set1_ps(*(const float *)(r[i] + off));
+                __m512 av = _mm512_set1_ps(r[i][k]);
                 c[i][0] = _mm512_fmadd_ps(av, b0, c[i][0]);
                 c[i][1] = _mm512_fmadd_ps(av, b1, c[i][1]);
             }
