@@ -106,8 +106,8 @@ static void ukrb_avx512_f32(int64_t kc, const float *a, const float *b, float *c
    Its 12 row pointers take most of the general registers, so it is not inlined into the
    task loop, whose own variables would push them out to the stack. */
 static __attribute__((noinline)) void
-ukri_avx512_f32(int64_t kc, int64_t run, const float *const *rows, const float *b,
-                float *const *crow, int64_t coff, int mr, int nr, int acc) {
+ukri_avx512_f32(int64_t kc, int64_t run, const float *const *rows, const float *const *next,
+                const float *b, float *const *crow, int64_t coff, int mr, int nr, int acc) {
     __m512 c[MR][2];
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_ps();
@@ -117,7 +117,11 @@ ukri_avx512_f32(int64_t kc, int64_t run, const float *const *rows, const float *
         const float *r[MR];
 #pragma GCC unroll 12
         for (int i = 0; i < MR; i++) r[i] = rows[t * MR + i];
+        const float *const *nx = next && next[t * MR] ? next + t * MR : NULL;
         for (int64_t k = 0; k < run; k++) {
+            if (nx && k % 16 == 0)
+#pragma GCC unroll 12
+                for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);
             __m512 b0 = _mm512_loadu_ps(bt + k * NR), b1 = _mm512_loadu_ps(bt + k * NR + 16);
 #pragma GCC unroll 12
             for (int i = 0; i < MR; i++) {

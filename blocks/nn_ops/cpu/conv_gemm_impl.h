@@ -58,9 +58,10 @@
  * sum_k a[k*MR + i] * b[k*NR + j] and, for i < mr and j < nr, stores it to crow[i][coff + j]
  * (acc == 0) or adds it there (acc != 0). kc may be 0 (stores zeros). UKRB is the same with
  * A in AKB-wide k blocks: a[(k / AKB) * MR * AKB + i * AKB + k % AKB].
- * Optional UKRI(kc, run, rows, b, crow, coff, mr, nr, acc): the same with A read in place:
- * the reduction is kc / run runs of run values, row i of run t at rows[t * MR + i]; a run
- * whose rows[t * MR] is NULL is all zeros and skipped. With it,
+ * Optional UKRI(kc, run, rows, next, b, crow, coff, mr, nr, acc): the same with A read in
+ * place: the reduction is kc / run runs of run values, row i of run t at rows[t * MR + i]; a
+ * run whose rows[t * MR] is NULL is all zeros and skipped. next (or NULL) is the table of the
+ * block the caller runs next, whose runs the microkernel prefetches as it goes. With it,
  * FWD and BWD_INPUT with at least AKB reduction channels per tap skip packing A: each
  * (row, tap) run is an input pixel's channels, addressed through a table of row pointers.
  * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL);
@@ -203,9 +204,12 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
     /* No packing: the microkernel reads each (row, tap) run of channels in place through a
        table of MR row pointers per tap (a row of zeros for padding and for rows past mc).
        A reduction block is tpb whole taps when kin <= KCI, else one even chunk of one tap.
-       Building the table prefetches every run into L2: the first column panel would
-       otherwise wait on memory in the FMA loop (1x1 256->64 FWD 0.91x, 3x3/s2/256 FWD 0.93x
-       of the time without the prefetch; 2 threads, interleaved A/B). */
+       Rows must be prefetched, or the first column panel waits on memory in the FMA loop:
+       building the table prefetches the first MR rows, and during the first panel each
+       microkernel call prefetches the next block's rows between its multiply-adds. (Against
+       no prefetch: 1x1 256->64 FWD 0.91x, 3x3/s2/256 FWD 0.93x with all rows prefetched while
+       building the table; then 0.93x (2 threads) / 0.88x (1 thread) on the 1x1 with the
+       prefetches spread over the calls. Interleaved A/B.) */
     if (indirect) {
         _Static_assert(BF_CG_MC * (BF_CG_KCI / AKB) * sizeof(void *) + BF_CG_KCI * sizeof(T) <=
                            BF_CG_MC * BF_CG_KC * sizeof(T),
@@ -227,7 +231,7 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
                     int64_t ww = rb[r] * sp.mw + woff[t0 + t];
                     bool in = r < mc && hh >= 0 && hh < p->sh && ww >= 0 && ww < p->sw;
                     tr[t * MR] = in ? base + (hh * p->sw + ww) * p->sc : zero;
-                    for (int64_t q = 0; in && q < len; q += 64 / (int64_t)sizeof(T))
+                    for (int64_t q = 0; in && r < MR && q < len; q += 64 / (int64_t)sizeof(T))
                         __builtin_prefetch(tr[t * MR] + q, 0, 2); /* read, into L2 */
                 }
             }
@@ -242,8 +246,10 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
                 int nr = (int)BF_MIN((int64_t)NR, p->nout - jp * NR);
                 for (int64_t mb = 0; mb < nmb; mb++) {
                     int mr = (int)BF_MIN((int64_t)MR, mc - mb * MR);
-                    UKRI(kc, len, tab + mb * tpb * MR, bpp, crow + mb * MR, jp * NR, mr, nr,
-                         kc0 > 0);
+                    const T *const *next = jp == 0 && mb + 1 < nmb ? tab + (mb + 1) * tpb * MR
+                                                                   : NULL;
+                    UKRI(kc, len, tab + mb * tpb * MR, next, bpp, crow + mb * MR, jp * NR, mr,
+                         nr, kc0 > 0);
                 }
             }
             c0 += len;
