@@ -318,6 +318,50 @@ START_TEST(fallback_and_degenerate) {
 }
 END_TEST
 
+/* The border-class row order of the in-place GEMM visits every output position once, the
+   interior positions (every tap reads inside the source; counted here by brute force) first. */
+START_TEST(row_order) {
+    bf_rng r = {0x0dde7000u + (uint64_t)_i};
+    for (int rep = 0; rep < 50; rep++) {
+        int64_t ah = bf_rng_int(&r, 1, 12), aw = bf_rng_int(&r, 1, 12);
+        int64_t mh = bf_rng_int(&r, 1, 3), mw = bf_rng_int(&r, 1, 3);
+        int64_t sh = bf_rng_int(&r, 1, 30), sw = bf_rng_int(&r, 1, 30);
+        int64_t ntaps = bf_rng_int(&r, 0, 9), hoff[9], woff[9];
+        for (int64_t t = 0; t < ntaps; t++)
+            hoff[t] = bf_rng_int(&r, -4, 4), woff[t] = bf_rng_int(&r, -4, 4);
+        int64_t n_interior = 0;
+        for (int64_t a = 0; a < ah; a++)
+            for (int64_t b = 0; b < aw; b++) {
+                bool in = ntaps > 0;
+                for (int64_t t = 0; t < ntaps; t++) {
+                    int64_t hh = a * mh + hoff[t], ww = b * mw + woff[t];
+                    in = in && hh >= 0 && hh < sh && ww >= 0 && ww < sw;
+                }
+                n_interior += in;
+            }
+        bf_cg_order o;
+        bf_cg_order_make(&o, ah, aw, ntaps, hoff, woff, mh, mw, sh, sw);
+        bool seen[144] = {false};
+        for (int64_t idx = 0; idx < ah * aw; idx++) {
+            int64_t a = -1, b = -1;
+            bf_cg_order_pixel(&o, idx, &a, &b);
+            ck_assert(a >= 0 && a < ah && b >= 0 && b < aw);
+            ck_assert_msg(!seen[a * aw + b], "position (%lld, %lld) visited twice", (long long)a,
+                          (long long)b);
+            seen[a * aw + b] = true;
+            if (ntaps == 0) ck_assert(a == idx / aw && b == idx % aw); /* plain row-major */
+            bool in = ntaps > 0;
+            for (int64_t t = 0; t < ntaps; t++) {
+                int64_t hh = a * mh + hoff[t], ww = b * mw + woff[t];
+                in = in && hh >= 0 && hh < sh && ww >= 0 && ww < sw;
+            }
+            ck_assert_msg(in == (idx < n_interior), "row %lld: interior %d, %lld interior rows",
+                          (long long)idx, (int)in, (long long)n_interior);
+        }
+    }
+}
+END_TEST
+
 /* The public entry points plan and run the best ISA. */
 START_TEST(public_entry_points) {
     bf_conv_geom g = make_geom(1, 8, 8, 16, 3, 3, 32, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0);
@@ -350,6 +394,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, depthwise_small_rows, 0, 12);
     tcase_add_loop_test(tc, depthwise_filter_rows, 0, 12);
     tcase_add_test(tc, fallback_and_degenerate);
+    tcase_add_loop_test(tc, row_order, 0, 4);
     tcase_add_test(tc, public_entry_points);
     suite_add_tcase(s, tc);
     return s;

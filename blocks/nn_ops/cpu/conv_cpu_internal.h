@@ -90,6 +90,60 @@ static inline int64_t bf_cc_mod(int64_t a, int64_t m) {
     return r < 0 ? r + m : r;
 }
 
+/* floor(a / m) for m > 0 and any sign of a. */
+static inline int64_t bf_cc_floor_div(int64_t a, int64_t m) {
+    return a >= 0 ? a / m : -((-a + m - 1) / m);
+}
+
+/*
+ * The order in which the GEMM rows of one image visit its ah x aw output positions: first the
+ * interior (every tap reads inside the source), then the eight border rectangles (top rows,
+ * left columns, ...), so that consecutive rows tend to read padding through the same taps
+ * and a block of them can skip those taps whole. With ntaps == 0 it is plain row-major order.
+ * Position (a, b) reads source row a * mh + hoff[t] and column b * mw + woff[t] through tap t.
+ */
+typedef struct bf_cg_order {
+    int n;                                  /* non-empty rectangles */
+    int64_t start[9], a0[9], b0[9], w[9];   /* first row index, top-left corner, width */
+} bf_cg_order;
+
+static inline void bf_cg_order_make(bf_cg_order *o, int64_t ah, int64_t aw, int64_t ntaps,
+                                    const int64_t *hoff, const int64_t *woff, int64_t mh,
+                                    int64_t mw, int64_t sh, int64_t sw) {
+    int64_t hr[4] = {0, 0, ah, ah}, wr[4] = {0, 0, aw, aw};
+    if (ntaps > 0) {
+        int64_t hmin = hoff[0], hmax = hoff[0], wmin = woff[0], wmax = woff[0];
+        for (int64_t t = 1; t < ntaps; t++) {
+            hmin = BF_MIN(hmin, hoff[t]), hmax = BF_MAX(hmax, hoff[t]);
+            wmin = BF_MIN(wmin, woff[t]), wmax = BF_MAX(wmax, woff[t]);
+        }
+        /* interior: a * mh + hmin >= 0 and a * mh + hmax <= sh - 1 (likewise for b) */
+        hr[1] = BF_MIN(BF_MAX(-bf_cc_floor_div(hmin, mh), 0), ah);
+        hr[2] = BF_MIN(BF_MAX(bf_cc_floor_div(sh - 1 - hmax, mh) + 1, hr[1]), ah);
+        wr[1] = BF_MIN(BF_MAX(-bf_cc_floor_div(wmin, mw), 0), aw);
+        wr[2] = BF_MIN(BF_MAX(bf_cc_floor_div(sw - 1 - wmax, mw) + 1, wr[1]), aw);
+    }
+    static const int order[9] = {4, 0, 1, 2, 3, 5, 6, 7, 8}; /* interior (1, 1) first */
+    int64_t start = 0;
+    o->n = 0;
+    for (int k = 0; k < 9; k++) {
+        int hi = order[k] / 3, wi = order[k] % 3;
+        int64_t h = hr[hi + 1] - hr[hi], w = wr[wi + 1] - wr[wi];
+        if (h <= 0 || w <= 0) continue;
+        o->start[o->n] = start, o->a0[o->n] = hr[hi], o->b0[o->n] = wr[wi], o->w[o->n] = w;
+        o->n++, start += h * w;
+    }
+}
+
+/* Output position (a, b) of row idx (< ah * aw) of an image in order o. */
+static inline void bf_cg_order_pixel(const bf_cg_order *o, int64_t idx, int64_t *a,
+                                     int64_t *b) {
+    int k = 0;
+    while (k + 1 < o->n && idx >= o->start[k + 1]) k++;
+    int64_t q = idx - o->start[k];
+    *a = o->a0[k] + q / o->w[k], *b = o->b0[k] + q % o->w[k];
+}
+
 /* Number of sub-problems of op (FWD: 1, BWD_INPUT: stride_h * stride_w). */
 static inline int64_t bf_conv_n_subs(bf_conv_op op, const bf_conv_geom *g) {
     return op == BF_CONV_FWD ? 1 : g->stride_h * g->stride_w;

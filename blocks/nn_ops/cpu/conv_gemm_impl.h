@@ -176,16 +176,6 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
     T *apack = p->ascratch + (int64_t)slot * BF_CG_MC * p->kc; /* [mb][kc][MR] */
     int64_t src_cofs = grp * p->kin, dst_cofs = grp * p->nout;
 
-    /* Row geometry of the chunk: output pointer and source base position per row. */
-    T *crow[BF_CG_MC];
-    int64_t rn[BF_CG_MC], ra[BF_CG_MC], rb[BF_CG_MC];
-    for (int64_t r = 0; r < nmb * MR; r++) {
-        int64_t row = m0 + BF_MIN(r, mc - 1);
-        int64_t n = row / (sp.ah * sp.aw), a = row / sp.aw % sp.ah, b = row % sp.aw;
-        rn[r] = n, ra[r] = a, rb[r] = b;
-        crow[r] = p->dst + ((n * p->dh + sp.oh0 + sp.osh * a) * p->dw + sp.ow0 + sp.osw * b) *
-                               p->dc + dst_cofs;
-    }
     /* per tap of the sub: source row/column offsets, for the whole-tap paths */
     int64_t ntaps = sp.nkh * sp.nkw, hoff[BF_CG_TAPS_MAX], woff[BF_CG_TAPS_MAX];
     bool whole_taps = p->kin > 0 && p->kin % AKB == 0 && p->kc % p->kin == 0 &&
@@ -199,6 +189,23 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
         int64_t kh = sp.kh0 + t / sp.nkw * sp.khs, kw = sp.kw0 + t % sp.nkw * sp.kws;
         hoff[t] = bf_cc_exact_div(kh * sp.ch + sp.eh, sp.qh);
         woff[t] = bf_cc_exact_div(kw * sp.cw + sp.ew, sp.qw);
+    }
+
+    /* Row geometry of the chunk: output pointer and source base position per row. The in-place
+       path orders each image's pixels border class by border class (see bf_cg_order), so
+       that MR-row blocks share their padding and skip whole taps. */
+    bf_cg_order ord;
+    bf_cg_order_make(&ord, sp.ah, sp.aw, indirect ? ntaps : 0, hoff, woff, sp.mh, sp.mw,
+                     p->sh, p->sw);
+    T *crow[BF_CG_MC];
+    int64_t rn[BF_CG_MC], ra[BF_CG_MC], rb[BF_CG_MC];
+    for (int64_t r = 0; r < nmb * MR; r++) {
+        int64_t row = m0 + BF_MIN(r, mc - 1), a, b;
+        int64_t n = row / (sp.ah * sp.aw);
+        bf_cg_order_pixel(&ord, row % (sp.ah * sp.aw), &a, &b);
+        rn[r] = n, ra[r] = a, rb[r] = b;
+        crow[r] = p->dst + ((n * p->dh + sp.oh0 + sp.osh * a) * p->dw + sp.ow0 + sp.osw * b) *
+                               p->dc + dst_cofs;
     }
 #ifdef UKRI
     /* No packing: the microkernel reads each (row, tap) run of channels in place through a
