@@ -318,12 +318,12 @@ START_TEST(fallback_and_degenerate) {
 }
 END_TEST
 
-/* The border-class row order of the in-place GEMM visits every output position once, the
-   interior positions (every tap reads inside the source; counted here by brute force) first. */
+/* The border-class row order of the in-place GEMM visits every position of every image once,
+   the interior positions (every tap reads inside the source; counted by brute force) first. */
 START_TEST(row_order) {
     bf_rng r = {0x0dde7000u + (uint64_t)_i};
     for (int rep = 0; rep < 50; rep++) {
-        int64_t ah = bf_rng_int(&r, 1, 12), aw = bf_rng_int(&r, 1, 12);
+        int64_t nimg = bf_rng_int(&r, 1, 3), ah = bf_rng_int(&r, 1, 12), aw = bf_rng_int(&r, 1, 12);
         int64_t mh = bf_rng_int(&r, 1, 3), mw = bf_rng_int(&r, 1, 3);
         int64_t sh = bf_rng_int(&r, 1, 30), sw = bf_rng_int(&r, 1, 30);
         int64_t ntaps = bf_rng_int(&r, 0, 9), hoff[9], woff[9];
@@ -340,23 +340,24 @@ START_TEST(row_order) {
                 n_interior += in;
             }
         bf_cg_order o;
-        bf_cg_order_make(&o, ah, aw, ntaps, hoff, woff, mh, mw, sh, sw);
-        bool seen[144] = {false};
-        for (int64_t idx = 0; idx < ah * aw; idx++) {
-            int64_t a = -1, b = -1;
-            bf_cg_order_pixel(&o, idx, &a, &b);
-            ck_assert(a >= 0 && a < ah && b >= 0 && b < aw);
-            ck_assert_msg(!seen[a * aw + b], "position (%lld, %lld) visited twice", (long long)a,
-                          (long long)b);
-            seen[a * aw + b] = true;
-            if (ntaps == 0) ck_assert(a == idx / aw && b == idx % aw); /* plain row-major */
+        bf_cg_order_make(&o, nimg, ah, aw, ntaps, hoff, woff, mh, mw, sh, sw);
+        bool seen[3 * 144] = {false};
+        for (int64_t row = 0; row < nimg * ah * aw; row++) {
+            int64_t n = -1, a = -1, b = -1;
+            bf_cg_order_pixel(&o, row, &n, &a, &b);
+            ck_assert(n >= 0 && n < nimg && a >= 0 && a < ah && b >= 0 && b < aw);
+            int64_t at = (n * ah + a) * aw + b;
+            ck_assert_msg(!seen[at], "(%lld, %lld, %lld) visited twice", (long long)n,
+                          (long long)a, (long long)b);
+            seen[at] = true;
+            if (ntaps == 0) ck_assert(at == row); /* plain row-major */
             bool in = ntaps > 0;
             for (int64_t t = 0; t < ntaps; t++) {
                 int64_t hh = a * mh + hoff[t], ww = b * mw + woff[t];
                 in = in && hh >= 0 && hh < sh && ww >= 0 && ww < sw;
             }
-            ck_assert_msg(in == (idx < n_interior), "row %lld: interior %d, %lld interior rows",
-                          (long long)idx, (int)in, (long long)n_interior);
+            ck_assert_msg(in == (row < nimg * n_interior), "row %lld: interior %d, %lld interior",
+                          (long long)row, (int)in, (long long)(nimg * n_interior));
         }
     }
 }

@@ -96,20 +96,21 @@ static inline int64_t bf_cc_floor_div(int64_t a, int64_t m) {
 }
 
 /*
- * The order in which the GEMM rows of one image visit its ah x aw output positions: first the
- * interior (every tap reads inside the source), then the eight border rectangles (top rows,
- * left columns, ...), so that consecutive rows tend to read padding through the same taps
- * and a block of them can skip those taps whole. With ntaps == 0 it is plain row-major order.
- * Position (a, b) reads source row a * mh + hoff[t] and column b * mw + woff[t] through tap t.
+ * The order in which the GEMM rows visit the nimg x ah x aw output positions of a batch: first
+ * every image's interior (every tap reads inside the source), then the eight border
+ * rectangles (top rows, left columns, ...) of all images in turn, so that consecutive rows read
+ * padding through the same taps and a block of them can skip those taps whole. With
+ * ntaps == 0 it is plain row-major order. Position (a, b) reads source row a * mh + hoff[t]
+ * and column b * mw + woff[t] through tap t.
  */
 typedef struct bf_cg_order {
-    int n;                                  /* non-empty rectangles */
-    int64_t start[9], a0[9], b0[9], w[9];   /* first row index, top-left corner, width */
+    int n;                                           /* non-empty rectangles */
+    int64_t start[9], area[9], a0[9], b0[9], w[9];   /* first row, size, top-left, width */
 } bf_cg_order;
 
-static inline void bf_cg_order_make(bf_cg_order *o, int64_t ah, int64_t aw, int64_t ntaps,
-                                    const int64_t *hoff, const int64_t *woff, int64_t mh,
-                                    int64_t mw, int64_t sh, int64_t sw) {
+static inline void bf_cg_order_make(bf_cg_order *o, int64_t nimg, int64_t ah, int64_t aw,
+                                    int64_t ntaps, const int64_t *hoff, const int64_t *woff,
+                                    int64_t mh, int64_t mw, int64_t sh, int64_t sw) {
     int64_t hr[4] = {0, 0, ah, ah}, wr[4] = {0, 0, aw, aw};
     if (ntaps > 0) {
         int64_t hmin = hoff[0], hmax = hoff[0], wmin = woff[0], wmax = woff[0];
@@ -130,18 +131,19 @@ static inline void bf_cg_order_make(bf_cg_order *o, int64_t ah, int64_t aw, int6
         int hi = order[k] / 3, wi = order[k] % 3;
         int64_t h = hr[hi + 1] - hr[hi], w = wr[wi + 1] - wr[wi];
         if (h <= 0 || w <= 0) continue;
-        o->start[o->n] = start, o->a0[o->n] = hr[hi], o->b0[o->n] = wr[wi], o->w[o->n] = w;
-        o->n++, start += h * w;
+        o->start[o->n] = start, o->area[o->n] = h * w;
+        o->a0[o->n] = hr[hi], o->b0[o->n] = wr[wi], o->w[o->n] = w;
+        o->n++, start += nimg * h * w;
     }
 }
 
-/* Output position (a, b) of row idx (< ah * aw) of an image in order o. */
-static inline void bf_cg_order_pixel(const bf_cg_order *o, int64_t idx, int64_t *a,
-                                     int64_t *b) {
+/* Image n and output position (a, b) of row `row` (< nimg * ah * aw) in order o. */
+static inline void bf_cg_order_pixel(const bf_cg_order *o, int64_t row, int64_t *n,
+                                     int64_t *a, int64_t *b) {
     int k = 0;
-    while (k + 1 < o->n && idx >= o->start[k + 1]) k++;
-    int64_t q = idx - o->start[k];
-    *a = o->a0[k] + q / o->w[k], *b = o->b0[k] + q % o->w[k];
+    while (k + 1 < o->n && row >= o->start[k + 1]) k++;
+    int64_t q = row - o->start[k], r = q % o->area[k];
+    *n = q / o->area[k], *a = o->a0[k] + r / o->w[k], *b = o->b0[k] + r % o->w[k];
 }
 
 /* Number of sub-problems of op (FWD: 1, BWD_INPUT: stride_h * stride_w). */

@@ -192,17 +192,16 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
     }
 
     /* Row geometry of the chunk: output pointer and source base position per row. The in-place
-       path orders each image's pixels border class by border class (see bf_cg_order), so
+       path orders the batch's positions border class by border class (see bf_cg_order), so
        that MR-row blocks share their padding and skip whole taps. */
     bf_cg_order ord;
-    bf_cg_order_make(&ord, sp.ah, sp.aw, indirect ? ntaps : 0, hoff, woff, sp.mh, sp.mw,
-                     p->sh, p->sw);
+    bf_cg_order_make(&ord, p->g->n, sp.ah, sp.aw, indirect ? ntaps : 0, hoff, woff, sp.mh,
+                     sp.mw, p->sh, p->sw);
     T *crow[BF_CG_MC];
     int64_t rn[BF_CG_MC], ra[BF_CG_MC], rb[BF_CG_MC];
     for (int64_t r = 0; r < nmb * MR; r++) {
-        int64_t row = m0 + BF_MIN(r, mc - 1), a, b;
-        int64_t n = row / (sp.ah * sp.aw);
-        bf_cg_order_pixel(&ord, row % (sp.ah * sp.aw), &a, &b);
+        int64_t n, a, b;
+        bf_cg_order_pixel(&ord, m0 + BF_MIN(r, mc - 1), &n, &a, &b);
         rn[r] = n, ra[r] = a, rb[r] = b;
         crow[r] = p->dst + ((n * p->dh + sp.oh0 + sp.osh * a) * p->dw + sp.ow0 + sp.osw * b) *
                                p->dc + dst_cofs;
