@@ -323,7 +323,8 @@ END_TEST
 START_TEST(row_order) {
     bf_rng r = {0x0dde7000u + (uint64_t)_i};
     for (int rep = 0; rep < 50; rep++) {
-        int64_t nimg = bf_rng_int(&r, 1, 3), ah = bf_rng_int(&r, 1, 12), aw = bf_rng_int(&r, 1, 12);
+        int64_t nimg = bf_rng_int(&r, 1, 3);
+        int64_t ah = bf_rng_int(&r, 1, 12), aw = bf_rng_int(&r, 1, 12);
         int64_t mh = bf_rng_int(&r, 1, 3), mw = bf_rng_int(&r, 1, 3);
         int64_t sh = bf_rng_int(&r, 1, 30), sw = bf_rng_int(&r, 1, 30);
         int64_t ntaps = bf_rng_int(&r, 0, 9), hoff[9], woff[9];

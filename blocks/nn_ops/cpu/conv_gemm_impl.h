@@ -242,11 +242,13 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
                 }
             }
             /* a tap that only reads padding in all MR rows of a block is skipped */
-            for (int64_t i = 0; i < nmb * tpb; i++) {
-                int64_t z = 0;
-                while (z < MR && tab[i * MR + z] == zero) z++;
-                if (z == MR) tab[i * MR] = NULL;
-            }
+            for (int64_t mb = 0; mb < nmb; mb++)
+                for (int64_t t = 0; t < nt; t++) {
+                    const T **tr = tab + (mb * tpb + t) * MR;
+                    int64_t z = 0;
+                    while (z < MR && tr[z] == zero) z++;
+                    if (z == MR) tr[0] = NULL;
+                }
             for (int64_t jp = 0; jp < p->npad / NR; jp++) {
                 const T *bpp = bp + jp * ksub * NR + kc0 * NR;
                 int nr = (int)BF_MIN((int64_t)NR, p->nout - jp * NR);
