@@ -90,9 +90,12 @@ static inline int64_t bf_cc_mod(int64_t a, int64_t m) {
     return r < 0 ? r + m : r;
 }
 
-/* floor(a / m) for m > 0 and any sign of a. */
-static inline int64_t bf_cc_floor_div(int64_t a, int64_t m) {
-    return a >= 0 ? a / m : -((-a + m - 1) / m);
+/* Output positions o in [*lo, *hi) (of out) whose input position o*s + off lies in [0, in). */
+static inline void bf_cc_range(int64_t off, int64_t s, int64_t in, int64_t out, int64_t *lo,
+                               int64_t *hi) {
+    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t h = in - 1 - off < 0 ? 0 : (in - 1 - off) / s + 1;
+    *lo = BF_MIN(l, out), *hi = BF_MAX(BF_MIN(h, out), *lo);
 }
 
 /*
@@ -118,11 +121,15 @@ static inline void bf_cg_order_make(bf_cg_order *o, int64_t nimg, int64_t ah, in
             hmin = BF_MIN(hmin, hoff[t]), hmax = BF_MAX(hmax, hoff[t]);
             wmin = BF_MIN(wmin, woff[t]), wmax = BF_MAX(wmax, woff[t]);
         }
-        /* interior: a * mh + hmin >= 0 and a * mh + hmax <= sh - 1 (likewise for b) */
-        hr[1] = BF_MIN(BF_MAX(-bf_cc_floor_div(hmin, mh), 0), ah);
-        hr[2] = BF_MIN(BF_MAX(bf_cc_floor_div(sh - 1 - hmax, mh) + 1, hr[1]), ah);
-        wr[1] = BF_MIN(BF_MAX(-bf_cc_floor_div(wmin, mw), 0), aw);
-        wr[2] = BF_MIN(BF_MAX(bf_cc_floor_div(sw - 1 - wmax, mw) + 1, wr[1]), aw);
+        /* interior: the rows (columns) where both the lowest and the highest offset land
+           inside the source */
+        int64_t l2, h2;
+        bf_cc_range(hmin, mh, sh, ah, &hr[1], &hr[2]);
+        bf_cc_range(hmax, mh, sh, ah, &l2, &h2);
+        hr[1] = BF_MAX(hr[1], l2), hr[2] = BF_MAX(BF_MIN(hr[2], h2), hr[1]);
+        bf_cc_range(wmin, mw, sw, aw, &wr[1], &wr[2]);
+        bf_cc_range(wmax, mw, sw, aw, &l2, &h2);
+        wr[1] = BF_MAX(wr[1], l2), wr[2] = BF_MAX(BF_MIN(wr[2], h2), wr[1]);
     }
     static const int order[9] = {4, 0, 1, 2, 3, 5, 6, 7, 8}; /* interior (1, 1) first */
     int64_t start = 0;

@@ -212,10 +212,11 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
        A reduction block is tpb whole taps when kin <= KCI, else one even chunk of one tap.
        Rows must be prefetched, or the first column panel waits on memory in the FMA loop:
        building the table prefetches the first MR rows, and during the first panel each
-       microkernel call prefetches the next block's rows between its multiply-adds. (Against
-       no prefetch: 1x1 256->64 FWD 0.91x, 3x3/s2/256 FWD 0.93x with all rows prefetched while
-       building the table; then 0.93x (2 threads) / 0.88x (1 thread) on the 1x1 with the
-       prefetches spread over the calls. Interleaved A/B.) */
+       microkernel call prefetches the next block's rows between its multiply-adds.
+       (Interleaved A/B, 2 threads: without prefetching, this path took 1.08-1.13x the time of
+       the previous in-place 1x1 kernel and 0.95-0.96x that of the packed GEMM on 3x3/s2/256;
+       with every row prefetched while building the table, 0.91x and 0.91x; spreading the
+       prefetches over the calls then gave the 1x1 another 0.93x, 0.88x on 1 thread.) */
     if (indirect) {
         _Static_assert(BF_CG_MC * (BF_CG_KCI / AKB) * sizeof(void *) + BF_CG_KCI * sizeof(T) <=
                            BF_CG_MC * BF_CG_KC * sizeof(T),
@@ -715,14 +716,6 @@ static inline FN(bf_vec) FN(bf_vsplat)(T s) {
 #define BF_VFMA_(a, b, c) ((a) * (b) + (c))
 #endif
 
-/* Output positions o in [*lo, *hi) whose input position o*s + off lies in [0, in). */
-static inline void FN(bf_dw_range)(int64_t off, int64_t s, int64_t in, int64_t out,
-                                   int64_t *lo, int64_t *hi) {
-    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
-    int64_t h = in - 1 - off < 0 ? 0 : (in - 1 - off) / s + 1;
-    *lo = BF_MIN(l, out), *hi = BF_MAX(BF_MIN(h, out), *lo);
-}
-
 /*
  * Interior of a depthwise row: for output positions o in [lo, hi) (all taps in range),
  * out[o][c] = sum_r sum_kw rows[r][(o*ms + off[kw]) * O + c] * w[tap(r, kw) * O + c], four
@@ -897,8 +890,8 @@ static void FN(bf_dw_fwd_task)(const FN(bf_dw_plan) *p, int64_t row, int slot,
     /* interior: output columns whose every kw tap is inside the row */
     int64_t off[64], lo, hi, l2, h2;
     for (int64_t kw = 0; kw < g->k_w; kw++) off[kw] = kw * g->dil_w - g->pad_left;
-    FN(bf_dw_range)(off[0], g->stride_w, g->in_w, g->out_w, &lo, &hi);
-    FN(bf_dw_range)(off[g->k_w - 1], g->stride_w, g->in_w, g->out_w, &l2, &h2);
+    bf_cc_range(off[0], g->stride_w, g->in_w, g->out_w, &lo, &hi);
+    bf_cc_range(off[g->k_w - 1], g->stride_w, g->in_w, g->out_w, &l2, &h2);
     lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
     if (FN(bf_dw_row_taps)(y, xr, khv, nk, off, g->k_w, g->stride_w, p->b, g->k_w, O, lo, hi,
                            g->out_w, g->in_w))
@@ -956,8 +949,8 @@ static void FN(bf_dw_bwd_input_task)(void *arg, int64_t row, int slot) {
         /* interior: dx columns every kw tap reaches, ow = iw + pad_left - kw*dil */
         int64_t off[64], hi, l2, h2;
         for (int64_t kw = 0; kw < g->k_w; kw++) off[kw] = g->pad_left - kw * g->dil_w;
-        FN(bf_dw_range)(off[0], 1, g->out_w, g->in_w, &lo, &hi);
-        FN(bf_dw_range)(off[g->k_w - 1], 1, g->out_w, g->in_w, &l2, &h2);
+        bf_cc_range(off[0], 1, g->out_w, g->in_w, &lo, &hi);
+        bf_cc_range(off[g->k_w - 1], 1, g->out_w, g->in_w, &l2, &h2);
         lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
         done = FN(bf_dw_interior)(acc_row, dyr, khv, nk, off, g->k_w, 1, p->b, g->k_w, O, lo,
                                   hi);
@@ -1017,7 +1010,7 @@ static void FN(bf_dw_bwd_filter_task)(void *arg, int64_t task, int slot) {
                 FN(bf_dw_expand)(p, p->a + (n * g->in_h + ih) * g->in_w * g->in_c, buf);
             for (int64_t kw = 0; kw < g->k_w; kw++) {
                 int64_t off = kw * g->dil_w - g->pad_left, lo, hi;
-                FN(bf_dw_range)(off, sw, g->in_w, g->out_w, &lo, &hi);
+                bf_cc_range(off, sw, g->in_w, g->out_w, &lo, &hi);
                 T *pv = part + (kh * g->k_w + kw) * O;
                 const T *xo = xr; /* x of output position ow: xo + ow*sw*O + xoff */
                 int64_t xoff = off * O;
@@ -1073,7 +1066,7 @@ static void FN(bf_dw_bwd_filter_px_task)(void *arg, int64_t task, int slot) {
             const T *xr = p->a + (n * g->in_h + ih) * W * O;
             for (int64_t kw = 0; kw < g->k_w; kw++) {
                 int64_t off = kw * g->dil_w - g->pad_left, lo, hi;
-                FN(bf_dw_range)(off, 1, W, OW, &lo, &hi);
+                bf_cc_range(off, 1, W, OW, &lo, &hi);
                 T *restrict pv = part + (kh * g->k_w + kw) * O;
                 int64_t ow = lo;
                 /* four pixels per pass over the channels: one partial load and store per four
