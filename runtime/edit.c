@@ -92,8 +92,22 @@ static bf_status restructure(bf_session *s, bool relink, bf_error *err) {
 
 /* ---- blocks ---------------------------------------------------------------------------------- */
 
+static bf_status add_block_checked(bf_session *s, const char *id, const char *type,
+                                   const cJSON *attrs, const char *device, const cJSON *ui,
+                                   bf_error *err);
+
+/* Add a block; every error names the block being added (its id as given). */
 static bf_status add_block(bf_session *s, const char *id, const char *type, const cJSON *attrs,
                            const char *device, const cJSON *ui, bf_error *err) {
+    bf_status st = add_block_checked(s, id, type, attrs, device, ui, err);
+    if (st && err && !err->block_id[0]) bf_strlcpy(err->block_id, id ? id : "",
+                                                   sizeof(err->block_id));
+    return st;
+}
+
+static bf_status add_block_checked(bf_session *s, const char *id, const char *type,
+                                   const cJSON *attrs, const char *device, const cJSON *ui,
+                                   bf_error *err) {
     bf_page *page = s->page;
     const char *why = id ? bf_page_bad_id(id) : "a block needs an id";
     if (why)
