@@ -362,12 +362,23 @@ class Page:
         if threading.current_thread() is not threading.main_thread():
             work()  # signals only reach the main thread: nothing to wait for here
             return box["status"]
-        worker = threading.Thread(target=work, name="blockflow-run", daemon=True)
+        # Wait on an Event, not on Thread.join(): in CPython 3.11 a KeyboardInterrupt inside
+        # join() marks the thread stopped while it still runs (the bpo-45274 fix), and the
+        # session would then be freed or reused under the running C call.
+        finished = threading.Event()
+
+        def work_then_signal():
+            try:
+                work()
+            finally:
+                finished.set()
+
+        worker = threading.Thread(target=work_then_signal, name="blockflow-run", daemon=True)
         interrupted = False
         worker.start()
-        while worker.is_alive():
+        while not finished.is_set():
             try:
-                worker.join(0.25)
+                finished.wait(0.25)
             except KeyboardInterrupt:
                 interrupted = True
                 lib.bf_session_cancel(s)  # the session must not be left running: wait for it
