@@ -17,7 +17,8 @@ dtypes: float16, float32, float64, int32 and int64 map to the numpy dtypes of th
 bfloat16 maps to ml_dtypes.bfloat16 when that package can be imported. Without it, bfloat16
 results come back as float32 (exact widening, as the CLI writes .npy files). A bfloat16
 Placeholder accepts a float32 array either way, rounded to nearest even (as a bfloat16 Const
-reads a float32 file). Any other numpy dtype (bool, uint8, complex, object...) raises blockflow.DtypeError.
+reads a float32 file). Any other numpy dtype (bool, uint8, complex, object...) raises
+blockflow.DtypeError.
 """
 from __future__ import annotations
 

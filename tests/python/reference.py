@@ -113,7 +113,8 @@ def conv2d_backprop_input(input_sizes, w, dy, strides, padding, explicit_padding
             p = _patch(dxp, kh, kw, out, s, d)  # a view: += scatters into dxp
             for g in range(groups):
                 p[..., g * cg:(g + 1) * cg] += np.einsum(
-                    "nhwo,co->nhwc", dy[..., g * og:(g + 1) * og], w[kh, kw, :, g * og:(g + 1) * og])
+                    "nhwo,co->nhwc", dy[..., g * og:(g + 1) * og],
+                    w[kh, kw, :, g * og:(g + 1) * og])
     dx = dxp[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
     return _from_nhwc(dx, data_format)
 

@@ -51,7 +51,8 @@ def test_schema_errors_report_every_problem():
     problems = e.value.problems
     assert len(problems) >= 3
     assert all(isinstance(p, blockflow.Problem) and p.severity == "error" for p in problems)
-    assert {p.code for p in problems} >= {"unknown_block_type", "duplicate_id", "bad_link"}, problems
+    codes = {p.code for p in problems}
+    assert codes >= {"unknown_block_type", "duplicate_id", "bad_link"}, problems
 
 
 def test_attr_error_fields():

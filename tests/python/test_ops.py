@@ -61,7 +61,11 @@ def make_case(op, padding, stride, dilation, fmt, sym=None, *, dtype, seed=0, gr
 CASES = list(itertools.product(OPS, GEOMS))
 
 
-@pytest.mark.parametrize("op,geom", CASES, ids=[f"{o}-{'-'.join(map(str, g[:4]))}{'-sym' if len(g) > 4 else ''}" for o, g in CASES])
+def geom_id(g):
+    return "-".join(map(str, g[:4])) + ("-sym" if len(g) > 4 else "")
+
+
+@pytest.mark.parametrize("op,geom", CASES, ids=[f"{o}-{geom_id(g)}" for o, g in CASES])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_op_against_reference(op, geom, dtype):
     args, attrs, expected = make_case(op, *geom, dtype=dtype)
@@ -175,7 +179,7 @@ TORCH_GEOMS = [g for g in GEOMS if g[0] == "VALID" or len(g) == 5]
 
 
 @pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("geom", TORCH_GEOMS, ids=["-".join(map(str, g[:4])) + ("-sym" if len(g) > 4 else "") for g in TORCH_GEOMS])
+@pytest.mark.parametrize("geom", TORCH_GEOMS, ids=[geom_id(g) for g in TORCH_GEOMS])
 def test_op_against_torch(op, geom):
     args, attrs, expected = make_case(op, *geom, dtype="float64", seed=11)
     want = _torch_op(op, args, attrs)
