@@ -243,16 +243,28 @@ CTRL_C = r"""
 import json, os, signal, threading, time, sys
 import blockflow
 page = blockflow.loads(json.loads(sys.argv[1]), threads=2)
-threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
-threading.Timer(1.05, os.kill, (os.getpid(), signal.SIGINT)).start()  # impatient: twice
+
+def impatient_user():  # Ctrl-C twice: the second must not abandon the run being cancelled
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.02)
+    os.kill(os.getpid(), signal.SIGINT)
+
+timer = threading.Timer(1.0, impatient_user)
+timer.start()
 t0 = time.monotonic()
 try:
     page.run()
     print(json.dumps({"interrupted": False}))
+    sys.exit()
 except KeyboardInterrupt:
     stopped = time.monotonic() - t0
-    w = page.run(fetch="w")["w"]  # the page is still usable
-    print(json.dumps({"interrupted": True, "seconds": stopped, "w": list(w.shape)}))
+try:  # when the run stopped before the second Ctrl-C, that one lands here
+    timer.join()
+    time.sleep(0.1)
+except KeyboardInterrupt:
+    pass
+w = page.run(fetch="w")["w"]  # the page is still usable
+print(json.dumps({"interrupted": True, "seconds": stopped, "w": list(w.shape)}))
 """
 
 
