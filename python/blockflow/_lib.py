@@ -49,6 +49,9 @@ class BfConfig(Structure):
         ("threads", c_int),
         ("disable_gpu", c_int),
         ("confine_files", c_int),
+        ("cudnn_autotune", c_int),
+        ("cudnn_nondeterministic", c_int),
+        ("cudnn_workspace_mb", c_int),
     ]
 
 
