@@ -198,7 +198,7 @@ static bf_status add_block_checked(bf_session *s, const char *id, const char *ty
         }
         return st;
     }
-    return restructure(s, false, err);
+    return restructure(s, true, err); /* a dangling link may name the new block */
 fail:
     bf_page_block_clear(&b);
     if (err) {
@@ -310,9 +310,9 @@ static bf_status rename_block(bf_session *s, const char *id, const char *new_id,
     bf_free(texts);
     bf_free(page->blocks[b].id);
     page->blocks[b].id = dup;
-    bf_page_reindex(page);
-    for (int i = 0; i < s->n; i++) bf_sess_node_bind(s, i); /* ids are borrowed by nodes */
-    return BF_OK;
+    /* A link to the new id that named nothing before (an editor's dangling link) resolves
+     * now. Its block never ran (it had a problem), so there is nothing to invalidate. */
+    return restructure(s, true, err);
 }
 
 /* ---- wires ---------------------------------------------------------------------------------- */

@@ -424,6 +424,30 @@ START_TEST(every_problem_at_once) {
 }
 END_TEST
 
+/* A dangling link resolves as soon as a block of that name exists, as it would on a fresh load */
+START_TEST(dangling_links_resolve_when_named) {
+    const char *json = HEAD "\"blocks\":["
+                            "{\"id\":\"a\",\"type\":\"Identity\",\"inputs\":{\"input\":\"ghost\"}},"
+                            "{\"id\":\"b\",\"type\":\"Identity\",\"inputs\":{\"input\":\"spook\"}},"
+                            "{\"id\":\"c\",\"type\":\"RandomNormal\",\"attrs\":{\"shape\":[2]}}]}";
+    bf_context *ctx = context();
+    bf_session *s = open_json(ctx, json, NULL);
+    bf_error e = {0};
+    ck_assert_int_eq(bf_session_check(s, NULL, &e), BF_ESCHEMA);
+    ck_assert_str_eq(e.code, "bad_link");
+    ck_assert_int_eq(bf_session_add_block(s, "ghost", "RandomUniform", "{\"shape\":[3]}", NULL,
+                                          NULL, &e), BF_OK);
+    ck_assert_str_eq(label(s, "a", "input", 0), "float32[3]");
+    ck_assert_int_eq(bf_session_rename_block(s, "c", "spook", &e), BF_OK);
+    ck_assert_str_eq(label(s, "b", NULL, 1), "float32[2]");
+    ck_assert_int_eq(bf_session_check(s, NULL, &e), BF_OK);
+    const char *f[] = {"a", "b", NULL};
+    ck_assert_int_eq(run(s, f, &e), BF_OK);
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+END_TEST
+
 /* ---- the canonical form ----------------------------------------------------------------- */
 
 START_TEST(canonical_form_keeps_ui_and_ext) {
@@ -707,6 +731,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, invalidation_per_edit);
     tcase_add_test(tc, batch_is_all_or_nothing);
     tcase_add_test(tc, every_problem_at_once);
+    tcase_add_test(tc, dangling_links_resolve_when_named);
     tcase_add_test(tc, canonical_form_keeps_ui_and_ext);
     tcase_add_test(tc, round_trip_every_example);
     tcase_add_test(tc, random_edits_match_a_fresh_load);
