@@ -283,8 +283,11 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
     }
     index_add(page, page->n_blocks - 1);
     const cJSON *jattrs = cJSON_GetObjectItemCaseSensitive(jb, "attrs");
-    if (!keep_layout(jb, &b->ui, &b->ext) ||
-        (cJSON_IsObject(jattrs) && !keep_layout(jattrs, &(cJSON *){NULL}, &b->attr_ext))) {
+    cJSON *attr_ui = NULL; /* an attribute called "ui" is reported by the attribute parser */
+    bool kept = keep_layout(jb, &b->ui, &b->ext) &&
+                (!cJSON_IsObject(jattrs) || keep_layout(jattrs, &attr_ui, &b->attr_ext));
+    cJSON_Delete(attr_ui);
+    if (!kept) {
         L->oom = true;
         return;
     }
@@ -483,6 +486,7 @@ void bf_page_block_clear(bf_page_block *b) {
     bf_free(b->id);
     cJSON_Delete(b->ui);
     cJSON_Delete(b->ext);
+    cJSON_Delete(b->attr_ext);
     memset(b, 0, sizeof(*b));
 }
 
