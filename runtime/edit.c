@@ -145,12 +145,12 @@ static bf_status add_block_checked(bf_session *s, const char *id, const char *ty
     }
     for (int k = 0; k < desc->n_inputs; k++) b.inputs[k].src_block = -1;
     bf_attr_report rep = {.tmpl = &e};
-    if (attrs && cJSON_IsObject(attrs) && !cJSON_IsNull(attrs)) {
-        for (const cJSON *k = attrs->child; k; k = k->next) {
-            if (strncmp(k->string, "x-", 2)) continue;
-            if (!b.attr_ext && !(b.attr_ext = cJSON_CreateObject())) break;
-            cJSON *c = cJSON_Duplicate(k, 1);
-            if (c) cJSON_AddItemToObject(b.attr_ext, k->string, c);
+    for (const cJSON *k = cJSON_IsObject(attrs) ? attrs->child : NULL; k; k = k->next) {
+        if (strncmp(k->string, "x-", 2)) continue;
+        if ((!b.attr_ext && !(b.attr_ext = cJSON_CreateObject())) ||
+            !bf_json_add(b.attr_ext, k->string, cJSON_Duplicate(k, 1))) {
+            st = bf_err(&e, BF_ENOMEM, "out_of_memory", "out of memory");
+            goto fail;
         }
     }
     if (bf_attrs_parse(desc, attrs, b.attrs, &rep)) {
