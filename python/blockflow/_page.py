@@ -411,7 +411,8 @@ class Page:
         """Write to_json() to `path` (None: the file the page was loaded from), atomically: a
         temporary file in the same folder, fsync, then os.replace, so a failure leaves any older
         file as it was and never a partial one. An existing file keeps its permissions.
-        Returns the path written. Raises IoError (with the system's reason), or
+        Relative "file" attributes are written as given: saved elsewhere, they resolve against
+        the new file's folder. Returns the path written. Raises IoError (with the system's reason), or
         InvalidArgumentError when path is None and the page was not loaded from a file.
         """
         if path is None:
