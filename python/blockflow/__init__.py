@@ -5,6 +5,8 @@
     page.check()                                # CheckResult(problems, shapes)
     out = page.run(fetch=["dw"])                # {"dw": numpy array}
     page.set_attr("dw", "padding", "VALID")     # the next run recomputes dw only
+    page.add_block("total", "Sum"); page.connect("total", "input", "dw")
+    page.save("edited.json")                    # canonical JSON, written atomically
     blockflow.ops.conv2d_backprop_filter(x, [3, 3, 1, 1], dy, [1, 1, 1, 1], "SAME")
 
 A thin layer over libblockflow.so (include/blockflow.h) through ctypes: no compiler needed.

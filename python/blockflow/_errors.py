@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 from typing import NamedTuple
 
-from ._lib import BfError, lib, text
+from ._lib import BfError, lib, new, text
 
 
 class Problem(NamedTuple):
@@ -137,6 +137,24 @@ def problem_from(e):
                    column=e.column, text=_format(e))
 
 
+# bf_status by name ("EATTR" -> -4), read from the library rather than copied from the header.
+_STATUS_VALUE = {text(lib.bf_status_name(v)): v for v in range(-64, 1)}
+_STATUS_VALUE.pop("UNKNOWN", None)
+
+
+def problem_from_json(d, page=""):
+    """A Problem from one record of bf_session_check_json's "problems" (with the page's file
+    name, which the JSON leaves out, so that .text is the line the CLI prints)."""
+    e = BfError()
+    e.status = _STATUS_VALUE.get(d.get("status"), -15) if d.get("severity") != "warning" else 0
+    for field, key in (("code", "code"), ("page", None), ("block_id", "block"), ("port", "port"),
+                       ("attr", "attr"), ("pointer", "pointer"), ("message", "message")):
+        value = page if key is None else d.get(key) or ""
+        size = getattr(BfError, field).size
+        setattr(e, field, value.encode("utf-8")[:size - 1])
+    return problem_from(e)
+
+
 def diags_list(diags):
     """Every record of a bf_diags list, as Problems."""
     return [problem_from(lib.bf_diags_at(diags, i).contents)
@@ -171,4 +189,4 @@ def check(status, err, diags=None):
 
 
 def new_error():
-    return BfError()
+    return new(BfError)  # with spare room after it: see _lib.new

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_int, c_int64, c_size_t,
-                    c_uint64, c_void_p)
+                    c_ubyte, c_uint, c_uint64, c_void_p)
 from pathlib import Path
 
 BF_MAX_RANK = 8
@@ -88,6 +88,20 @@ class BfRunOptions(Structure):
     ]
 
 
+class BfPortShape(Structure):
+    """struct bf_port_shape: a port's dtype and shape as a check inferred them."""
+    _fields_ = [
+        ("dtype", c_int),
+        ("rank", c_int),
+        ("dims", c_int64 * BF_MAX_RANK),
+    ]
+
+
+# Every struct above is also declared in include/blockflow.h; tests/python/test_structs.py
+# parses the header and fails when a field list here no longer matches it.
+STRUCTS = {"bf_error": BfError, "bf_config": BfConfig, "bf_block_stats": BfBlockStats,
+           "bf_run_options": BfRunOptions, "bf_port_shape": BfPortShape}
+
 DEVICE_KINDS = {"auto": 0, "cpu": 1, "gpu": 2}   # enum bf_device_kind
 
 _ERR = POINTER(BfError)
@@ -106,6 +120,7 @@ _SIGNATURES = {
     "bf_diags_at": (_ERR, [c_void_p, c_size_t]),
     "bf_dtype_name": (c_char_p, [c_int]),
     "bf_dtype_size": (c_size_t, [c_int]),
+    "bf_dtype_from_name": (c_int, [c_char_p]),
     "bf_tensor_new": (c_int, [c_void_p, c_int, c_int, POINTER(c_int64), _PTR, _ERR]),
     "bf_tensor_free": (None, [c_void_p]),
     "bf_tensor_dtype": (c_int, [c_void_p]),
@@ -125,6 +140,9 @@ _SIGNATURES = {
     "bf_page_load_file": (c_int, [c_void_p, c_char_p, _PTR, c_void_p, _ERR]),
     "bf_page_load_string": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_char_p, _PTR,
                                     c_void_p, _ERR]),
+    "bf_page_parse": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_char_p, c_uint,
+                              _PTR, c_void_p, _ERR]),
+    "bf_page_to_json": (c_int, [c_void_p, POINTER(c_void_p), _ERR]),
     "bf_page_free": (None, [c_void_p]),
     "bf_page_name": (c_char_p, [c_void_p]),
     "bf_page_description": (c_char_p, [c_void_p]),
@@ -140,7 +158,20 @@ _SIGNATURES = {
     "bf_session_page": (c_void_p, [c_void_p]),
     "bf_session_check": (c_int, [c_void_p, c_void_p, _ERR]),
     "bf_session_feed": (c_int, [c_void_p, c_char_p, c_void_p, _ERR]),
+    "bf_session_add_block": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p,
+                                     c_char_p, _ERR]),
+    "bf_session_remove_block": (c_int, [c_void_p, c_char_p, _ERR]),
+    "bf_session_rename_block": (c_int, [c_void_p, c_char_p, c_char_p, _ERR]),
+    "bf_session_connect": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, _ERR]),
+    "bf_session_disconnect": (c_int, [c_void_p, c_char_p, c_char_p, _ERR]),
     "bf_session_set_attr": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, _ERR]),
+    "bf_session_set_device": (c_int, [c_void_p, c_char_p, c_char_p, _ERR]),
+    "bf_session_set_ui": (c_int, [c_void_p, c_char_p, c_char_p, _ERR]),
+    "bf_session_set_outputs": (c_int, [c_void_p, POINTER(c_char_p), c_int, _ERR]),
+    "bf_session_set_name": (c_int, [c_void_p, c_char_p, _ERR]),
+    "bf_session_set_description": (c_int, [c_void_p, c_char_p, _ERR]),
+    "bf_session_apply_edits": (c_int, [c_void_p, c_char_p, c_size_t, c_void_p, _ERR]),
+    "bf_session_check_json": (c_int, [c_void_p, POINTER(c_void_p), _ERR]),
     "bf_session_run": (c_int, [c_void_p, POINTER(BfRunOptions), c_void_p, _ERR]),
     "bf_session_cancel": (None, [c_void_p]),
     "bf_session_output": (c_void_p, [c_void_p, c_char_p, c_char_p]),
@@ -185,6 +216,41 @@ def _load():
 
 
 lib = _load()
+
+LOAD_INCOMPLETE = 1  # bf_page_parse flags
+LOAD_SKIP_FILES = 2
+
+# Room left after every struct the library writes into: a mirror that fell behind the header
+# then costs a wrong value, not the interpreter (bf_config_init once wrote past a BfConfig).
+SLACK = 256
+
+
+def new(cls):
+    """A zeroed `cls` with SLACK spare bytes after it (the buffer lives as long as the struct)."""
+    return cls.from_buffer((c_ubyte * (ctypes.sizeof(cls) + SLACK))())
+
+
+def _c_size(init):
+    """sizeof the C struct that `init` fills, measured: the _init functions memset it to zero,
+    so on a buffer of 0xA5 bytes the first byte left untouched is where the struct ends."""
+    buf = (c_ubyte * 4096)(*([0xA5] * 4096))
+    init(ctypes.cast(buf, init.argtypes[0]))
+    return next((i for i, b in enumerate(buf) if b != 0), len(buf))
+
+
+def _check_layouts():
+    for cls, init in ((BfConfig, lib.bf_config_init), (BfRunOptions, lib.bf_run_options_init)):
+        size = _c_size(init)
+        if size != ctypes.sizeof(cls):
+            name = next(k for k, v in STRUCTS.items() if v is cls)
+            raise ImportError(
+                f"blockflow: {lib.path} declares struct {name} of "
+                f"{size} bytes but the Python mirror {cls.__name__} has "
+                f"{ctypes.sizeof(cls)}: the library and python/blockflow/_lib.py disagree "
+                "(update _lib.py to include/blockflow.h, or use the matching library)")
+
+
+_check_layouts()
 
 
 def text(b):

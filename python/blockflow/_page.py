@@ -1,4 +1,4 @@
-"""Pages and sessions from Python: load, check, feed, set_attr, run, stats.
+"""Pages and sessions from Python: load, check, feed, edit, run, stats, save.
 
 A Page is one bf_session (which owns its bf_page) plus the context it was made in. It keeps the
 session's results between runs, so after a feed or an attribute change the next run recomputes
@@ -13,18 +13,26 @@ session stays usable afterwards, as after any failed run.
 Contexts (kernel thread pool, limits, devices) are created on first use for each distinct
 configuration and kept for the life of the process; a Page holds a reference to its own, so a
 context is never freed before the sessions made from it.
+
+Editing (add_block, connect, set_attr, ..., edit for a batch) changes the session's page in
+place, as an editor's live page: each call is one C call that validates what it touches and
+either succeeds or raises and changes nothing; the next run recomputes exactly what the edit
+affected. save() writes the edited page back as canonical JSON.
 """
 from __future__ import annotations
 
 import ctypes
 import json
 import os
+import stat
+import tempfile
 import threading
 from typing import NamedTuple
 
 from . import _errors, _tensor
-from ._errors import InvalidArgumentError, python_error
-from ._lib import DEVICE_KINDS, BfConfig, BfRunOptions, cstr, lib, text
+from ._errors import InvalidArgumentError, IoError, LimitError, python_error
+from ._lib import (DEVICE_KINDS, LOAD_INCOMPLETE, BfConfig, BfRunOptions, cstr, lib, new,
+                   text)
 
 _LIMITS = ("max_session_bytes", "max_tensor_elements", "max_page_bytes", "max_blocks",
            "max_json_depth", "confine_files")
@@ -34,7 +42,7 @@ class _Context:
     """A bf_context and the configuration it was made with."""
 
     def __init__(self, threads, gpu, limits):
-        cfg = BfConfig()
+        cfg = new(BfConfig)  # spare room after it: see _lib.new
         lib.bf_config_init(ctypes.byref(cfg))
         cfg.threads = threads or 0
         cfg.disable_gpu = 0 if gpu else 1
@@ -80,10 +88,26 @@ class PortInfo(NamedTuple):
     shape: tuple | None
 
 
-class CheckResult(NamedTuple):
-    """What Page.check() found: every problem (errors and warnings) and the inferred shapes."""
+class _CheckResult(NamedTuple):
     problems: list
-    shapes: dict  # "block:port" -> PortInfo
+    shapes: dict  # "block:port" -> PortInfo, output ports
+
+
+class CheckResult(_CheckResult):
+    """What Page.check() found: every problem (errors and warnings) and the inferred shapes.
+
+    A 2-tuple (problems, shapes) as before: `shapes` maps every output port, "block:port", to
+    its PortInfo. `inputs` (an attribute, not a tuple item) maps every input port the same way,
+    "block:port" -> PortInfo (what arrives there: unknown when it is not connected or its source
+    has a problem), and `sources` maps each input port to its link ("block" or "block:port") or
+    None when it is not connected.
+    """
+
+    def __new__(cls, problems, shapes, inputs=None, sources=None):
+        self = super().__new__(cls, problems, shapes)
+        self.inputs = dict(inputs or {})
+        self.sources = dict(sources or {})
+        return self
 
     @property
     def ok(self):
@@ -95,13 +119,31 @@ class CheckResult(NamedTuple):
         return [p for p in self.problems if p.severity == "error"]
 
 
+def _json_default(v):
+    if hasattr(v, "tolist"):  # numpy arrays and scalars (np.int64, np.bool_, ...)
+        return v.tolist()
+    raise TypeError(f"{type(v).__name__} is not a JSON value")
+
+
 def _json_value(value):
-    """An attribute value as the JSON text bf_session_set_attr() takes (numpy accepted)."""
-    def default(v):
-        if hasattr(v, "tolist"):
-            return v.tolist()
-        raise TypeError(f"{type(v).__name__} is not an attribute value")
-    return json.dumps(value, default=default)
+    """A Python value as the JSON text the editing calls take (numpy accepted); None stays None
+    (NULL: "back to the default" for an attribute, "remove" for a layout)."""
+    if value is None:
+        return None
+    return json.dumps(value, default=_json_default, allow_nan=False).encode("utf-8")
+
+
+def _port_info(d):
+    shape = d.get("shape")
+    return PortInfo(d.get("dtype"), None if shape is None else tuple(shape))
+
+
+def _take_string(out):
+    """The text of a string the library allocated (a c_void_p), freed here."""
+    try:
+        return ctypes.string_at(out.value).decode("utf-8")
+    finally:
+        lib.bf_string_free(out)
 
 
 def _split_fetch(ref):
@@ -117,8 +159,9 @@ class Page:
     collector) frees it.
     """
 
-    def __init__(self, ctx, page_ptr, warnings=()):
+    def __init__(self, ctx, page_ptr, warnings=(), path=None):
         self._ctx = ctx
+        self._path = path  # absolute path of the file it was loaded from (save()'s default)
         self._s = ctypes.c_void_p()
         self._lock = threading.RLock()
         self._placeholder_dtypes = None
@@ -165,11 +208,21 @@ class Page:
 
     @property
     def name(self):
+        """The page's name; assigning it renames the page (invalidates nothing)."""
         return text(lib.bf_page_name(self._page))
+
+    @name.setter
+    def name(self, value):
+        self._edit(lib.bf_session_set_name, cstr(value))
 
     @property
     def description(self):
+        """The page's description; assignable, like name."""
         return text(lib.bf_page_description(self._page))
+
+    @description.setter
+    def description(self, value):
+        self._edit(lib.bf_session_set_description, cstr(value))
 
     @property
     def file(self):
@@ -202,35 +255,32 @@ class Page:
         """Validate the page and infer every port's dtype and shape, without running a kernel.
 
         Returns CheckResult(problems, shapes): every problem at once (a list of Problem, empty
-        when the page is fine) and {"block:port": PortInfo(dtype, shape)}, unknown parts None
-        (a Placeholder not yet fed has no shape). Never raises for a bad page; see .ok.
+        when the page is fine; an edited page's unconnected inputs and cycles included) and
+        {"block:port": PortInfo(dtype, shape)} for every output port; .inputs the same for every
+        input port, .sources their links. Unknown parts are None: the dtype, the shape (unknown
+        rank) or single dims known only at run time (a Placeholder not yet fed has no shape).
+        Read from bf_session_check_json, so it reflects the page as edited. Never raises for a
+        bad page; see .ok.
         """
         with self._lock:
-            s = self._session()
-            diags = lib.bf_diags_new()
-            if not diags:
-                raise MemoryError("blockflow: out of memory")
-            try:
-                lib.bf_session_check(s, diags, None)
-                problems = _errors.diags_list(diags)
-            finally:
-                lib.bf_diags_free(diags)
-            return CheckResult(problems, self._shapes())
+            doc = self._check_json()
+            page = self.file
+            problems = [_errors.problem_from_json(d, page) for d in doc["problems"]]
+            shapes, inputs, sources = {}, {}, {}
+            for block, b in doc["blocks"].items():
+                for port, d in b["inputs"].items():
+                    inputs[f"{block}:{port}"] = _port_info(d)
+                    sources[f"{block}:{port}"] = d.get("source")
+                for port, d in b["outputs"].items():
+                    shapes[f"{block}:{port}"] = _port_info(d)
+            return CheckResult(problems, shapes, inputs, sources)
 
-    def _shapes(self):
-        s, p = self._session(), self._page
-        shapes = {}
-        for i in range(lib.bf_page_block_count(p)):
-            st = lib.bf_session_block_stats(s, i).contents
-            block = text(lib.bf_page_block_id(p, i))
-            for j in range(min(st.n_outputs, 4)):
-                port = text(lib.bf_session_block_output_name(s, i, j))
-                dtype = _tensor.BF_NAME.get(st.dtype[j])
-                rank = st.rank[j]
-                shape = (None if rank < 0 or dtype is None else
-                         tuple(d if d >= 0 else None for d in st.dims[j][:rank]))
-                shapes[f"{block}:{port}"] = PortInfo(dtype, shape)
-        return shapes
+    def _check_json(self):
+        out = ctypes.c_void_p()
+        err = _errors.new_error()
+        _errors.check(lib.bf_session_check_json(self._session(), ctypes.byref(out),
+                                                ctypes.byref(err)), err)
+        return json.loads(_take_string(out))
 
     def stats(self):
         """What the last run (or check) did, per block in page order: a list of dicts with id,
@@ -247,12 +297,14 @@ class Page:
             return out
 
     # ---- changing ----------------------------------------------------------------------------
+    # Each call below is one bf_session_* editing function: it succeeds, or raises the
+    # blockflow.Error naming the block, port or attribute and changes nothing. Ids, ports and
+    # sources are strings; attribute values and layouts are Python values (numpy accepted),
+    # passed as JSON. Results stay valid for what an edit does not affect (see the module doc).
     def _edit(self, fn, *args):
         """Call one session-editing C function `fn(session, *args, err)` and raise its error.
 
-        Every editing call is this one line plus its argument conversion (set_attr below; the
-        live-page calls of issue #12 will be the same). An edit may change what a Placeholder
-        accepts, so the cached dtypes are dropped.
+        An edit may change what a Placeholder accepts, so the cached dtypes are dropped.
         """
         with self._lock:
             err = _errors.new_error()
@@ -260,23 +312,163 @@ class Page:
             self._placeholder_dtypes = None
             _errors.check(status, err)
 
-    def set_attr(self, block, attr, value):
-        """Set one attribute of a block (a Python value: "SAME", [1, 2, 2, 1], True, ...).
+    def add_block(self, id, type, attrs=None, device=None, ui=None):
+        """Add a block at the end of the page, its inputs unconnected (connect() them).
 
-        The next run recomputes that block and what depends on it, nothing else. Raises
-        NotFoundError (no such block or attribute) or AttrError (bad value) and changes nothing.
+        attrs: {"name": value} (None: the defaults); device: "auto" (None), "cpu", "gpu",
+        "gpu:N"; ui: its layout, any JSON value the page keeps as written (e.g. {"x": 10}).
+        Raises SchemaError (bad or duplicate id, unknown type, bad device), AttrError, IoError
+        (a file attribute that cannot be read).
         """
-        self._edit(lib.bf_session_set_attr, cstr(block), cstr(attr), cstr(_json_value(value)))
+        self._edit(lib.bf_session_add_block, cstr(id), cstr(type), _json_value(attrs),
+                   cstr(device), _json_value(ui))
+
+    def remove_block(self, id):
+        """Remove a block: the inputs it fed become unconnected, it leaves the page's outputs
+        and its results are freed."""
+        self._edit(lib.bf_session_remove_block, cstr(id))
+
+    def rename_block(self, id, new_id):
+        """Rename a block; every link and output naming it follows. Recomputes nothing."""
+        self._edit(lib.bf_session_rename_block, cstr(id), cstr(new_id))
+
+    def connect(self, block, port, source):
+        """Connect input `port` of `block` to `source` ("block" or "block:port"), replacing any
+        earlier link. A link that closes a cycle is allowed; check() reports it."""
+        self._edit(lib.bf_session_connect, cstr(block), cstr(port), cstr(source))
+
+    def disconnect(self, block, port):
+        """Leave input `port` of `block` unconnected (nothing happens when it already is)."""
+        self._edit(lib.bf_session_disconnect, cstr(block), cstr(port))
+
+    def set_attr(self, block, attr, value):
+        """Set one attribute of a block (a Python value: "SAME", [1, 2, 2, 1], True, ...), or
+        with value=None take it back to its default.
+
+        The next run recomputes that block and what depends on it, nothing else (nothing when
+        the value is the one it has). Raises NotFoundError (no such block or attribute) or
+        AttrError (bad value) and changes nothing.
+        """
+        self._edit(lib.bf_session_set_attr, cstr(block), cstr(attr), _json_value(value))
+
+    def set_device(self, block, device):
+        """Where a block runs: "auto", "cpu", "gpu" or "gpu:N" (recomputes it and downstream)."""
+        self._edit(lib.bf_session_set_device, cstr(block), cstr(device))
+
+    def set_ui(self, block, ui):
+        """A block's layout (block None: the page's), any JSON value; None removes it.
+        Recomputes nothing."""
+        self._edit(lib.bf_session_set_ui, cstr(block), _json_value(ui))
+
+    def set_outputs(self, outputs):
+        """The page's outputs, what run() fetches by default: ["block" or "block:port", ...]."""
+        if isinstance(outputs, (str, bytes)):
+            raise TypeError("set_outputs takes a list of \"block\" or \"block:port\" strings")
+        refs = [cstr(r) for r in outputs]
+        arr = (ctypes.c_char_p * max(len(refs), 1))(*refs)
+        self._edit(lib.bf_session_set_outputs, arr, len(refs))
+
+    def edit(self, edits):
+        """Apply a list of edits all or nothing (bf_session_apply_edits), each a dict with "op":
+
+            {"op": "add_block", "id", "type", "attrs"?, "device"?, "ui"?}
+            {"op": "remove_block", "id"}     {"op": "rename_block", "id", "new_id"}
+            {"op": "connect", "block", "port", "source"}   {"op": "disconnect", "block", "port"}
+            {"op": "set_attr", "block", "attr", "value"}   (value None: back to the default)
+            {"op": "set_device", "block", "device"}  {"op": "set_ui", "block"?, "ui"}
+            {"op": "set_outputs", "outputs": [...]}  {"op": "set_name", "name"}
+            {"op": "set_description", "description"}
+
+        A failing edit raises with its block, port and attribute, the message prefixed
+        "edit N (op): " and .pointer "/N" (its index in the list); the page is then unchanged.
+        """
+        data = _json_value(list(edits))
+        with self._lock:
+            diags = lib.bf_diags_new()
+            if not diags:
+                raise MemoryError("blockflow: out of memory")
+            try:
+                err = _errors.new_error()
+                status = lib.bf_session_apply_edits(self._session(), data, len(data), diags,
+                                                    ctypes.byref(err))
+                self._placeholder_dtypes = None
+                _errors.check(status, err, diags)
+            finally:
+                lib.bf_diags_free(diags)
+
+    # ---- writing -----------------------------------------------------------------------------
+    def to_json(self):
+        """The page as canonical JSON text (bf_page_to_json): keys in a fixed order, only the
+        attributes the page gives, layout kept, 2-space indentation, a final newline."""
+        with self._lock:
+            out = ctypes.c_void_p()
+            err = _errors.new_error()
+            _errors.check(lib.bf_page_to_json(self._page, ctypes.byref(out), ctypes.byref(err)),
+                          err)
+            return _take_string(out)
+
+    def save(self, path=None):
+        """Write to_json() to `path` (None: the file the page was loaded from), atomically: a
+        temporary file in the same folder, fsync, then os.replace, so a failure leaves any older
+        file as it was and never a partial one. An existing file keeps its permissions.
+        Relative "file" attributes are written as given: saved elsewhere, they resolve against
+        the new file's folder. Returns the path written. Raises IoError (with the system's reason), or
+        InvalidArgumentError when path is None and the page was not loaded from a file.
+        """
+        if path is None:
+            if self._path is None:
+                raise python_error(InvalidArgumentError, "no_file",
+                                   "this page was not loaded from a file: save(path)")
+            path = self._path
+        path = os.fspath(path)
+        data = self.to_json().encode("utf-8")
+        folder = os.path.dirname(os.path.abspath(path))
+        tmp = None
+        try:
+            try:
+                mode = os.stat(path).st_mode & 0o7777
+            except FileNotFoundError:
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".",
+                                       suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fchmod(f.fileno(), mode)
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            tmp = None
+            try:  # make the rename itself durable
+                dfd = os.open(folder, os.O_RDONLY)
+            except OSError:
+                pass
+            else:
+                try:
+                    os.fsync(dfd)
+                except OSError:
+                    pass
+                finally:
+                    os.close(dfd)
+        except OSError as e:
+            raise _io_error(path, f"cannot write the page: {e.strerror or e}") from e
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        return path
 
     def _placeholder_dtype(self, block):
-        """The dtype a Placeholder declares (bf_dtype), from a check's stats; cached."""
+        """The dtype a Placeholder declares (bf_dtype), from a check; cached until an edit."""
         if self._placeholder_dtypes is None:
-            s, p = self._session(), self._page
-            lib.bf_session_check(s, None, None)  # fills every source block's stats
+            doc = self._check_json()
             self._placeholder_dtypes = {
-                text(lib.bf_page_block_id(p, i)): lib.bf_session_block_stats(s, i).contents.dtype[0]
-                for i in range(lib.bf_page_block_count(p))
-                if text(lib.bf_page_block_type(p, i)) == "Placeholder"}
+                block_id: lib.bf_dtype_from_name(cstr(b["outputs"]["output"]["dtype"]))
+                for block_id, b in doc["blocks"].items()
+                if b["type"] == "Placeholder" and b["outputs"]["output"].get("dtype")}
         return self._placeholder_dtypes.get(block)
 
     def feed(self, block, value):
@@ -324,7 +516,7 @@ class Page:
                 self.feed(block, value)
             names = [fetch] if isinstance(fetch, str) else (
                 list(fetch) if fetch is not None else self.outputs)
-            opts = BfRunOptions()
+            opts = new(BfRunOptions)
             lib.bf_run_options_init(ctypes.byref(opts))
             if fetch is not None:
                 refs = [cstr(f) for f in names]
@@ -387,7 +579,14 @@ class Page:
         return box["status"]
 
 
-def _load(ctx, loader, *args):
+def _io_error(path, message):
+    return IoError(message, code="io_error", page=str(path),
+                   problems=[_errors.Problem("error", "EIO", "io_error", "", "", "", message,
+                                             text=f"{path}: {message}")],
+                   text=f"{path}: {message}")
+
+
+def _load(ctx, loader, *args, path=None):
     diags = lib.bf_diags_new()
     if not diags:
         raise MemoryError("blockflow: out of memory")
@@ -399,30 +598,59 @@ def _load(ctx, loader, *args):
         warnings = _errors.diags_list(diags)
     finally:
         lib.bf_diags_free(diags)
-    return Page(ctx, page, warnings)
+    return Page(ctx, page, warnings, path=path)
 
 
-def load(path, *, threads=None, gpu=True, **limits):
+def load(path, *, incomplete=False, threads=None, gpu=True, **limits):
     """Load a page file and make its session.
 
-    threads: kernel threads (None: one per CPU core). gpu=False never uses a GPU. Limits, as
-    the CLI's options: max_session_bytes, max_tensor_elements, max_page_bytes, max_blocks,
-    max_json_depth, confine_files. Raises a blockflow.Error whose .problems lists every problem
-    of the page (IoError, ParseError with line and column, SchemaError, AttrError, ...).
+    incomplete=True opens a page whose only problems are its wiring (inputs not connected,
+    links or outputs naming nothing, cycles) for editing: check() then lists those problems,
+    and a run refuses only the fetches that need a block with one. threads: kernel threads
+    (None: one per CPU core). gpu=False never uses a GPU. Limits, as the CLI's options:
+    max_session_bytes, max_tensor_elements, max_page_bytes, max_blocks, max_json_depth,
+    confine_files. Raises a blockflow.Error whose .problems lists every problem of the page
+    (IoError, ParseError with line and column, SchemaError, AttrError, ...).
     """
     ctx = context(threads, gpu, **limits)
-    return _load(ctx, lib.bf_page_load_file, cstr(os.fspath(path)))
+    name = os.fspath(path)
+    full = os.path.abspath(name)
+    if not incomplete:
+        return _load(ctx, lib.bf_page_load_file, cstr(name), path=full)
+    # bf_page_load_file with flags: read the file here (as it does), then bf_page_parse.
+    limit = lib.bf_context_config(ctx.ptr).contents.max_page_bytes
+    try:
+        with open(name, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise _io_error(name, "cannot read the page: not a regular file")
+            if st.st_size > limit:
+                message = (f"the page is {st.st_size} bytes, above the limit of {limit} "
+                           "(bf_config.max_page_bytes)")
+                raise LimitError(message, code="page_too_large", page=name,
+                                 problems=[_errors.Problem("error", "ELIMIT", "page_too_large",
+                                                           "", "", "", message,
+                                                           text=f"{name}: {message}")],
+                                 text=f"{name}: {message}")
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise _io_error(name, f"cannot read the page: {e.strerror or e}") from e
+    folder = os.path.dirname(name) or "."
+    return _load(ctx, lib.bf_page_parse, data, len(data), cstr(name), cstr(folder),
+                 LOAD_INCOMPLETE, path=full)
 
 
-def loads(page, *, name="<string>", dir=None, threads=None, gpu=True, **limits):
+def loads(page, *, name="<string>", dir=None, incomplete=False, threads=None, gpu=True,
+          **limits):
     """Load a page from JSON text (str or bytes) or from a dict; `dir` resolves "file" attributes
-    (default: the current folder). Otherwise as load()."""
+    (default: the current folder). Otherwise as load(); save() then needs a path."""
     if isinstance(page, dict):
         page = json.dumps(page)
     data = cstr(page)
     ctx = context(threads, gpu, **limits)
-    return _load(ctx, lib.bf_page_load_string, data, len(data), cstr(name),
-                 cstr(os.fspath(dir) if dir is not None else os.getcwd()))
+    return _load(ctx, lib.bf_page_parse, data, len(data), cstr(name),
+                 cstr(os.fspath(dir) if dir is not None else os.getcwd()),
+                 LOAD_INCOMPLETE if incomplete else 0)
 
 
 def blocks():
@@ -440,10 +668,7 @@ def _catalog(type_name):
     err = _errors.new_error()
     _errors.check(lib.bf_block_catalog_json(cstr(type_name), ctypes.byref(out),
                                             ctypes.byref(err)), err)
-    try:
-        return json.loads(ctypes.string_at(out.value).decode("utf-8"))
-    finally:
-        lib.bf_string_free(out)
+    return json.loads(_take_string(out))
 
 
 def devices():
