@@ -111,9 +111,7 @@ static bf_status add_block_checked(bf_session *s, const char *id, const char *ty
     bf_page *page = s->page;
     const char *why = id ? bf_page_bad_id(id) : "a block needs an id";
     if (why)
-        return page_err(s, err, BF_ESCHEMA, "bad_id", "%s: an id is 1 to 63 characters, "
-                        "without ':', '/', '\\' or control characters, not starting with '.'",
-                        why);
+        return page_err(s, err, BF_ESCHEMA, "bad_id", "%s", why);
     if (bf_page_find(page, id) >= 0)
         return page_err(s, err, BF_ESCHEMA, "duplicate_id", "the id \"%s\" is used by another "
                         "block", id);
@@ -266,8 +264,7 @@ static bf_status rename_block(bf_session *s, const char *id, const char *new_id,
     const char *why = new_id ? bf_page_bad_id(new_id) : "the new id is missing";
     bf_error e = {0};
     if (why) {
-        bf_err(&e, BF_ESCHEMA, "bad_id", "%s: an id is 1 to 63 characters, without ':', '/', "
-               "'\\' or control characters, not starting with '.'", why);
+        bf_err(&e, BF_ESCHEMA, "bad_id", "%s", why);
         return block_err(s, b, &e, err);
     }
     if (!strcmp(id, new_id)) return BF_OK;

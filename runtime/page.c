@@ -244,8 +244,7 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
                                           : "a block needs an \"id\" string";
     if (why) {
         problem(L, BF_ESCHEMA, "bad_id", NULL, NULL, NULL,
-                "%s: an id is 1 to 63 characters, without ':', '/', '\\' or control "
-                "characters, not starting with '.'", p2, why);
+                "%s", p2, why);
         return;
     }
     const char *id = jid->valuestring;
