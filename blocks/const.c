@@ -64,6 +64,16 @@ static bf_status init(bf_node *node, bf_error *err) {
             return shape_error(err, "shape", "the file has %lld elements, the shape %lld",
                                (long long)src->numel, want_n);
         }
+        /* An integer dtype refuses non-integers, as for `value` (a plain conversion would
+         * truncate 1.5 to 1 without a word). */
+        bool to_int = want == BF_DTYPE_I32 || want == BF_DTYPE_I64;
+        for (int64_t i = 0; st == BF_OK && to_int && i < src->numel; i++) {
+            double v = bf_tensor_get_f64(src, i);
+            if (v != floor(v))
+                st = bf_err(err, BF_EDTYPE, "dtype_mismatch",
+                            "element %lld (%g) is not an integer but dtype is %s", (long long)i,
+                            v, bf_dtype_name(want));
+        }
         if (st == BF_OK) st = bf_tensor_convert(src, t, err);
     } else {
         bf_dtype want = dt->set ? dt->dtype : BF_DTYPE_F32;

@@ -54,7 +54,8 @@ bf_status bf_binary_run_cpu(const bf_node *node, const bf_tensor *const *in,
                             bf_tensor *const *out, const bf_exec *ex, bf_error *err) {
     (void)ex;
     const bf_tensor *x = in[0], *y = in[1];
-    bf_binop op = ((const bf_binary_impl *)node->desc->impl)->op;
+    const bf_binary_impl *impl = node->desc->impl;
+    bf_binop op = impl->op;
     int64_t n = out[0]->numel, sx = x->numel == n ? 1 : 0, sy = y->numel == n ? 1 : 0;
     if (out[0]->dtype == BF_DTYPE_F32) {
         const float *a = x->data, *b = y->data;
@@ -64,6 +65,23 @@ bf_status bf_binary_run_cpu(const bf_node *node, const bf_tensor *const *in,
         const double *a = x->data, *b = y->data;
         double *o = out[0]->data;
         for (int64_t i = 0; i < n; i++) o[i] = op(a[i * sx], b[i * sy]);
+    } else if (out[0]->dtype == BF_DTYPE_I32 || out[0]->dtype == BF_DTYPE_I64) {
+        /* In int64, never through double, which drops the low bits of values beyond 2^53. */
+        bool i32 = out[0]->dtype == BF_DTYPE_I32;
+        const int32_t *a32 = x->data, *b32 = y->data;
+        const int64_t *a64 = x->data, *b64 = y->data;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t a = i32 ? a32[i * sx] : a64[i * sx], b = i32 ? b32[i * sy] : b64[i * sy], v;
+            if (!impl->iop(a, b, &v) || (i32 && (v < INT32_MIN || v > INT32_MAX))) {
+                bf_err_at(err, "z", NULL);
+                return bf_err(err, BF_EDTYPE, "dtype_mismatch",
+                              "element %lld: %s of %lld and %lld overflows %s", (long long)i,
+                              node->desc->type, (long long)a, (long long)b,
+                              bf_dtype_name(out[0]->dtype));
+            }
+            if (i32) ((int32_t *)out[0]->data)[i] = (int32_t)v;
+            else ((int64_t *)out[0]->data)[i] = v;
+        }
     } else {
         for (int64_t i = 0; i < n; i++) {
             double v = op(bf_tensor_get_f64(x, i * sx), bf_tensor_get_f64(y, i * sy));

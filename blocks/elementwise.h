@@ -1,8 +1,9 @@
 /*
  * elementwise.h - what Add, Sub and Mul share: shape rules (equal shapes, or one side a
  * rank-0 scalar that is broadcast, as TensorFlow broadcasts a scalar) and the loop, typed
- * for float32 and float64 and through double for the other dtypes (half and bfloat16 are
- * computed in float and rounded once).
+ * for float32 and float64, exact in int64 for int32 and int64 (a result that overflows the
+ * dtype is an error), and through double for half and bfloat16 (computed in float and
+ * rounded once).
  */
 #ifndef BF_ELEMENTWISE_H
 #define BF_ELEMENTWISE_H
@@ -10,10 +11,13 @@
 #include "block.h"
 
 typedef double (*bf_binop)(double a, double b);
+/* The same on integers: *out = a op b; false when the result overflows int64. */
+typedef bool (*bf_binop_int)(int64_t a, int64_t b, int64_t *out);
 
-/* impl of the Add, Sub and Mul descriptors: the scalar operation. */
+/* impl of the Add, Sub and Mul descriptors: the scalar operation, on doubles and integers. */
 typedef struct bf_binary_impl {
     bf_binop op;
+    bf_binop_int iop;
 } bf_binary_impl;
 
 extern const bf_port_desc bf_binary_inputs[2];

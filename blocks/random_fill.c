@@ -6,6 +6,8 @@
 #include "random_fill.h"
 #include "counter_rng.h"
 
+#include <math.h>
+
 const bf_port_desc bf_random_outputs[1] = {{"output", BF_DT_FLOATS, 0, "the random tensor"}};
 
 bf_status bf_random_infer(const bf_node *node, const bf_port_info *in, bf_port_info *out,
@@ -37,6 +39,27 @@ typedef struct job {
 
 enum { CHUNK = 16384 };
 
+/*
+ * Replace element i of t by the next value of its dtype towards -infinity. RandomUniform
+ * uses it for an element that rounding to the dtype carried up to maxval: TensorFlow's range
+ * is [minval, maxval), and float16 rounds about 1 draw in 4500 of U(0,1) up to 1.0, bfloat16
+ * 1 in 500. The value before rounding lies below maxval, so the next value down does too.
+ */
+static void step_down(bf_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case BF_DTYPE_F16:
+    case BF_DTYPE_BF16: {
+        uint16_t *h = (uint16_t *)t->data + i;
+        if ((*h & 0x7fffu) == 0) *h = 0x8001u; /* +-0: the smallest negative subnormal */
+        else *h = (*h & 0x8000u) ? (uint16_t)(*h + 1) : (uint16_t)(*h - 1);
+        break;
+    }
+    case BF_DTYPE_F32: ((float *)t->data)[i] = nextafterf(((float *)t->data)[i], -INFINITY); break;
+    case BF_DTYPE_F64: ((double *)t->data)[i] = nextafter(((double *)t->data)[i], -INFINITY); break;
+    default: break;
+    }
+}
+
 static void fill_chunk(void *arg, int64_t c, int slot) {
     (void)slot;
     job *j = arg;
@@ -47,6 +70,8 @@ static void fill_chunk(void *arg, int64_t c, int slot) {
                        ? j->p1 + j->p2 * bf_counter_normal(j->seed, (uint64_t)i)
                        : j->p1 + (j->p2 - j->p1) * bf_counter_uniform(j->seed, (uint64_t)i, 0);
         bf_tensor_set_f64(j->t, i, v, NULL); /* floating dtypes: cannot fail */
+        if (j->kind == BF_RANDOM_UNIFORM && j->p2 > j->p1 && bf_tensor_get_f64(j->t, i) >= j->p2)
+            step_down(j->t, i);
     }
 }
 

@@ -42,7 +42,7 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
     for (int64_t i = 0; i < in[0]->numel; i++) {
         double a = bf_tensor_get_f64(in[0], i), b = bf_tensor_get_f64(in[1], i);
         double d = fabs(a - b);
-        if (!(d <= diff)) diff = d; /* NaN propagates */
+        if (d > diff || isnan(d)) diff = d; /* NaN propagates: once NaN, d > diff stays false */
         scale = fmax(scale, fmax(fabs(a), fabs(b)));
     }
     ((double *)out[0]->data)[0] = diff / fmax(scale, 1e-300);

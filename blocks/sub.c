@@ -11,7 +11,9 @@
 
 static double op(double a, double b) { return a - b; }
 
-static const bf_binary_impl impl = {op};
+static bool iop(int64_t a, int64_t b, int64_t *out) { return !__builtin_sub_overflow(a, b, out); }
+
+static const bf_binary_impl impl = {op, iop};
 
 const bf_block_desc bf_block_sub = {
     .type = "Sub",
