@@ -6,7 +6,7 @@ BUILD       ?= build
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 EXAMPLE     ?= examples/filter_grad_same.json
-DEPS        := gcc make cmake pkg-config libuv1-dev libcjson-dev check
+DEPS        := gcc make cmake pkg-config libuv1-dev libcjson-dev check libwebsockets-dev python3
 
 .PHONY: all deps build run test clean
 
