@@ -309,7 +309,9 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     conn *c = user;
     struct lws_vhost *vh = lws_get_vhost(wsi);
     srv_http *h = vh ? lws_get_vhost_user(vh) : NULL;
-    if (!h) return lws_callback_http_dummy(wsi, reason, user, in, len);
+    /* no vhost, or no per-connection memory (lws refused the request line before allocating
+       it, e.g. a NUL in the URI): lws answers by itself */
+    if (!h || !c) return lws_callback_http_dummy(wsi, reason, user, in, len);
     switch (reason) {
     case LWS_CALLBACK_HTTP: {
         conn_reset_http(c);
