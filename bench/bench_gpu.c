@@ -521,7 +521,7 @@ int bf_bench_gpu_main(int argc, char **argv) {
     }
     void *stream = NULL, *vctx = NULL;
     bf_error err = {0};
-    if (dev->ops->session_init(dev, &stream, &vctx, &err) != BF_OK) {
+    if (dev->ops->session_init(dev, NULL, &stream, &vctx, &err) != BF_OK) {
         printf("no GPU: %s\n", err.message);
         cJSON_Delete(root);
         bf_cuda_release(devs, ndev);
@@ -530,7 +530,7 @@ int bf_bench_gpu_main(int argc, char **argv) {
     bf_cuda_ctx *ctx = vctx;
     /* A second session context on the same device that picks the fastest algorithm. */
     void *tstream = NULL, *tvctx = NULL;
-    if (dev->ops->session_init(dev, &tstream, &tvctx, &err) != BF_OK) {
+    if (dev->ops->session_init(dev, NULL, &tstream, &tvctx, &err) != BF_OK) {
         printf("no GPU: %s\n", err.message);
         dev->ops->session_free(dev, stream, vctx);
         cJSON_Delete(root);

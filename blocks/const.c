@@ -13,7 +13,7 @@
  * explicit `shape`; one number with a shape fills the whole tensor, as tf.fill does. A `file`
  * is converted to `dtype` when one is given.
  */
-#include "../runtime/block.h"
+#include "block.h"
 
 #include <math.h>
 #include <string.h>

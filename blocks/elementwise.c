@@ -2,7 +2,7 @@
  * elementwise.c - the shape rule and the loop shared by Add, Sub and Mul (elementwise.h).
  */
 #include "elementwise.h"
-#include "../runtime/half.h"
+#include "half.h"
 
 const bf_port_desc bf_binary_inputs[2] = {
     {"x", BF_DT_ALL, 0, "left operand"},

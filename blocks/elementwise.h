@@ -7,7 +7,7 @@
 #ifndef BF_ELEMENTWISE_H
 #define BF_ELEMENTWISE_H
 
-#include "../runtime/block.h"
+#include "block.h"
 
 typedef double (*bf_binop)(double a, double b);
 

@@ -8,7 +8,7 @@
  * identity.c - forwards its input. Useful to name an intermediate result, to fetch it, or to
  * move a tensor between devices.
  */
-#include "../runtime/block.h"
+#include "block.h"
 
 #include <string.h>
 

@@ -9,7 +9,7 @@
  * unknown (-1); a feed must match the known ones and the dtype exactly. Feeding a placeholder
  * invalidates only the blocks downstream of it.
  */
-#include "../runtime/block.h"
+#include "block.h"
 
 #include <string.h>
 
@@ -57,9 +57,8 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
     (void)in, (void)ex;
     if (!node->feed) {
         bf_err_at(err, "output", NULL);
-        return bf_err(err, BF_EINVAL, "missing_feed",
-                      "placeholder \"%s\" was not fed (blockflow run --feed %s=FILE.npy)",
-                      node->id, node->id);
+        return bf_err(err, BF_EINVAL, "missing_feed", "placeholder \"%s\" was not fed",
+                      node->id);
     }
     memcpy(out[0]->data, node->feed->data, node->feed->nbytes);
     return BF_OK;
@@ -69,8 +68,8 @@ const bf_block_desc bf_block_placeholder = {
     .type = "Placeholder",
     .category = "generic",
     .synopsis = "output = the tensor fed at run time",
-    .doc = "An input of the page, fed with bf_session_feed() or "
-           "`blockflow run --feed ID=FILE.npy`.",
+    .doc = "An input of the page: the tensor fed before a run (bf_session_feed(); on the "
+           "command line, --feed ID=FILE.npy).",
     .flags = BF_BLOCK_FEEDABLE,
     .outputs = outputs,
     .n_outputs = BF_COUNT(outputs),

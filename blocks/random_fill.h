@@ -7,7 +7,7 @@
 #ifndef BF_RANDOM_FILL_H
 #define BF_RANDOM_FILL_H
 
-#include "../runtime/block.h"
+#include "block.h"
 
 enum { BF_RANDOM_SHAPE, BF_RANDOM_DTYPE, BF_RANDOM_SEED, BF_RANDOM_P1, BF_RANDOM_P2 };
 

@@ -3,7 +3,7 @@
  * once (the sort order is checked by a test, so lookups can bisect). The registry is the only
  * process-wide table, and it is immutable.
  */
-#include "../runtime/block.h"
+#include "block.h"
 
 #include <string.h>
 

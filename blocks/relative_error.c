@@ -8,7 +8,7 @@
  * result against a finite-difference estimate (examples/fd_check_filter_grad.json). The
  * result is a rank-0 float64, small (about 1e-9 in float64) when the two agree.
  */
-#include "../runtime/block.h"
+#include "block.h"
 
 #include <math.h>
 

@@ -8,7 +8,7 @@
  * rounded once to the input's dtype, so that a loss such as sum(conv(x, w) * dy) is exact
  * enough for finite-difference checks.
  */
-#include "../runtime/block.h"
+#include "block.h"
 
 #include <math.h>
 

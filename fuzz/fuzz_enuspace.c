@@ -10,6 +10,7 @@
  * so that a Const filling a huge shape is a clean BF_ELIMIT rather than a 4 TiB malloc.
  */
 #include "attr.h"
+#include "page.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bf_diags *diags = bf_diags_new();
     bf_attr_report rep = {.tmpl = &tmpl, .diags = diags};
     bf_file_scope files = {.dir = NULL, .confine = true, .max_elements = node.max_elements};
-    if (j && bf_attrs_parse(desc, j, &files, vals, &rep) == BF_OK &&
+    if (j && bf_attrs_parse(desc, j, vals, &rep) == BF_OK &&
+        bf_attrs_load_files(desc, vals, &files, &rep.first) == BF_OK &&
         (!desc->init || desc->init(&node, &rep.first) == BF_OK)) {
         bf_port_info out[8];
         bf_error e2;

@@ -215,6 +215,12 @@ typedef struct bf_config {
     int confine_files;          /* 1: "file" attributes may only name files inside the page's
                                    folder (no absolute path, no "..", no link leading out);
                                    for servers running other people's pages */
+    int cudnn_autotune;         /* 1: benchmark cuDNN's algorithms per shape and keep the
+                                   fastest (the CLI maps BF_CUDNN_AUTOTUNE=1 onto it) */
+    int cudnn_nondeterministic; /* 1: also admit cuDNN algorithms that accumulate with atomics,
+                                   whose results vary in the last bits (BF_CUDNN_DETERMINISTIC=0) */
+    int cudnn_workspace_mb;     /* cap on cuDNN's workspace in MiB; 0 = 1024
+                                   (BF_CUDNN_WORKSPACE_MB) */
 } bf_config;
 
 /* Fill `cfg` with the defaults (all zeros mean "default"). */
@@ -265,6 +271,28 @@ BF_API bf_status bf_page_load_file(bf_context *ctx, const char *path, bf_page **
 BF_API bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len,
                                      const char *name, const char *dir, bf_page **out,
                                      bf_diags *diags, bf_error *err);
+
+/* bf_page_parse flag: keep a page whose only problems are its wiring (inputs not connected,
+ * links or outputs naming nothing, cycles), as an editor must. Those problems are then
+ * reported by bf_session_check, together with every other one; anything else (JSON syntax,
+ * the page format, unknown types, attributes, files) is still an error. */
+#define BF_LOAD_INCOMPLETE 1u
+/* bf_page_parse flag: do not read the .npy files that `file` attributes name (their names are
+ * kept). Such a page can be written back (bf_page_to_json) but not run: a session refuses it. */
+#define BF_LOAD_SKIP_FILES 2u
+
+/* bf_page_load_string with flags (BF_LOAD_* or 0). */
+BF_API bf_status bf_page_parse(bf_context *ctx, const char *json, size_t len, const char *name,
+                               const char *dir, unsigned flags, bf_page **out, bf_diags *diags,
+                               bf_error *err);
+
+/*
+ * The page as its canonical JSON text: keys in a fixed order, attributes in typed form (the
+ * enuSpace forms come back typed), only the attributes the page gives, "ui" and "x-" keys as
+ * written, blocks in page order, UTF-8, 2-space indentation, a final newline. Loading the
+ * text gives the identical page. Free with bf_string_free(). Errors: BF_ENOMEM.
+ */
+BF_API bf_status bf_page_to_json(const bf_page *page, char **out, bf_error *err);
 BF_API void bf_page_free(bf_page *page);
 /* The page's name, description and file name; borrowed for the page's lifetime. */
 BF_API const char *bf_page_name(const bf_page *page);
@@ -277,6 +305,13 @@ BF_API const char *bf_page_block_type(const bf_page *page, int i);
 /* The page's declared outputs ("block" or "block:port"), borrowed. */
 BF_API int bf_page_output_count(const bf_page *page);
 BF_API const char *bf_page_output(const bf_page *page, int i);
+/* Index of block `id`, or -1. */
+BF_API int bf_page_find_block(const bf_page *page, const char *id);
+/* Block i's input ports: count, the name of port k and its source ("block" or "block:port",
+ * NULL when not connected). Borrowed until the page changes. */
+BF_API int bf_page_block_input_count(const bf_page *page, int i);
+BF_API const char *bf_page_block_input_name(const bf_page *page, int i, int k);
+BF_API const char *bf_page_block_input_source(const bf_page *page, int i, int k);
 
 /* ---------------------------------------------------------------------------------------------
  * Sessions.
@@ -352,16 +387,108 @@ BF_API bf_status bf_session_check(bf_session *s, bf_diags *diags, bf_error *err)
  */
 BF_API bf_status bf_session_feed(bf_session *s, const char *block_id, const bf_tensor *t,
                                  bf_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Editing the session's page in place (an editor's live page). Each call validates what it
+ * touches and fails with an error naming the block, port or attribute, and then changes
+ * nothing. Each invalidates exactly what it affects: attributes, devices, wires and feeds
+ * recompute that block and what is downstream on the next run; layout, names, renames and
+ * outputs invalidate nothing; a removed block's results are freed. An edited page may be
+ * incomplete (inputs not connected, cycles): bf_session_check lists those problems with all
+ * the others, and a run refuses only when a block it needs has one. Borrowed pointers from
+ * bf_session_page() and bf_session_output() are invalidated by any edit.
+ */
+
+/* Add a block at the end of the page: `attrs_json` a JSON object (or NULL), `device` "auto",
+ * "cpu", "gpu", "gpu:N" (NULL: auto), `ui_json` its layout (or NULL). Its inputs start
+ * unconnected. Errors: BF_ESCHEMA (bad or duplicate id, unknown type, bad device), BF_EATTR,
+ * BF_EPARSE, BF_EIO (a file attribute), BF_ELIMIT, BF_ENOMEM. */
+BF_API bf_status bf_session_add_block(bf_session *s, const char *id, const char *type,
+                                      const char *attrs_json, const char *device,
+                                      const char *ui_json, bf_error *err);
+/* Remove a block; the inputs it fed become unconnected and it leaves the page's outputs. */
+BF_API bf_status bf_session_remove_block(bf_session *s, const char *id, bf_error *err);
+/* Rename a block; every link and output naming it follows. Invalidates nothing. */
+BF_API bf_status bf_session_rename_block(bf_session *s, const char *id, const char *new_id,
+                                         bf_error *err);
+/* Connect input `port` of a block to `source` ("block" or "block:port"), replacing any
+ * earlier link. A link that closes a cycle is allowed and reported by the check. */
+BF_API bf_status bf_session_connect(bf_session *s, const char *block_id, const char *port,
+                                    const char *source, bf_error *err);
+/* Leave input `port` of a block unconnected (a no-op when it is). */
+BF_API bf_status bf_session_disconnect(bf_session *s, const char *block_id, const char *port,
+                                       bf_error *err);
 /*
- * Change one attribute of a block, given as JSON text (e.g. "[1,2,2,1]" or "\"SAME\"").
- * Invalidates that block and everything downstream. Errors: BF_ENOTFOUND, BF_EATTR, BF_EPARSE.
+ * Change one attribute of a block, given as JSON text (e.g. "[1,2,2,1]" or "\"SAME\""), or
+ * NULL to go back to its default. Setting the value it has changes nothing. Errors:
+ * BF_ENOTFOUND, BF_EATTR, BF_EPARSE, BF_EIO.
  */
 BF_API bf_status bf_session_set_attr(bf_session *s, const char *block_id, const char *attr,
                                      const char *json_value, bf_error *err);
+/* Where a block runs: "auto", "cpu", "gpu" or "gpu:N". */
+BF_API bf_status bf_session_set_device(bf_session *s, const char *block_id, const char *device,
+                                       bf_error *err);
+/* A block's layout as JSON text (block_id NULL: the page's); NULL or "" removes it. */
+BF_API bf_status bf_session_set_ui(bf_session *s, const char *block_id, const char *ui_json,
+                                   bf_error *err);
+/* The page's outputs ("block" or "block:port", each naming an output of the page). */
+BF_API bf_status bf_session_set_outputs(bf_session *s, const char *const *refs, int n,
+                                        bf_error *err);
+BF_API bf_status bf_session_set_name(bf_session *s, const char *name, bf_error *err);
+BF_API bf_status bf_session_set_description(bf_session *s, const char *text, bf_error *err);
+/*
+ * A list of edits as a JSON array, applied all or nothing (the form servers and bindings
+ * use). Each edit is an object with "op" and its members:
+ *   {"op": "add_block", "id", "type", "attrs"?, "device"?, "ui"?}
+ *   {"op": "remove_block", "id"}            {"op": "rename_block", "id", "new_id"}
+ *   {"op": "connect", "block", "port", "source"}   {"op": "disconnect", "block", "port"}
+ *   {"op": "set_attr", "block", "attr", "value"}   (value null: back to the default)
+ *   {"op": "set_device", "block", "device"}  {"op": "set_ui", "block"?, "ui"}
+ *   {"op": "set_outputs", "outputs": [...]}  {"op": "set_name", "name"}
+ *   {"op": "set_description", "description"}
+ * The failing edit goes to `diags` and `err` with its block, port and attribute, the message
+ * prefixed "edit N (op): " and the pointer "/N" into the list. A batch of several edits is
+ * tried on a copy of the page first, so a failure leaves the session untouched.
+ */
+BF_API bf_status bf_session_apply_edits(bf_session *s, const char *edits_json, size_t len,
+                                        bf_diags *diags, bf_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Inference without running: what a port holds, as known at check time.
+ */
+typedef struct bf_port_shape {
+    bf_dtype dtype;              /* BF_DTYPE_INVALID when unknown */
+    int rank;                    /* -1 when unknown */
+    int64_t dims[BF_MAX_RANK];   /* -1 where known only at run time */
+} bf_port_shape;
 
 /*
- * Run the page: check it (as bf_session_check), then execute the blocks the fetches need and
- * that are not already up to date, independent blocks concurrently. `opts` may be NULL.
+ * The dtype and shape of input (`output` 0) or output (`output` 1) port `port` of a block
+ * (port NULL: the first output), as the last check inferred them; checks the page first when
+ * an edit made the last check stale. Unknown when the port's source has a problem or is not
+ * connected. Errors: BF_ENOTFOUND (no such block or port).
+ */
+BF_API bf_status bf_session_port_shape(bf_session *s, const char *block_id, const char *port,
+                                       int output, bf_port_shape *out, bf_error *err);
+/* "float32[1,?,?,3]" ("?" for what is known only at run time, "[...]" for an unknown rank).
+ * Returns the length it wanted (snprintf). */
+BF_API int bf_port_shape_format(const bf_port_shape *p, char *buf, size_t size);
+/*
+ * Check the page and describe it as JSON, for editors and servers:
+ *   {"ok": bool,
+ *    "problems": [{"severity", "code", "status", "message", "block"?, "port"?, "attr"?,
+ *                  "pointer"}],
+ *    "blocks": {"ID": {"type", "inputs": {"PORT": {"source", "dtype", "shape", "label"}},
+ *                      "outputs": {"PORT": {"dtype", "shape", "label"}}}}}
+ * where "shape" is an array with null for a dimension known only at run time, or null for an
+ * unknown rank, and "label" is bf_port_shape_format's text. Free with bf_string_free().
+ */
+BF_API bf_status bf_session_check_json(bf_session *s, char **out, bf_error *err);
+
+/*
+ * Run the page: check it (as bf_session_check; only the problems of blocks the fetches need
+ * stop the run), then execute the blocks the fetches need and that are not already up to
+ * date, independent blocks concurrently. `opts` may be NULL.
  * Errors: anything bf_session_check returns, plus BF_ECANCELED, BF_ETIMEDOUT, BF_EDEVICE,
  * BF_ENOMEM, BF_ELIMIT and kernel errors, each naming the block. After a failed run the
  * session stays usable; results of blocks that completed are kept.

@@ -4,6 +4,7 @@
  * pointer. Also the standalone nodes (bf_node_make) that tests and tools use.
  */
 #include "attr.h"
+#include "page.h"
 #include "tensor.h"
 
 #include <ctype.h>
@@ -83,7 +84,7 @@ static bool text_int_list(const char *s, int64_t *list, int cap, int *n) {
 static bool flatten_numbers(const cJSON *j, int depth, bf_attr_value *v, double *buf, int cap,
                             int *n) {
     if (cJSON_IsNumber(j) || cJSON_IsBool(j)) {
-        if (*n >= cap) return false;
+        if (*n >= cap || (cJSON_IsNumber(j) && !isfinite(j->valuedouble))) return false;
         buf[(*n)++] = cJSON_IsBool(j) ? (cJSON_IsTrue(j) ? 1.0 : 0.0) : j->valuedouble;
         if (depth > v->nest_rank) v->nest_rank = depth;
         return depth == v->nest_rank;
@@ -98,39 +99,8 @@ static bool flatten_numbers(const cJSON *j, int depth, bf_attr_value *v, double 
     return true;
 }
 
-/*
- * Resolve a FILE attribute's `name` against `files` into path[size]. With files->confine, the
- * name must be relative without ".." components, and the file it reaches (symlinks followed)
- * must lie inside the page's folder.
- */
-static bf_status resolve_file(const char *name, const bf_file_scope *files, char *path,
-                              size_t size, bf_error *err) {
-    const char *dir = files ? files->dir : NULL;
-    int n = name[0] == '/' || !dir || !dir[0] ? snprintf(path, size, "%s", name)
-                                              : snprintf(path, size, "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= size)
-        return bf_err(err, BF_EATTR, "bad_attr", "the file path is too long");
-    if (!files || !files->confine) return BF_OK;
-    bool dotdot = false;
-    for (const char *p = name; *p; p = strchr(p, '/') ? strchr(p, '/') + 1 : p + strlen(p))
-        dotdot |= !strncmp(p, "..", 2) && (p[2] == '/' || p[2] == '\0');
-    if (name[0] == '/' || dotdot)
-        return bf_err(err, BF_EATTR, "file_outside_page",
-                      "\"%.80s\" is outside the page's folder (file reads are confined: "
-                      "bf_config.confine_files, blockflow --confine-files)", name);
-    char real_dir[PATH_MAX], real_file[PATH_MAX];
-    if (!realpath(dir && dir[0] ? dir : ".", real_dir) || !realpath(path, real_file))
-        return bf_err(err, BF_EIO, "io_error", "%s: cannot open: %s", path, strerror(errno));
-    size_t k = strlen(real_dir);
-    if (strncmp(real_file, real_dir, k) || (real_file[k] != '/' && k > 1))
-        return bf_err(err, BF_EATTR, "file_outside_page",
-                      "\"%.80s\" leads outside the page's folder through a link (file reads "
-                      "are confined)", name);
-    return BF_OK;
-}
-
-bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, const bf_file_scope *files,
-                            bf_attr_value *v, bool *legacy, bf_error *err) {
+bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, bf_attr_value *v,
+                            bool *legacy, bf_error *err) {
     bf_attr_value_free(v);
     bf_err_at(err, NULL, d->name);
     int64_t iv;
@@ -141,6 +111,8 @@ bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, const bf_file
         break;
     case BF_ATTR_FLOAT:
         if (!cJSON_IsNumber(j)) goto wrong_kind;
+        if (!isfinite(j->valuedouble))
+            return bf_err(err, BF_EATTR, "bad_attr", "must be a finite number");
         v->f = j->valuedouble;
         break;
     case BF_ATTR_BOOL:
@@ -167,18 +139,9 @@ bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, const bf_file
     case BF_ATTR_STRING:
     case BF_ATTR_FILE:
         if (!cJSON_IsString(j)) goto wrong_kind;
+        if (d->kind == BF_ATTR_FILE && !j->valuestring[0])
+            return bf_err(err, BF_EATTR, "bad_attr", "the file name is empty");
         if (!(v->s = bf_strdup(j->valuestring))) goto oom;
-        if (d->kind == BF_ATTR_FILE) {
-            if (!v->s[0]) return bf_err(err, BF_EATTR, "bad_attr", "the file name is empty");
-            char path[PATH_MAX];
-            bf_status st = resolve_file(v->s, files, path, sizeof(path), err);
-            if (st == BF_OK)
-                st = bf_npy_load(path, files ? files->max_elements : 0, &v->tensor, err);
-            if (st) {
-                bf_err_at(err, NULL, d->name);
-                return st;
-            }
-        }
         break;
     case BF_ATTR_DTYPE:
         if (!cJSON_IsString(j)) goto wrong_kind;
@@ -233,8 +196,8 @@ bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, const bf_file
         int n = 0;
         if (!flatten_numbers(j, 0, v, v->numbers, MAX_LIST, &n))
             return bf_err(err, BF_EATTR, "bad_attr",
-                          "must be a number or a rectangular nested list of at most %d "
-                          "numbers (put larger tensors in a .npy file)",
+                          "must be a finite number or a rectangular nested list of at most %d "
+                          "finite numbers (put larger tensors in a .npy file)",
                           MAX_LIST);
         v->n = n;
         break;
@@ -248,6 +211,64 @@ wrong_kind:
                   kind_name(d->kind));
 oom:
     return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
+}
+
+bool bf_attr_set_default(const bf_attr_desc *d, bf_attr_value *v) {
+    bf_attr_value_free(v);
+    if (!d->def) return true;
+    cJSON *j = cJSON_Parse(d->def);
+    bf_error e = {0};
+    bf_status st = j ? bf_attr_parse_one(d, j, v, NULL, &e) : BF_ENOMEM;
+    cJSON_Delete(j);
+    BF_ASSERT(st == BF_OK || st == BF_ENOMEM); /* defaults are ours: they must parse */
+    v->defaulted = st == BF_OK;
+    return st == BF_OK;
+}
+
+/* A nested JSON list of v->numbers[*pos...] over nest_dims[depth...]. */
+static cJSON *numbers_to_json(const bf_attr_value *v, int depth, int *pos) {
+    if (depth == v->nest_rank) return cJSON_CreateNumber(v->numbers[(*pos)++]);
+    cJSON *a = cJSON_CreateArray();
+    for (int64_t k = 0; a && k < v->nest_dims[depth]; k++) {
+        cJSON *e = numbers_to_json(v, depth + 1, pos);
+        if (!e) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+        cJSON_AddItemToArray(a, e);
+    }
+    return a;
+}
+
+cJSON *bf_attr_to_json(const bf_attr_desc *d, const bf_attr_value *v) {
+    if (!v->set) return NULL;
+    switch (d->kind) {
+    case BF_ATTR_INT: return cJSON_CreateNumber((double)v->i);
+    case BF_ATTR_FLOAT: return cJSON_CreateNumber(v->f);
+    case BF_ATTR_BOOL: return cJSON_CreateBool(v->b);
+    case BF_ATTR_ENUM:
+    case BF_ATTR_STRING:
+    case BF_ATTR_FILE: return cJSON_CreateString(v->s ? v->s : "");
+    case BF_ATTR_DTYPE: return cJSON_CreateString(bf_dtype_name(v->dtype));
+    case BF_ATTR_INT_LIST:
+    case BF_ATTR_SHAPE: {
+        cJSON *a = cJSON_CreateArray();
+        for (int k = 0; a && k < v->n; k++) {
+            cJSON *e = cJSON_CreateNumber((double)v->list[k]);
+            if (!e) {
+                cJSON_Delete(a);
+                return NULL;
+            }
+            cJSON_AddItemToArray(a, e);
+        }
+        return a;
+    }
+    case BF_ATTR_TENSOR: {
+        int pos = 0;
+        return numbers_to_json(v, 0, &pos);
+    }
+    }
+    return NULL;
 }
 
 /* ---- enuSpace attribute text ------------------------------------------------------------- */
@@ -339,8 +360,7 @@ static int find_attr(const bf_block_desc *desc, const char *name) {
 
 /* Parse "key_ = value; key2 = {1,2};" into vals. */
 static void parse_legacy_text(const bf_block_desc *desc, const char *text,
-                              const bf_file_scope *files, bf_attr_value *vals, bool *given,
-                              bf_attr_report *rep) {
+                              bf_attr_value *vals, bool *given, bf_attr_report *rep) {
     size_t len = strlen(text);
     char *buf = bf_malloc(len + 1);
     if (!buf) {
@@ -381,7 +401,7 @@ static void parse_legacy_text(const bf_block_desc *desc, const char *text,
             rep->oom = true; /* not a malformed value: cJSON ran out of memory */
             continue;
         }
-        bf_status st = j ? bf_attr_parse_one(d, j, files, &vals[idx], NULL, &e)
+        bf_status st = j ? bf_attr_parse_one(d, j, &vals[idx], NULL, &e)
                          : bf_err(&e, BF_EATTR, "bad_attr", "\"%.60s\" is not a valid %s", val,
                                   kind_name(d->kind));
         bf_err_at(&e, NULL, d->name);
@@ -408,14 +428,14 @@ static void pointer_token(char *dst, size_t size, const char *tok) {
     dst[n] = '\0';
 }
 
-bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs,
-                         const bf_file_scope *files, bf_attr_value *vals, bf_attr_report *rep) {
+bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs, bf_attr_value *vals,
+                         bf_attr_report *rep) {
     /* Attributes present in the page, parsed or not: a malformed one is reported as such,
      * never also as missing, and never silently replaced by its default. */
     bool given[64] = {false};
     BF_ASSERT(desc->n_attrs <= BF_COUNT(given));
     if (attrs && cJSON_IsString(attrs)) {
-        parse_legacy_text(desc, attrs->valuestring, files, vals, given, rep);
+        parse_legacy_text(desc, attrs->valuestring, vals, given, rep);
         bf_error w = {0};
         bf_strlcpy(w.code, "legacy_attr_form", sizeof(w.code));
         bf_strlcpy(w.message, "enuSpace attribute text accepted; write \"attrs\" as a JSON "
@@ -438,8 +458,7 @@ bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs,
             }
             bool legacy = false;
             given[idx] = true;
-            if (bf_attr_parse_one(&desc->attrs[idx], j, files, &vals[idx], &legacy,
-                                  &e))
+            if (bf_attr_parse_one(&desc->attrs[idx], j, &vals[idx], &legacy, &e))
                 report(rep, &e, suffix);
             else if (legacy)
                 warn_legacy(rep, &desc->attrs[idx], &vals[idx], suffix);
@@ -454,17 +473,7 @@ bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs,
         const bf_attr_desc *d = &desc->attrs[i];
         if (vals[i].set || given[i]) continue;
         if (d->def) {
-            cJSON *j = cJSON_Parse(d->def);
-            bf_error e = {0};
-            bf_status st = j ? bf_attr_parse_one(d, j, files, &vals[i], NULL, &e)
-                             : BF_ENOMEM;
-            cJSON_Delete(j);
-            BF_ASSERT(st == BF_OK || st == BF_ENOMEM); /* defaults are ours: they must parse */
-            if (st) {
-                rep->oom = true;
-                continue;
-            }
-            vals[i].defaulted = true;
+            if (!bf_attr_set_default(d, &vals[i])) rep->oom = true;
         } else if (!(d->flags & BF_ATTR_OPTIONAL)) {
             bf_error e = {0};
             bf_err(&e, BF_EATTR, "missing_attr", "%s requires the attribute \"%s\" (%s)",
@@ -514,8 +523,9 @@ bf_status bf_node_make(const bf_block_desc *desc, const char *attrs_json, bf_nod
     bf_error tmpl = {0};
     bf_attr_report rep = {.tmpl = &tmpl};
     bf_file_scope files = {.max_elements = node->max_elements};
-    bf_status st = bf_attrs_parse(desc, j, &files, vals, &rep);
+    bf_status st = bf_attrs_parse(desc, j, vals, &rep);
     cJSON_Delete(j);
+    if (st == BF_OK) st = bf_attrs_load_files(desc, vals, &files, &rep.first);
     if (st == BF_OK && desc->init) st = desc->init(node, &rep.first);
     if (st) {
         if (err) *err = rep.first;

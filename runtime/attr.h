@@ -37,15 +37,22 @@ typedef struct bf_attr_report {
 /*
  * Parse `attrs` (a JSON object, an enuSpace text string, or NULL) into vals[desc->n_attrs]
  * (zeroed by the caller), apply defaults, and report unknown, missing and malformed
- * attributes. `files` (may be NULL: current folder, no limits) governs FILE attributes.
+ * attributes. FILE attributes keep their name only: reading the file is the loader's and the
+ * session's job (bf_attrs_load_files, files.c), so parsing never touches the file system.
  * Returns BF_OK or the status of the first error; vals is always left freeable.
  */
-bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs,
-                         const bf_file_scope *files, bf_attr_value *vals, bf_attr_report *rep);
+bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs, bf_attr_value *vals,
+                         bf_attr_report *rep);
 
 /* Parse one attribute's JSON value into *v (freed first). Errors name the attribute. */
-bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, const bf_file_scope *files,
-                            bf_attr_value *v, bool *legacy, bf_error *err);
+bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, bf_attr_value *v,
+                            bool *legacy, bf_error *err);
+
+/* Set *v to d's default (NULL default: unset). False when out of memory. */
+bool bf_attr_set_default(const bf_attr_desc *d, bf_attr_value *v);
+
+/* The attribute's value as canonical JSON (NULL when not set, or out of memory). */
+cJSON *bf_attr_to_json(const bf_attr_desc *d, const bf_attr_value *v);
 
 /* Free what a value owns and zero it. */
 void bf_attr_value_free(bf_attr_value *v);

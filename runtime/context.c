@@ -26,15 +26,18 @@ bf_status bf_context_new(const bf_config *cfg, bf_context **out, bf_error *err) 
     if (!ctx) return bf_err(err, BF_ENOMEM, "out_of_memory", "cannot allocate a context");
     if (cfg) ctx->cfg = *cfg;
     bf_config *c = &ctx->cfg;
-    if (c->threads < 0 || c->max_blocks < 0 || c->max_json_depth < 0) {
+    if (c->threads < 0 || c->max_blocks < 0 || c->max_json_depth < 0 ||
+        c->cudnn_workspace_mb < 0 || c->cudnn_workspace_mb > (1 << 20)) {
         bf_free(ctx);
-        return bf_err(err, BF_EINVAL, "bad_config", "negative value in bf_config");
+        return bf_err(err, BF_EINVAL, "bad_config", "negative or out-of-range value in "
+                      "bf_config");
     }
     if (!c->max_session_bytes) c->max_session_bytes = ram_bytes() / 2;
     if (!c->max_tensor_elements) c->max_tensor_elements = BF_DEFAULT_MAX_ELEMENTS;
     if (!c->max_page_bytes) c->max_page_bytes = (uint64_t)64 << 20;
     if (!c->max_blocks) c->max_blocks = 100000;
     if (!c->max_json_depth) c->max_json_depth = 64;
+    if (!c->cudnn_workspace_mb) c->cudnn_workspace_mb = 1024;
     if (!c->threads) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         c->threads = n > 0 ? (int)BF_MIN(n, 256) : 1;

@@ -23,8 +23,10 @@ typedef struct bf_device_ops {
     bf_status (*download)(bf_device *dev, void *dst, const void *src, size_t bytes,
                           void *stream, bf_error *err);
     bf_status (*sync)(bf_device *dev, void *stream, bf_error *err);
-    /* Per-session state (stream, cuDNN handle), made lazily and freed with the session. */
-    bf_status (*session_init)(bf_device *dev, void **stream, void **device_ctx, bf_error *err);
+    /* Per-session state (stream, cuDNN handle), made lazily and freed with the session; `cfg`
+     * (NULL: the defaults) gives the cuDNN choices (autotune, determinism, workspace cap). */
+    bf_status (*session_init)(bf_device *dev, const bf_config *cfg, void **stream,
+                              void **device_ctx, bf_error *err);
     void (*session_free)(bf_device *dev, void *stream, void *device_ctx);
 } bf_device_ops;
 

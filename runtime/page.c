@@ -6,6 +6,11 @@
  * after a problem it keeps reading the rest of the page so that an editor can show all the
  * problems in one pass, but a page with any error is never returned. Size limits (file bytes,
  * JSON depth, block count) are checked before the work they bound.
+ *
+ * With BF_LOAD_INCOMPLETE the wiring may be unfinished (an editor's page): unconnected inputs,
+ * links and outputs naming nothing, and cycles are kept for the session's check to report;
+ * everything else is still an error. Layout (`ui`) and editors' own keys (`x-...`) are kept
+ * as written, so that page_json.c can write the page back.
  */
 #include "page.h"
 
@@ -45,6 +50,50 @@ static void index_add(bf_page *page, int b) {
     page->index[h] = b;
 }
 
+bool bf_page_reindex(bf_page *page) {
+    size_t cap = 16;
+    while (cap < 2 * (size_t)page->n_blocks) cap *= 2;
+    if (cap != page->index_cap || !page->index) {
+        int *index = bf_malloc(cap * sizeof(int));
+        bf_free(page->index);
+        page->index = index;
+        page->index_cap = index ? cap : 0;
+        if (!index) return false;
+    }
+    memset(page->index, 0xff, page->index_cap * sizeof(int)); /* all -1 */
+    for (int b = 0; b < page->n_blocks; b++) index_add(page, b);
+    return true;
+}
+
+void bf_page_relink(bf_page *page) {
+    for (int bi = 0; bi < page->n_blocks; bi++) {
+        bf_page_block *b = &page->blocks[bi];
+        b->json_index = bi;
+        for (int i = 0; b->desc && i < b->desc->n_inputs; i++) {
+            bf_page_input *in = &b->inputs[i];
+            in->src_block = -1;
+            in->src_port = 0;
+            int sb, sp;
+            if (in->text && bf_page_resolve(page, in->text, &sb, &sp)) {
+                in->src_block = sb;
+                in->src_port = sp;
+            }
+        }
+    }
+}
+
+const char *bf_page_bad_id(const char *id) {
+    size_t n = id ? strlen(id) : 0;
+    if (n == 0 || n > 63) return "an id is 1 to 63 characters";
+    if (id[0] == '.') return "an id does not start with '.'";
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) return "an id has no control characters";
+        if (*p == ':' || *p == '/' || *p == '\\')
+            return "an id has no ':', '/' or '\\' (results are written as ID.npy)";
+    }
+    return NULL;
+}
+
 bool bf_page_resolve(const bf_page *page, const char *ref, int *block, int *port) {
     char id[128];
     const char *colon = strrchr(ref, ':');
@@ -72,6 +121,8 @@ bool bf_page_resolve(const bf_page *page, const char *ref, int *block, int *port
 typedef struct loader {
     bf_page *page;
     bf_diags *diags;
+    bool incomplete;       /* BF_LOAD_INCOMPLETE: keep unfinished wiring for the session */
+    bool skip_files;       /* BF_LOAD_SKIP_FILES: do not read `file` attributes */
     bf_error first;
     int n_errors;
     bool oom;
@@ -137,16 +188,36 @@ static int json_depth(const cJSON *j, int depth, int limit) {
 
 static bool is_ext_key(const char *k) { return k && !strncmp(k, "x-", 2); }
 
-static bf_device_kind parse_device(const char *s, int *ordinal) {
+int bf_page_parse_device(const char *s, int *ordinal) {
     *ordinal = 0;
+    if (!s) return -1;
     if (!strcmp(s, "auto")) return BF_DEVICE_AUTO;
     if (!strcmp(s, "cpu")) return BF_DEVICE_CPU;
     if (!strcmp(s, "gpu")) return BF_DEVICE_GPU;
-    if (!strncmp(s, "gpu:", 4) && s[4] >= '0' && s[4] <= '9' && strlen(s) <= 6) {
+    if (!strncmp(s, "gpu:", 4) && s[4] >= '0' && s[4] <= '9' &&
+        (s[5] == '\0' || (s[5] >= '0' && s[5] <= '9' && s[6] == '\0'))) {
         *ordinal = atoi(s + 4);
         return BF_DEVICE_GPU;
     }
-    return (bf_device_kind)-1;
+    return -1;
+}
+
+/*
+ * Keep the "ui" value and the "x-..." keys of object `j` for writing the page back: *ui a
+ * copy of j["ui"] (NULL when absent), *ext an object of the x- keys in order (NULL when none).
+ * False when out of memory.
+ */
+static bool keep_layout(const cJSON *j, cJSON **ui, cJSON **ext) {
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "ui");
+    if (u && !(*ui = cJSON_Duplicate(u, 1))) return false;
+    for (const cJSON *k = j->child; k; k = k->next) {
+        if (!is_ext_key(k->string)) continue;
+        if (!*ext && !(*ext = cJSON_CreateObject())) return false;
+        cJSON *copy = cJSON_Duplicate(k, 1);
+        if (!copy) return false;
+        cJSON_AddItemToObject(*ext, k->string, copy);
+    }
+    return true;
 }
 
 /* ---- one block ------------------------------------------------------------------------- */
@@ -164,11 +235,12 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
     const cJSON *jtype = cJSON_GetObjectItemCaseSensitive(jb, "type");
     char p2[96];
     snprintf(p2, sizeof(p2), "%s/id", ptr);
-    if (!cJSON_IsString(jid) || !jid->valuestring[0] || strlen(jid->valuestring) >= 64 ||
-        strchr(jid->valuestring, ':')) {
+    const char *why = cJSON_IsString(jid) ? bf_page_bad_id(jid->valuestring)
+                                          : "a block needs an \"id\" string";
+    if (why) {
         problem(L, BF_ESCHEMA, "bad_id", NULL, NULL, NULL,
-                "a block needs an \"id\": a non-empty string of at most 63 characters "
-                "without ':'", p2);
+                "%s: an id is 1 to 63 characters, without ':', '/', '\\' or control "
+                "characters, not starting with '.'", p2, why);
         return;
     }
     const char *id = jid->valuestring;
@@ -196,8 +268,7 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
     if (!desc) {
         if (cJSON_IsString(jtype))
             problem(L, BF_ESCHEMA, "unknown_block_type", id, NULL, NULL,
-                    "unknown block type \"%.60s\" (blockflow blocks lists them)", p2,
-                    jtype->valuestring);
+                    "unknown block type \"%.60s\"", p2, jtype->valuestring);
         else
             problem(L, BF_ESCHEMA, "unknown_block_type", id, NULL, NULL,
                     "a block needs a \"type\" string", p2);
@@ -211,11 +282,19 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
         return;
     }
     index_add(page, page->n_blocks - 1);
+    const cJSON *jattrs = cJSON_GetObjectItemCaseSensitive(jb, "attrs");
+    if (!keep_layout(jb, &b->ui, &b->ext) ||
+        (cJSON_IsObject(jattrs) && !keep_layout(jattrs, &(cJSON *){NULL}, &b->attr_ext))) {
+        L->oom = true;
+        return;
+    }
     const cJSON *jdev = cJSON_GetObjectItemCaseSensitive(jb, "device");
     if (jdev) {
         snprintf(p2, sizeof(p2), "%s/device", ptr);
-        b->device = cJSON_IsString(jdev) ? parse_device(jdev->valuestring, &b->gpu_ordinal)
-                                         : (bf_device_kind)-1;
+        b->device = (bf_device_kind)(cJSON_IsString(jdev)
+                                         ? bf_page_parse_device(jdev->valuestring,
+                                                                &b->gpu_ordinal)
+                                         : -1);
         if ((int)b->device < 0) {
             b->device = BF_DEVICE_AUTO;
             problem(L, BF_ESCHEMA, "bad_device", id, NULL, NULL,
@@ -237,11 +316,19 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
     bf_strlcpy(tmpl.block_id, id, sizeof(tmpl.block_id));
     bf_strlcpy(tmpl.pointer, ptr, sizeof(tmpl.pointer));
     bf_attr_report rep = {.tmpl = &tmpl, .diags = L->diags};
-    bf_file_scope files = {page->dir, ctx->cfg.confine_files != 0, ctx->cfg.max_tensor_elements};
-    bf_attrs_parse(desc, cJSON_GetObjectItemCaseSensitive(jb, "attrs"), &files, b->attrs, &rep);
+    bf_attrs_parse(desc, cJSON_GetObjectItemCaseSensitive(jb, "attrs"), b->attrs, &rep);
     if (rep.n_errors && L->n_errors++ == 0) L->first = rep.first;
     L->n_errors += rep.n_errors ? rep.n_errors - 1 : 0;
     L->oom |= rep.oom;
+    if (!rep.n_errors && !rep.oom && !L->skip_files) {
+        bf_file_scope files = {page->dir, page->confine_files, page->max_elements};
+        bf_error e = tmpl;
+        if (bf_attrs_load_files(desc, b->attrs, &files, &e)) {
+            char p3[160];
+            snprintf(p3, sizeof(p3), "%s/attrs/%s", ptr, e.attr);
+            problem(L, e.status, e.code, id, NULL, e.attr, "%s", p3, e.message);
+        }
+    }
 
     /* Inputs: texts now, links once every id is known. */
     const cJSON *jin = cJSON_GetObjectItemCaseSensitive(jb, "inputs");
@@ -279,7 +366,8 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
     }
 }
 
-/* Resolve every input text to (block, port) and report missing inputs. */
+/* Resolve every input text to (block, port) and report missing inputs (not when the page may
+ * be incomplete: the session's check reports those). */
 static void link_inputs(loader *L) {
     bf_page *page = L->page;
     for (int bi = 0; bi < page->n_blocks; bi++) {
@@ -290,7 +378,19 @@ static void link_inputs(loader *L) {
             snprintf(ptr, sizeof(ptr), "/blocks/%d/inputs/%s", b->json_index,
                      b->desc->inputs[i].name);
             bf_page_input *in = &b->inputs[i];
-            if (!in->text && in->src_block == -2) continue; /* bad_link reported */
+            if (!in->text && in->src_block == -2) { /* bad_link reported */
+                in->src_block = -1;
+                continue;
+            }
+            int sb, sp;
+            bool ok = in->text && bf_page_resolve(page, in->text, &sb, &sp) &&
+                      page->blocks[sb].desc;
+            if (ok) {
+                in->src_block = sb;
+                in->src_port = sp;
+                continue;
+            }
+            if (L->incomplete) continue;
             if (!in->text) {
                 snprintf(ptr, sizeof(ptr), "/blocks/%d/inputs", b->json_index);
                 problem(L, BF_ESCHEMA, "missing_input", b->id, b->desc->inputs[i].name, NULL,
@@ -298,32 +398,99 @@ static void link_inputs(loader *L) {
                         b->desc->type);
                 continue;
             }
-            int sb, sp;
-            if (!bf_page_resolve(page, in->text, &sb, &sp) || !page->blocks[sb].desc) {
-                problem(L, BF_ESCHEMA, "bad_link", b->id, b->desc->inputs[i].name, NULL,
-                        "\"%.80s\" names no block output on this page", ptr, in->text);
-                continue;
-            }
-            in->src_block = sb;
-            in->src_port = sp;
+            problem(L, BF_ESCHEMA, "bad_link", b->id, b->desc->inputs[i].name, NULL,
+                    "\"%.80s\" names no block output on this page", ptr, in->text);
         }
     }
 }
 
+int bf_page_topo(const bf_page *page, int *order, bool *ordered) {
+    int n = page->n_blocks;
+    int *indeg = bf_calloc((size_t)BF_MAX(n, 1), sizeof(int));
+    int *start = bf_calloc((size_t)n + 1, sizeof(int)); /* consumers in CSR form */
+    int *cons = NULL;
+    int head = 0, tail = 0;
+    if (!indeg || !start) goto oom;
+    size_t edges = 0;
+    for (int i = 0; i < n; i++) {
+        const bf_page_block *b = &page->blocks[i];
+        for (int k = 0; b->desc && k < b->desc->n_inputs; k++) {
+            int src = b->inputs[k].src_block;
+            if (src < 0) continue;
+            indeg[i]++;
+            start[src + 1]++;
+            edges++;
+        }
+    }
+    for (int i = 0; i < n; i++) start[i + 1] += start[i];
+    if (!(cons = bf_calloc(BF_MAX(edges, 1), sizeof(int)))) goto oom;
+    for (int i = 0; i < n; i++) {
+        const bf_page_block *b = &page->blocks[i];
+        for (int k = 0; b->desc && k < b->desc->n_inputs; k++)
+            if (b->inputs[k].src_block >= 0) cons[start[b->inputs[k].src_block]++] = i;
+    }
+    for (int i = n; i > 0; i--) start[i] = start[i - 1]; /* undo the fill's advance */
+    start[0] = 0;
+    for (int i = 0; i < n; i++)
+        if (indeg[i] == 0) order[tail++] = i;
+    while (head < tail) {
+        int b = order[head++];
+        for (int c = start[b]; c < start[b + 1]; c++)
+            if (--indeg[cons[c]] == 0) order[tail++] = cons[c];
+    }
+    for (int i = 0; ordered && i < n; i++) ordered[i] = false;
+    for (int k = 0; ordered && k < tail; k++) ordered[order[k]] = true;
+    bf_free(indeg);
+    bf_free(start);
+    bf_free(cons);
+    return tail;
+oom:
+    bf_free(indeg);
+    bf_free(start);
+    bf_free(cons);
+    return -1;
+}
+
+/* Report every block on or behind a cycle (with the other wiring problems, at once). */
+static void find_cycles(loader *L) {
+    bf_page *page = L->page;
+    int n = page->n_blocks;
+    int *order = bf_calloc((size_t)BF_MAX(n, 1), sizeof(int));
+    bool *ordered = bf_calloc((size_t)BF_MAX(n, 1), sizeof(bool));
+    int done = order && ordered ? bf_page_topo(page, order, ordered) : -1;
+    if (done < 0) L->oom = true;
+    for (int i = 0; done >= 0 && done < n && i < n; i++) {
+        if (ordered[i] || !page->blocks[i].desc) continue;
+        char ptr[48];
+        snprintf(ptr, sizeof(ptr), "/blocks/%d", page->blocks[i].json_index);
+        problem(L, BF_ESCHEMA, "cycle", page->blocks[i].id, NULL, NULL,
+                "this block is on (or fed by) a cycle: a block's inputs cannot depend on its "
+                "own output", ptr);
+    }
+    bf_free(order);
+    bf_free(ordered);
+}
+
 /* ---- the page ------------------------------------------------------------------------- */
+
+void bf_page_block_clear(bf_page_block *b) {
+    if (b->desc) {
+        bf_attrs_free(b->attrs, b->desc->n_attrs);
+        for (int k = 0; b->inputs && k < b->desc->n_inputs; k++) bf_free(b->inputs[k].text);
+    }
+    bf_free(b->attrs);
+    bf_free(b->inputs);
+    bf_free(b->id);
+    cJSON_Delete(b->ui);
+    cJSON_Delete(b->ext);
+    memset(b, 0, sizeof(*b));
+}
 
 void bf_page_free(bf_page *page) {
     if (!page) return;
-    for (int i = 0; i < page->n_blocks; i++) {
-        bf_page_block *b = &page->blocks[i];
-        if (b->desc) {
-            bf_attrs_free(b->attrs, b->desc->n_attrs);
-            for (int k = 0; b->inputs && k < b->desc->n_inputs; k++) bf_free(b->inputs[k].text);
-        }
-        bf_free(b->attrs);
-        bf_free(b->inputs);
-        bf_free(b->id);
-    }
+    for (int i = 0; i < page->n_blocks; i++) bf_page_block_clear(&page->blocks[i]);
+    cJSON_Delete(page->ui);
+    cJSON_Delete(page->ext);
     for (int i = 0; i < page->n_outputs; i++) bf_free(page->outputs[i]);
     bf_free(page->outputs);
     bf_free(page->blocks);
@@ -375,7 +542,7 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
     if (!cJSON_IsNumber(ver) || ver->valuedouble != 1)
         problem(L, BF_ESCHEMA, "bad_version", NULL, NULL, NULL,
-                "\"version\" must be 1 (this blockflow reads page format version 1)",
+                "\"version\" must be 1 (the page format version this library reads)",
                 "/version");
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
     const cJSON *desc = cJSON_GetObjectItemCaseSensitive(root, "description");
@@ -386,7 +553,8 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
                 "/description");
     page->name = bf_strdup(cJSON_IsString(name) ? name->valuestring : "");
     page->description = bf_strdup(cJSON_IsString(desc) ? desc->valuestring : "");
-    if (!page->name || !page->description) L->oom = true;
+    if (!page->name || !page->description || !keep_layout(root, &page->ui, &page->ext))
+        L->oom = true;
 
     const cJSON *blocks = cJSON_GetObjectItemCaseSensitive(root, "blocks");
     if (!cJSON_IsArray(blocks)) {
@@ -397,13 +565,12 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
     int n = cJSON_GetArraySize(blocks);
     if (n > ctx->cfg.max_blocks) {
         problem(L, BF_ELIMIT, "too_many_blocks", NULL, NULL, NULL,
-                "the page has %d blocks, above the limit of %d (raise bf_config.max_blocks, or "
-                "blockflow --max-blocks)",
-                "/blocks", n,
-                ctx->cfg.max_blocks);
+                "the page has %d blocks, above the limit of %d (bf_config.max_blocks)",
+                "/blocks", n, ctx->cfg.max_blocks);
         return;
     }
     page->blocks = bf_calloc((size_t)BF_MAX(n, 1), sizeof(bf_page_block));
+    page->cap_blocks = BF_MAX(n, 1);
     page->index_cap = 16;
     while (page->index_cap < 2 * (size_t)n) page->index_cap *= 2;
     page->index = bf_malloc(page->index_cap * sizeof(int));
@@ -417,6 +584,7 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
         load_block(L, ctx, jb, index++);
     if (L->oom) return;
     link_inputs(L);
+    if (!L->incomplete) find_cycles(L);
 
     const cJSON *outs = cJSON_GetObjectItemCaseSensitive(root, "outputs");
     if (outs && !cJSON_IsArray(outs)) {
@@ -435,7 +603,8 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
         char p[48];
         snprintf(p, sizeof(p), "/outputs/%d", index);
         int b, port;
-        if (!cJSON_IsString(o) || !bf_page_resolve(page, o->valuestring, &b, &port)) {
+        if (!cJSON_IsString(o) || !o->valuestring[0] ||
+            (!L->incomplete && !bf_page_resolve(page, o->valuestring, &b, &port))) {
             problem(L, BF_ESCHEMA, "bad_output", NULL, NULL, NULL,
                     "output %d names no block output on this page", p, index);
             continue;
@@ -444,8 +613,9 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
     }
 }
 
-bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, const char *name,
-                              const char *dir, bf_page **out, bf_diags *diags, bf_error *err) {
+bf_status bf_page_parse(bf_context *ctx, const char *json, size_t len, const char *name,
+                        const char *dir, unsigned flags, bf_page **out, bf_diags *diags,
+                        bf_error *err) {
     if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     *out = NULL;
     if (!ctx || !json) return bf_err(err, BF_EINVAL, "bad_argument", "ctx or json is NULL");
@@ -455,17 +625,19 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
     page->dir = bf_strdup(dir ? dir : "");
     page->max_elements = ctx->cfg.max_tensor_elements;
     page->confine_files = ctx->cfg.confine_files != 0;
-    loader L = {.page = page, .diags = diags};
+    page->max_blocks = ctx->cfg.max_blocks;
+    loader L = {.page = page, .diags = diags, .incomplete = (flags & BF_LOAD_INCOMPLETE) != 0,
+                .skip_files = (flags & BF_LOAD_SKIP_FILES) != 0};
+    page->files_skipped = L.skip_files;
     bf_error e0 = {0};
     if (!page->file || !page->dir) {
         bf_page_free(page);
         return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
     }
     if (len > ctx->cfg.max_page_bytes) {
-        problem(&L, BF_ELIMIT, "page_too_large",
-                NULL, NULL, NULL, "the page is %zu bytes, above the limit of %llu "
-                "(raise bf_config.max_page_bytes, or blockflow --max-page-bytes)", "", len,
-                (unsigned long long)ctx->cfg.max_page_bytes);
+        problem(&L, BF_ELIMIT, "page_too_large", NULL, NULL, NULL,
+                "the page is %zu bytes, above the limit of %llu (bf_config.max_page_bytes)",
+                "", len, (unsigned long long)ctx->cfg.max_page_bytes);
         goto done;
     }
     size_t deep = json_text_too_deep(json, len, ctx->cfg.max_json_depth);
@@ -473,9 +645,7 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
         int line, col;
         line_col(json, deep, &line, &col);
         problem(&L, BF_ELIMIT, "too_deep", NULL, NULL, NULL,
-                "JSON nested deeper than %d levels (raise bf_config.max_json_depth, or "
-                "blockflow --max-json-depth)",
-                "",
+                "JSON nested deeper than %d levels (bf_config.max_json_depth)", "",
                 ctx->cfg.max_json_depth);
         L.first.line = line;
         L.first.column = col;
@@ -508,9 +678,7 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
     }
     if (json_depth(root, 1, ctx->cfg.max_json_depth) > ctx->cfg.max_json_depth) {
         problem(&L, BF_ELIMIT, "too_deep", NULL, NULL, NULL,
-                "JSON nested deeper than %d levels (raise bf_config.max_json_depth, or "
-                "blockflow --max-json-depth)",
-                "",
+                "JSON nested deeper than %d levels (bf_config.max_json_depth)", "",
                 ctx->cfg.max_json_depth);
     } else {
         load_top(&L, ctx, root);
@@ -553,8 +721,7 @@ bf_status bf_page_load_file(bf_context *ctx, const char *path, bf_page **out, bf
     if ((uint64_t)sb.st_size > ctx->cfg.max_page_bytes) {
         fclose(f);
         bf_err(&e, BF_ELIMIT, "page_too_large",
-               "the page is %lld bytes, above the limit of %llu (raise "
-               "bf_config.max_page_bytes, or blockflow --max-page-bytes)",
+               "the page is %lld bytes, above the limit of %llu (bf_config.max_page_bytes)",
                (long long)sb.st_size, (unsigned long long)ctx->cfg.max_page_bytes);
         if (err) *err = e;
         bf_diags_push(diags, &e);
@@ -582,9 +749,14 @@ bf_status bf_page_load_file(bf_context *ctx, const char *path, bf_page **out, bf
     } else {
         bf_strlcpy(dir, ".", sizeof(dir));
     }
-    bf_status st = bf_page_load_string(ctx, text, len, path, dir, out, diags, err);
+    bf_status st = bf_page_parse(ctx, text, len, path, dir, 0, out, diags, err);
     bf_free(text);
     return st;
+}
+
+bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, const char *name,
+                              const char *dir, bf_page **out, bf_diags *diags, bf_error *err) {
+    return bf_page_parse(ctx, json, len, name, dir, 0, out, diags, err);
 }
 
 const char *bf_page_name(const bf_page *p) { return p->name; }
@@ -601,3 +773,14 @@ int bf_page_output_count(const bf_page *p) { return p->n_outputs; }
 const char *bf_page_output(const bf_page *p, int i) {
     return i >= 0 && i < p->n_outputs ? p->outputs[i] : NULL;
 }
+int bf_page_block_input_count(const bf_page *p, int i) {
+    return i >= 0 && i < p->n_blocks && p->blocks[i].desc ? p->blocks[i].desc->n_inputs : 0;
+}
+const char *bf_page_block_input_name(const bf_page *p, int i, int k) {
+    return k >= 0 && k < bf_page_block_input_count(p, i) ? p->blocks[i].desc->inputs[k].name
+                                                          : NULL;
+}
+const char *bf_page_block_input_source(const bf_page *p, int i, int k) {
+    return k >= 0 && k < bf_page_block_input_count(p, i) ? p->blocks[i].inputs[k].text : NULL;
+}
+int bf_page_find_block(const bf_page *p, const char *id) { return id ? bf_page_find(p, id) : -1; }

@@ -84,7 +84,7 @@ bf_status bf_shape_size(bf_dtype dt, int rank, const int64_t *dims, uint64_t max
     if (max_elements && (uint64_t)n > max_elements)
         return bf_err(err, BF_ELIMIT, "too_large",
                       "shape %s has %lld elements, above the limit of %llu "
-                      "(raise bf_config.max_tensor_elements, or blockflow --max-elements)",
+                      "(bf_config.max_tensor_elements)",
                       bf_shape_str(rank, dims, s, sizeof(s)), (long long)n,
                       (unsigned long long)max_elements);
     size_t bytes;
@@ -103,8 +103,7 @@ bf_status bf_budget_charge(bf_budget *b, size_t bytes, bf_error *err) {
         if (bytes > b->limit || used > b->limit - bytes)
             return bf_err(err, BF_ELIMIT, "memory_limit",
                           "needs %zu more bytes of tensor memory but the session limit is "
-                          "%llu bytes with %llu in use (raise bf_config.max_session_bytes, or "
-                          "blockflow --mem-limit)",
+                          "%llu bytes with %llu in use (bf_config.max_session_bytes)",
                           bytes, (unsigned long long)b->limit, (unsigned long long)used);
         if (atomic_compare_exchange_weak(&b->used, &used, used + bytes)) return BF_OK;
     }

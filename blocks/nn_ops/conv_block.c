@@ -7,7 +7,7 @@
  * and rounded once into the output (never per multiply-add). float64 is computed in float64.
  */
 #include "conv_geom.h"
-#include "../../runtime/half.h"
+#include "half.h"
 
 #include <string.h>
 

@@ -21,5 +21,5 @@ bf_status bf_conv_cuda(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, int us
                        const void *a, const void *b, void *out, const bf_exec *ex,
                        bf_error *err) {
     (void)op, (void)g, (void)dt, (void)use_cudnn, (void)a, (void)b, (void)out, (void)ex;
-    return bf_err(err, BF_EUNSUPPORTED, "no_gpu", "blockflow was built without CUDA");
+    return bf_err(err, BF_EUNSUPPORTED, "no_gpu", "this library was built without CUDA");
 }

@@ -16,7 +16,7 @@
 #ifndef BF_CONV_GEOM_H
 #define BF_CONV_GEOM_H
 
-#include "../../runtime/block.h"
+#include "block.h"
 #include "conv_kernels.h"
 
 /* Attribute indices, the same for every block of the family (depthwise stops before cuDNN). */

@@ -21,7 +21,7 @@
 #ifndef BF_CONV_KERNELS_H
 #define BF_CONV_KERNELS_H
 
-#include "../../runtime/exec.h"
+#include "exec.h"
 
 #ifdef __cplusplus
 extern "C" {

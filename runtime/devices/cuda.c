@@ -8,7 +8,7 @@
  * runs on the CPU. Every CUDA and cuDNN call is checked and becomes BF_EDEVICE with the
  * library's own error string (STYLE R6).
  */
-#include "../device.h"
+#include "device.h"
 #include "cuda_ctx.h"
 
 #include <stdio.h>
@@ -107,8 +107,8 @@ static void cuda_session_free(bf_device *dev, void *stream, void *device_ctx) {
  * workspace (default 1024). On failure nothing is left allocated and *stream, *device_ctx
  * are NULL.
  */
-static bf_status cuda_session_init(bf_device *dev, void **stream, void **device_ctx,
-                                   bf_error *err) {
+static bf_status cuda_session_init(bf_device *dev, const bf_config *cfg, void **stream,
+                                   void **device_ctx, bf_error *err) {
     *stream = NULL;
     *device_ctx = NULL;
     CUDA_TRY(cudaSetDevice(dev->ordinal), "cudaSetDevice");
@@ -119,16 +119,10 @@ static bf_status cuda_session_init(bf_device *dev, void **stream, void **device_
         bf_free(c);
         return bf_err(err, BF_EINTERNAL, "mutex", "pthread_mutex_init failed");
     }
-    const char *at = getenv("BF_CUDNN_AUTOTUNE");
-    c->autotune = at && at[0] == '1';
-    const char *det = getenv("BF_CUDNN_DETERMINISTIC");
-    c->any_algo = det && det[0] == '0';
-    c->ws_cap = BF_CUDA_WS_CAP;
-    const char *cap = getenv("BF_CUDNN_WORKSPACE_MB");
-    if (cap && *cap) {
-        long mb = strtol(cap, NULL, 10);
-        if (mb >= 0 && mb <= (1L << 20)) c->ws_cap = (size_t)mb << 20;
-    }
+    c->autotune = cfg && cfg->cudnn_autotune;
+    c->any_algo = cfg && cfg->cudnn_nondeterministic;
+    c->ws_cap = cfg && cfg->cudnn_workspace_mb > 0 ? (size_t)cfg->cudnn_workspace_mb << 20
+                                                    : BF_CUDA_WS_CAP;
     cudaError_t e =
         cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, dev->ordinal);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);

@@ -2,7 +2,7 @@
  * cuda_none.c - the device probe of a build without the CUDA backend (-DBLOCKFLOW_CUDA=OFF, or
  * no toolkit/cuDNN at configure time): there are never GPUs, and the reason says why.
  */
-#include "../device.h"
+#include "device.h"
 
 int bf_cuda_probe(bf_device *devs, int cap, char *why, size_t why_size) {
     (void)devs;

@@ -22,8 +22,8 @@
  * (launch configuration, shared-memory races, cuDNN itself).
  * tests/blocks/test_conv_gpu.c does that where a GPU exists.
  */
-#include "../../blocks/nn_ops/cuda/conv_cuda_own.cu"
-#include "../support/conv_ref64.h"
+#include "nn_ops/cuda/conv_cuda_own.cu"
+#include "conv_ref64.h"
 #include <cmath>
 #include <cstdio>
 #include <cstring>

@@ -146,7 +146,13 @@ bf_status ct_gpu_open(ct_gpu *g, bf_error *err) {
     if (bf_cuda_probe(devs, 4, why, sizeof why) < 1)
         return bf_err(err, BF_EDEVICE, "no_gpu", "no GPU can be used (%s)", why);
     g->dev = devs[0];
-    bf_status st = g->dev.ops->session_init(&g->dev, &g->stream, &g->ctx, err);
+    /* The cuDNN choices from the environment, as the CLI maps them (tests set them). */
+    bf_config cfg;
+    bf_config_init(&cfg);
+    const char *at = getenv("BF_CUDNN_AUTOTUNE"), *det = getenv("BF_CUDNN_DETERMINISTIC");
+    cfg.cudnn_autotune = at && at[0] == '1';
+    cfg.cudnn_nondeterministic = det && det[0] == '0';
+    bf_status st = g->dev.ops->session_init(&g->dev, &cfg, &g->stream, &g->ctx, err);
     if (st) memset(g, 0, sizeof *g);
     return st;
 }

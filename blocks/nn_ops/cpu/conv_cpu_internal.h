@@ -13,7 +13,7 @@
 #ifndef BF_CONV_CPU_INTERNAL_H
 #define BF_CONV_CPU_INTERNAL_H
 
-#include "../conv_kernels.h"
+#include "nn_ops/conv_kernels.h"
 
 typedef enum bf_conv_isa {
     BF_CONV_ISA_GENERIC = 0, /* portable C, auto-vectorised for the baseline target */

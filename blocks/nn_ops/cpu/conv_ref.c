@@ -12,7 +12,7 @@
  * Accumulation is in the element type (float for f32, double for f64); the type-generic body
  * is written once as a macro and instantiated twice.
  */
-#include "../conv_kernels.h"
+#include "nn_ops/conv_kernels.h"
 
 /* Flat index of activation element (n, h, w, c) of a [N,H,W,C] or [N,C,H,W] tensor. */
 static inline int64_t act_index(int nchw, int64_t H, int64_t W, int64_t C, int64_t n, int64_t h,

@@ -28,7 +28,7 @@
  */
 #include "conv_cuda_internal.cuh"
 
-#include "../../../runtime/devices/cuda_ctx.h"
+#include "devices/cuda_ctx.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -11,8 +11,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "../../../runtime/common.h"
-#include "../conv_kernels.h"
+#include "common.h"
+#include "nn_ops/conv_kernels.h"
 
 /* The geometry as the kernels see it. Every tensor involved has fewer than 2^31 elements
  * (bf_conv_cuda_unsupported checks), so int indices never overflow. */

@@ -57,7 +57,7 @@ START_TEST(descriptors_are_sane) {
         ck_assert_msg(j != NULL, "%s.%s: default is not JSON", d->type, a->name);
         bf_attr_value v = {0};
         bf_error e = {0};
-        ck_assert_msg(bf_attr_parse_one(a, j, NULL, &v, NULL, &e) == BF_OK,
+        ck_assert_msg(bf_attr_parse_one(a, j, &v, NULL, &e) == BF_OK,
                       "%s.%s: default does not parse: %s", d->type, a->name, e.message);
         bf_attr_value_free(&v);
         cJSON_Delete(j);

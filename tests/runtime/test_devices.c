@@ -40,7 +40,9 @@ static bf_status fake_sync(bf_device *dev, void *stream, bf_error *err) {
     (void)dev, (void)stream, (void)err;
     return BF_OK;
 }
-static bf_status fake_session_init(bf_device *dev, void **stream, void **ctx, bf_error *err) {
+static bf_status fake_session_init(bf_device *dev, const bf_config *cfg, void **stream,
+                                   void **ctx, bf_error *err) {
+    (void)cfg;
     (void)err;
     ((fake *)dev->impl)->inits++;
     *stream = *ctx = NULL;

@@ -1,11 +1,11 @@
 /*
- * main.c - the `blockflow` program: run, check, blocks and bench.
+ * main.c - the `blockflow` program: run, check, fmt, blocks and bench.
  *
  * Everything here is presentation: the library returns errors and results, and this file
  * prints them (errors one per line on stderr, as PAGE: block "id": port "p": message) and
  * writes result files. Exit codes are documented in `blockflow --help` and the README.
  */
-#include "blockflow.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -16,16 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum {
-    EXIT_OK = 0,
-    EXIT_USAGE = 2,   /* bad command line */
-    EXIT_INVALID = 3, /* the page (or a feed) is invalid: nothing ran */
-    EXIT_RUN = 4,     /* a block failed at run time (kernel, device, limit, timeout) */
-    EXIT_OUTPUT = 5,  /* results could not be written */
-    EXIT_CANCEL = 130 /* interrupted (Ctrl-C) */
-};
-
-int bf_bench_main(int argc, char **argv); /* bench/bench.c */
+int bf_bench_main(int argc, char **argv); /* bench/bench.c (the blockflow_bench target) */
 #ifdef BF_HAVE_SERVER
 int bf_serve_main(int argc, char **argv); /* apps/server/serve.c */
 #endif
@@ -40,6 +31,9 @@ static const char usage[] =
     "      non-default port; DIR defaults to the current folder) and print a table per block\n"
     "  check PAGE [LIMITS]\n"
     "      validate the page and print the inferred dtype and shape of every port\n"
+    "  fmt PAGE... [--check | --in-place]\n"
+    "      print a page in canonical form; --check exits 1 when one is not, --in-place\n"
+    "      rewrites it\n"
     "  blocks [--json] [TYPE]   the block catalogue\n"
     "  bench [--cases FILE] [--ops LIST] [--threads N] [--json] [--device cpu|gpu]\n"
     "      benchmark the convolution kernels (see bench/RESULTS.md)\n"
@@ -55,14 +49,13 @@ static const char usage[] =
     "  --max-json-depth N     JSON nesting of the page (default 64)\n"
     "  --confine-files        \"file\" attributes may only read inside the page's folder\n"
     "\n"
-    "exit status: 0 success, 2 usage error, 3 invalid page or feed, 4 run-time failure,\n"
-    "             5 results could not be written, 130 interrupted\n";
+    "environment: BF_CUDNN_AUTOTUNE=1 (benchmark cuDNN's algorithms), BF_CUDNN_DETERMINISTIC=0\n"
+    "  (admit non-deterministic ones), BF_CUDNN_WORKSPACE_MB (cap on cuDNN's workspace)\n"
+    "\n"
+    "exit status: 0 success, 1 not canonical (fmt --check), 2 usage error, 3 invalid page or\n"
+    "             feed, 4 run-time failure, 5 results could not be written, 130 interrupted\n";
 
-static void print_error(const bf_error *e) {
-    char line[1200];
-    bf_error_format(e, line, sizeof(line));
-    fprintf(stderr, "%s\n", line);
-}
+static void print_error(const bf_error *e) { cli_print_error(e); }
 
 /* Print every record of `d`; when it holds none, `e`. */
 static void print_diags(const bf_diags *d, const bf_error *e) {
@@ -328,6 +321,7 @@ static int cmd_run(int argc, char **argv) {
     double timeout = 0;
     bf_config cfg;
     bf_config_init(&cfg);
+    cli_config_from_env(&cfg);
     for (int i = 1, lim; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -446,6 +440,7 @@ static int cmd_check(int argc, char **argv) {
     const char *page_path = NULL;
     bf_config cfg;
     bf_config_init(&cfg);
+    cli_config_from_env(&cfg);
     for (int i = 1, lim; i < argc; i++) {
         if ((lim = parse_limit(argc, argv, &i, &cfg)) < 0) return EXIT_USAGE;
         if (lim) continue;
@@ -525,6 +520,7 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
+    if (!strcmp(cmd, "fmt")) return cli_fmt(argc - 1, argv + 1);
     if (!strcmp(cmd, "blocks")) return cmd_blocks(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return bf_bench_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve")) {
