@@ -12,7 +12,9 @@
  * Errors are {"error": {"code", "message", "block", "port", "attr", "pointer"}} with the
  * fields that apply, and a fitting status.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create */
+#endif
 #include "server.h"
 
 #include <errno.h>
@@ -181,7 +183,8 @@ static void store_error(srv_response *res, int rc, const char *name) {
     else srv_error(res, 500, "io", "page \"%s\": %s", name, strerror(-rc));
 }
 
-static void get_page(srv_app *app, const char *name, srv_response *res) {
+static void get_page(srv_app *app, const char *name, const srv_request *req,
+                     srv_response *res) {
     char *text;
     size_t len;
     int rc = srv_store_read(&app->store, name, &text, &len);
@@ -196,6 +199,15 @@ static void get_page(srv_app *app, const char *name, srv_response *res) {
     cJSON_AddStringToObject(o, "revision", rev);
     srv_page *p = srv_page_find(app, name);
     cJSON_AddBoolToObject(o, "open", p != NULL);
+    /* ?view=session: also the page as the open session holds it (edits not yet saved) */
+    char view[16];
+    char *held = NULL;
+    if (p && query_get(req->query, "view", view, sizeof(view)) && !strcmp(view, "session") &&
+        bf_page_to_json(bf_session_page(srv_page_session(p)), &held, NULL) == BF_OK) {
+        cJSON *sp = cJSON_Parse(held);
+        if (sp) cJSON_AddItemToObject(o, "session_page", sp);
+    }
+    bf_string_free(held);
     int limit = bf_context_config(app->ctx)->max_json_depth;
     cJSON *page = srv_json_depth(text, len, limit) <= limit
                       ? cJSON_ParseWithLengthOpts(text, len, NULL, 0)
@@ -245,22 +257,35 @@ static bool page_busy(srv_app *app, const char *name, srv_response *res) {
 }
 
 /*
- * Validate page text as the run would load it. The seam for the live-page API: a lenient parse
- * (BF_LOAD_INCOMPLETE, wiring problems allowed) and the canonical text (bf_page_to_json) go
- * here. For now the text must load as it is.
+ * The canonical text of a page (bf_page_to_json), or NULL with res filled with every problem.
+ * Parsed as an editor saves: wiring problems are allowed (BF_LOAD_INCOMPLETE; the check reports
+ * them). The .npy files are read, not skipped (BF_LOAD_SKIP_FILES would keep their names
+ * unchecked), so a page that names a file outside the pages folder is never written.
  */
-static bool validate_page(srv_app *app, const char *name, const char *text, size_t len,
-                          srv_response *res) {
+static char *canonical_page(srv_app *app, const char *name, const char *text, size_t len,
+                            srv_response *res) {
     bf_diags *d = bf_diags_new();
     bf_error e = {0};
     bf_page *page = NULL;
-    bf_status st = d ? bf_page_load_string(app->ctx, text, len, name, app->store.dir, &page, d,
-                                           &e)
+    char fname[128], *out = NULL;
+    snprintf(fname, sizeof(fname), "%.100s.json", name);
+    bf_status st = d ? bf_page_parse(app->ctx, text, len, fname, app->store.dir,
+                                     BF_LOAD_INCOMPLETE, &page, d, &e)
                      : BF_ENOMEM;
+    if (st == BF_OK) st = bf_page_to_json(page, &out, &e);
     bf_page_free(page);
     if (st) srv_problems(res, 0, &e, d);
     bf_diags_free(d);
-    return st == BF_OK;
+    return out;
+}
+
+/* Whether the open session's page is exactly `text` (canonical). */
+static bool session_holds(srv_page *p, const char *text) {
+    char *cur = NULL;
+    bool same = bf_page_to_json(bf_session_page(srv_page_session(p)), &cur, NULL) == BF_OK &&
+                !strcmp(cur, text);
+    bf_string_free(cur);
+    return same;
 }
 
 static void put_page(srv_app *app, const char *name, const srv_request *req, srv_response *res) {
@@ -291,21 +316,24 @@ static void put_page(srv_app *app, const char *name, const srv_request *req, srv
         cJSON_Delete(body);
         return;
     }
-    char *text = cJSON_Print(page);
+    char *given = cJSON_PrintUnformatted(page);
     cJSON_Delete(body);
-    if (!text) {
+    if (!given) {
         srv_error(res, 500, "no_memory", "out of memory");
         return;
     }
+    char *text = canonical_page(app, name, given, strlen(given), res);
+    free(given);
+    if (!text) return;
     size_t len = strlen(text);
-    if (!validate_page(app, name, text, len, res)) {
-        free(text);
-        return;
-    }
     rc = srv_store_write(&app->store, name, text, len, cur[0] == '\0');
     char rev_new[17];
     srv_revision(text, len, rev_new);
-    free(text);
+    /* an open session that holds exactly this page stays open (its results stay cached);
+       one that differs (another client saved other text) is closed, and reopens on use */
+    srv_page *p = srv_page_find(app, name);
+    if (rc == 0 && p && !session_holds(p, text)) srv_page_close(app, p);
+    bf_string_free(text);
     if (rc == -EEXIST) { /* created by someone else meanwhile */
         current_revision(app, name, cur);
         stale(res, name, cur);
@@ -315,12 +343,10 @@ static void put_page(srv_app *app, const char *name, const srv_request *req, srv
         store_error(res, rc, name);
         return;
     }
-    /* the open session holds the old text: close it; the next run opens the saved page */
-    srv_page *p = srv_page_find(app, name);
-    if (p) srv_page_close(app, p);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", name);
     cJSON_AddStringToObject(o, "revision", rev_new);
+    cJSON_AddBoolToObject(o, "open", srv_page_find(app, name) != NULL);
     srv_json(res, cur[0] ? 200 : 201, print(o));
 }
 
@@ -411,55 +437,23 @@ static cJSON *problems_json(const bf_diags *d, const bf_error *e) {
     return arr;
 }
 
-static void shape_label(bf_dtype dt, int rank, const int64_t *dims, char *buf, size_t size) {
-    size_t n = (size_t)snprintf(buf, size, "%s", dt ? bf_dtype_name(dt) : "?");
-    if (rank < 0) {
-        snprintf(buf + n, size - n, "[?]");
-        return;
-    }
-    n += (size_t)snprintf(buf + n, size - n, "[");
-    for (int i = 0; i < rank && n < size; i++)
-        n += dims[i] < 0 ? (size_t)snprintf(buf + n, size - n, "%s?", i ? "," : "")
-                         : (size_t)snprintf(buf + n, size - n, "%s%lld", i ? "," : "",
-                                            (long long)dims[i]);
-    if (n < size) snprintf(buf + n, size - n, "]");
-}
-
 /*
- * The check answer, in the shape of the live-page API's bf_session_check_json (the seam: once
- * the library has it, this becomes one call and gains each input's source and shape).
+ * The check answer: bf_session_check_json (every problem, every port's dtype, shape and label).
+ * When there is no session (the page did not parse), the problems of the parse and no blocks.
  */
 static char *check_json(bf_session *s, bf_status st, const bf_diags *d, const bf_error *e) {
+    char *text = NULL;
+    if (s) {
+        bf_error ce = {0};
+        if (bf_session_check_json(s, &text, &ce)) return NULL;
+        char *copy = strdup(text); /* answers are freed with free() */
+        bf_string_free(text);
+        return copy;
+    }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "ok", st == BF_OK);
     cJSON_AddItemToObject(o, "problems", problems_json(d, e));
-    cJSON *blocks = cJSON_AddObjectToObject(o, "blocks");
-    const bf_page *page = s ? bf_session_page(s) : NULL;
-    for (int i = 0; page && i < bf_page_block_count(page); i++) {
-        const bf_block_stats *bs = bf_session_block_stats(s, i);
-        cJSON *b = cJSON_AddObjectToObject(blocks, bf_page_block_id(page, i));
-        cJSON_AddStringToObject(b, "type", bf_page_block_type(page, i));
-        cJSON *outs = cJSON_AddObjectToObject(b, "outputs");
-        int n = bf_session_block_output_count(s, i);
-        for (int p = 0; p < n; p++) {
-            cJSON *port = cJSON_AddObjectToObject(outs, bf_session_block_output_name(s, i, p));
-            if (p >= 4 || !bs) continue;
-            int rank = bs->rank[p];
-            cJSON_AddStringToObject(port, "dtype", bs->dtype[p] ? bf_dtype_name(bs->dtype[p])
-                                                                : "?");
-            if (rank < 0) cJSON_AddNullToObject(port, "shape");
-            else {
-                cJSON *a = cJSON_AddArrayToObject(port, "shape");
-                for (int k = 0; k < rank; k++)
-                    cJSON_AddItemToArray(a, bs->dims[p][k] < 0
-                                                ? cJSON_CreateNull()
-                                                : cJSON_CreateNumber((double)bs->dims[p][k]));
-            }
-            char label[160];
-            shape_label(bs->dtype[p], rank, bs->dims[p], label, sizeof(label));
-            cJSON_AddStringToObject(port, "label", label);
-        }
-    }
+    cJSON_AddObjectToObject(o, "blocks");
     return print(o);
 }
 
@@ -482,58 +476,17 @@ static void check_page(srv_app *app, const char *name, const srv_request *req,
     bf_session *s = NULL;
     char fname[128];
     snprintf(fname, sizeof(fname), "%.100s.json", name);
-    bf_status st = d ? bf_page_load_string(app->ctx, req->body, req->body_len, fname,
-                                           app->store.dir, &page, d, &e)
+    bf_status st = d ? bf_page_parse(app->ctx, req->body, req->body_len, fname, app->store.dir,
+                                     BF_LOAD_INCOMPLETE, &page, d, &e)
                      : BF_ENOMEM;
-    if (st == BF_OK && (st = bf_session_new(app->ctx, page, &s, &e)) == BF_OK)
-        st = bf_session_check(s, d, &e);
+    if (st == BF_OK) st = bf_session_new(app->ctx, page, &s, &e);
     if (st == BF_ENOMEM) srv_error(res, 500, "no_memory", "out of memory");
     else srv_json(res, 200, check_json(s, st, d, &e));
     bf_session_free(s);
     bf_diags_free(d);
 }
 
-/* ---- edits (the live-page API's seam) ------------------------------------------------------ */
-
-/*
- * Apply a list of edits to an open page, all or nothing. Until bf_session_apply_edits is in
- * the library, the one edit the public API can apply atomically is a single set_attr
- * (bf_session_set_attr); anything else is 501 not_implemented, naming the edit.
- */
-static bf_status apply_edits(bf_session *s, const cJSON *edits, bf_diags *d, bf_error *e) {
-    int n = cJSON_GetArraySize(edits);
-    const cJSON *ed = cJSON_GetArrayItem(edits, 0);
-    const cJSON *op = cJSON_GetObjectItemCaseSensitive(ed, "op");
-    (void)d;
-    if (n != 1 || !cJSON_IsString(op) || strcmp(op->valuestring, "set_attr")) {
-        bf_error_clear(e);
-        e->status = BF_EUNSUPPORTED;
-        snprintf(e->code, sizeof(e->code), "not_implemented");
-        snprintf(e->pointer, sizeof(e->pointer), "/%d/op", n > 1 ? 1 : 0);
-        snprintf(e->message, sizeof(e->message),
-                 "this server applies one set_attr edit per request until the live-page "
-                 "API (issue #12) is in the library");
-        return BF_EUNSUPPORTED;
-    }
-    const cJSON *block = cJSON_GetObjectItemCaseSensitive(ed, "block");
-    const cJSON *attr = cJSON_GetObjectItemCaseSensitive(ed, "attr");
-    const cJSON *value = cJSON_GetObjectItemCaseSensitive(ed, "value");
-    if (!cJSON_IsString(block) || !cJSON_IsString(attr) || !value || cJSON_IsNull(value)) {
-        bf_error_clear(e);
-        e->status = BF_EINVAL;
-        snprintf(e->code, sizeof(e->code), "bad_edit");
-        snprintf(e->pointer, sizeof(e->pointer), "/0");
-        snprintf(e->message, sizeof(e->message),
-                 "set_attr takes \"block\", \"attr\" and a non-null \"value\"");
-        return BF_EINVAL;
-    }
-    char *v = cJSON_PrintUnformatted(value);
-    if (!v) return BF_ENOMEM;
-    bf_status st = bf_session_set_attr(s, block->valuestring, attr->valuestring, v, e);
-    free(v);
-    if (st && !e->pointer[0]) snprintf(e->pointer, sizeof(e->pointer), "/0/value");
-    return st;
-}
+/* ---- edits -------------------------------------------------------------------------------- */
 
 static void edit_page(srv_app *app, const char *name, const char *client,
                       const srv_request *req, srv_response *res) {
@@ -554,20 +507,25 @@ static void edit_page(srv_app *app, const char *name, const char *client,
         cJSON_Delete(body);
         return;
     }
+    /* all or nothing: the library tries a batch on a copy of the page first */
+    char *text = edits == body ? NULL : cJSON_PrintUnformatted(edits);
+    const char *etext = text ? text : req->body;
+    size_t elen = text ? strlen(text) : req->body_len;
     bf_diags *d = bf_diags_new();
     bf_error e = {0};
-    bf_status st = d ? apply_edits(srv_page_session(p), edits, d, &e) : BF_ENOMEM;
+    bf_session *s = srv_page_session(p);
+    bf_status st = d && (text || edits == body) ? bf_session_apply_edits(s, etext, elen, d, &e)
+                                                : BF_ENOMEM;
+    free(text);
     cJSON_Delete(body);
     if (st) {
-        srv_problems(res, st == BF_EUNSUPPORTED ? 501 : st == BF_ENOMEM ? 500 : 422, &e, d);
+        if (st == BF_ENOMEM) srv_error(res, 500, "no_memory", "out of memory");
+        else srv_problems(res, 422, &e, d);
         bf_diags_free(d);
         return;
     }
     srv_page_changed(p);
-    bf_diags_clear(d);
-    bf_session *s = srv_page_session(p);
-    st = bf_session_check(s, d, &e);
-    srv_json(res, 200, check_json(s, st, d, &e));
+    srv_json(res, 200, check_json(s, BF_OK, d, &e));
     bf_diags_free(d);
 }
 
@@ -1069,7 +1027,7 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
             return;
         }
         if (n == 3) {
-            if (get) get_page(app, name, res);
+            if (get) get_page(app, name, req, res);
             else if (put) put_page(app, name, req, res);
             else if (del) delete_page(app, name, req, res);
             else goto method;
@@ -1087,12 +1045,7 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
             if (page_busy(app, name, res)) return;
             srv_page *p = srv_page_open(app, name, client, res);
             if (!p) return;
-            bf_diags *d = bf_diags_new();
-            bf_error e = {0};
-            bf_session *s = srv_page_session(p);
-            bf_status st = d ? bf_session_check(s, d, &e) : BF_ENOMEM;
-            srv_json(res, 200, check_json(s, st, d, &e));
-            bf_diags_free(d);
+            srv_json(res, 200, check_json(srv_page_session(p), BF_OK, NULL, NULL));
         } else if (!strcmp(act, "close")) {
             srv_page *p = srv_page_find(app, name);
             if (p && page_busy(app, name, res)) return;

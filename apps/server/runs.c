@@ -175,19 +175,21 @@ void srv_problems(srv_response *res, int status, const bf_error *first, const bf
 }
 
 /*
- * Load page text into a session. The seam for the live-page API: a lenient load
- * (BF_LOAD_INCOMPLETE) goes here once the library has it.
+ * Load page text into a session, leniently (BF_LOAD_INCOMPLETE): a page whose only problems
+ * are its wiring opens, so the editor can be told every problem by the check and fix them
+ * with edits. Syntax, format and attribute errors still refuse it.
  */
 static bf_status load_session(srv_app *app, const char *name, const char *text, size_t len,
                               bf_session **out, bf_diags *diags, bf_error *err) {
     bf_page *page = NULL;
+    char fname[128];
     *out = NULL;
-    bf_status st = bf_page_load_string(app->ctx, text, len, name, app->store.dir, &page, diags,
-                                       err);
+    snprintf(fname, sizeof(fname), "%.100s.json", name);
+    bf_status st = bf_page_parse(app->ctx, text, len, fname, app->store.dir, BF_LOAD_INCOMPLETE,
+                                 &page, diags, err);
     if (st) return st;
     return bf_session_new(app->ctx, page, out, err);
 }
-
 
 srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_response *res) {
     srv_page *p = srv_page_find(app, name);

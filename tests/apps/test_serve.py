@@ -289,9 +289,64 @@ class TestApi(ServeCase):
                             [{"op": "set_attr", "block": "nope", "attr": "strides",
                               "value": [1, 2, 2, 1]}])
         self.assertEqual(st, 422)
-        self.assertEqual(j["error"]["pointer"], "/0/value")
+        self.assertEqual(j["error"]["pointer"], "/0")
         self.api("POST", "/api/pages/teach/edits",
                  [{"op": "set_attr", "block": "y", "attr": "strides", "value": [1, 1, 1, 1]}])
+
+    def test_live_edits_all_or_nothing_then_save(self):
+        st, j, _ = self.api("PUT", "/api/pages/live", {"page": teach_page(), "revision": None})
+        self.assertEqual(st, 201, j)
+        rev = j["revision"]
+        ws = self.ws()
+        self.run_page("live", ws)
+        # a batch whose second edit fails changes nothing
+        st, j, _ = self.api("POST", "/api/pages/live/edits", [
+            {"op": "add_block", "id": "z", "type": "Identity"},
+            {"op": "connect", "block": "z", "port": "nope", "source": "y"}])
+        self.assertEqual(st, 422, j)
+        self.assertTrue(j["error"]["pointer"].startswith("/1"), j)
+        st, j, _ = self.api("POST", "/api/pages/live/check", teach_page())
+        # unfinished wiring is allowed and reported
+        st, j, _ = self.api("POST", "/api/pages/live/edits", [
+            {"op": "add_block", "id": "z", "type": "Identity"}])
+        self.assertEqual(st, 200, j)
+        self.assertFalse(j["ok"])
+        self.assertIn("z", [p.get("block") for p in j["problems"]])
+        st, j, _ = self.api("POST", "/api/pages/live/edits", {"edits": [
+            {"op": "connect", "block": "z", "port": "input", "source": "y"},
+            {"op": "set_outputs", "outputs": ["z"]},
+            {"op": "set_ui", "block": "z", "ui": {"x": 10, "y": 20}}]})
+        self.assertEqual(st, 200, j)
+        self.assertTrue(j["ok"], j)
+        self.assertEqual(j["blocks"]["z"]["inputs"]["input"]["source"], "y")
+        self.assertEqual(j["blocks"]["z"]["outputs"]["output"]["label"], "float32[1,8,8,2]")
+        rid, evs = self.run_page("live", ws)
+        self.assertEqual([e["block"] for e in evs if e["type"] == "block_started"], ["z"])
+        # save what the session holds: written canonical, and the session stays open (cached)
+        st, j, _ = self.api("GET", "/api/pages/live?view=session")
+        page = j.get("session_page")
+        self.assertIsNotNone(page, j)
+        st, j, _ = self.api("PUT", "/api/pages/live", {"page": page, "revision": rev})
+        self.assertEqual(st, 200, j)
+        self.assertTrue(j["open"])
+        import subprocess
+        fmt = subprocess.run([BINARY, "fmt", "--check", os.path.join(self.pages, "live.json")],
+                             capture_output=True, text=True)
+        self.assertEqual(fmt.returncode, 0, fmt.stdout + fmt.stderr)
+        rid, evs = self.run_page("live", ws)
+        self.assertNotIn("block_started", [e["type"] for e in evs])
+        # a page saved with wiring problems opens and lists them
+        loose = teach_page()
+        del loose["blocks"][2]["inputs"]["filter"]
+        st, j, _ = self.api("PUT", "/api/pages/loose", {"page": loose, "revision": None})
+        self.assertEqual(st, 201, j)
+        st, j, _ = self.api("POST", "/api/pages/loose/open")
+        self.assertEqual(st, 200, j)
+        self.assertFalse(j["ok"])
+        self.assertEqual(j["problems"][0]["block"], "y")
+        for n in ("live", "loose"):
+            self.api("POST", "/api/pages/%s/close" % n)
+            self.api("DELETE", "/api/pages/" + n)
 
     def test_failing_run(self):
         ws = self.ws()
