@@ -129,7 +129,6 @@ bool srv_page_busy(const srv_page *p) { return p->busy; }
 bf_session *srv_page_session(srv_page *p) { return p->s; }
 const char *srv_page_name(const srv_page *p) { return p->name; }
 
-void srv_page_touch(srv_app *app, srv_page *p) { p->last_used = uv_now(app->loop); }
 
 void srv_page_changed(srv_page *p) {
     p->gen++;

@@ -176,7 +176,6 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
 bool srv_page_busy(const srv_page *p);
 bf_session *srv_page_session(srv_page *p);
 const char *srv_page_name(const srv_page *p);
-void srv_page_touch(srv_app *app, srv_page *p);
 /* A change made to the session: tensors of earlier runs are gone. */
 void srv_page_changed(srv_page *p);
 /* Close an open page (not busy). */
