@@ -224,6 +224,7 @@ static void ws_push(srv_http *h, conn *c, const char *json, size_t len) {
     if (c->q_bytes + len > h->app->lim.max_ws_queue) {
         /* a client that does not read: drop it rather than hold memory or delay others */
         c->dropped = true;
+        h->app->ws_dropped++;
         ws_free_queue(c);
         lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
         return;
@@ -266,9 +267,15 @@ static void ws_message(srv_http *h, conn *c) {
     cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
     if (!j) ws_reply_error(h, c, "bad_json", "messages are JSON objects");
     else if (cJSON_IsString(type) && !strcmp(type->valuestring, "ping")) {
-        char s[128];
-        snprintf(s, sizeof(s), "{\"type\":\"pong\",\"client\":\"%s\"}", c->ws_client);
-        ws_push(h, c, s, strlen(s));
+        /* {"type": "pong", "client", "data"}: "data" echoed (bounded by --max-ws-message) */
+        cJSON *o = cJSON_CreateObject(), *data = cJSON_GetObjectItemCaseSensitive(j, "data");
+        cJSON_AddStringToObject(o, "type", "pong");
+        cJSON_AddStringToObject(o, "client", c->ws_client);
+        if (cJSON_IsString(data)) cJSON_AddStringToObject(o, "data", data->valuestring);
+        char *s = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        if (s) ws_push(h, c, s, strlen(s));
+        free(s);
     } else ws_reply_error(h, c, "bad_request", "unknown message type (known: ping)");
     cJSON_Delete(j);
 }
@@ -370,6 +377,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
                      (unsigned long long)++h->app->next_client);
         c->next_ws = h->ws_list;
         h->ws_list = c;
+        h->app->ws_clients++;
         char s[128];
         snprintf(s, sizeof(s), "{\"type\":\"hello\",\"client\":\"%s\"}", c->ws_client);
         ws_push(h, c, s, strlen(s));
@@ -416,6 +424,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         for (conn **pp = &h->ws_list; *pp; pp = &(*pp)->next_ws)
             if (*pp == c) {
                 *pp = c->next_ws;
+                h->app->ws_clients--;
                 break;
             }
         ws_free_queue(c);

@@ -989,6 +989,8 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
         cJSON_AddStringToObject(o, "devices", bf_context_devices(app->ctx));
         cJSON_AddNumberToObject(o, "open_pages", app->n_pages);
         cJSON_AddNumberToObject(o, "active_runs", app->n_active);
+        cJSON_AddNumberToObject(o, "ws_clients", app->ws_clients);
+        cJSON_AddNumberToObject(o, "ws_dropped", (double)app->ws_dropped);
         srv_json(res, 200, print(o));
         return;
     }

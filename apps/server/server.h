@@ -132,6 +132,8 @@ struct srv_app {
     uint64_t next_run;
     uint64_t next_client;
     bool stopping;
+    int ws_clients;        /* WebSocket clients connected (http.c) */
+    uint64_t ws_dropped;   /* clients dropped for not reading (http.c) */
     /* the worker threads and their job queue */
     uv_thread_t *threads;
     int n_threads;

@@ -175,7 +175,8 @@ class WebSocket:
             head += bytes([0x80 | 126]) + struct.pack(">H", n)
         else:
             head += bytes([0x80 | 127]) + struct.pack(">Q", n)
-        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+        key = (mask * (n // 4 + 1))[:n]
+        masked = (int.from_bytes(data, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
         self.sock.sendall(head + mask + masked)
 
     def run_events(self, run_id, timeout=120):
