@@ -203,40 +203,55 @@ int bf_port_shape_format(const bf_port_shape *p, char *buf, size_t size) {
 
 /* ---- the check as JSON (servers, bindings) --------------------------------------------- */
 
+/* {"dtype", "shape", "label"} of a port; NULL when out of memory. */
 static cJSON *shape_json(const bf_port_shape *p) {
-    cJSON *o = cJSON_CreateObject();
     char label[256];
     bf_port_shape_format(p, label, sizeof(label));
-    if (!o) return NULL;
-    if (p->dtype == BF_DTYPE_INVALID) cJSON_AddNullToObject(o, "dtype");
-    else cJSON_AddStringToObject(o, "dtype", bf_dtype_name(p->dtype));
-    if (p->rank < 0) {
-        cJSON_AddNullToObject(o, "shape");
-    } else {
-        cJSON *a = cJSON_AddArrayToObject(o, "shape");
-        for (int i = 0; a && i < p->rank; i++)
-            cJSON_AddItemToArray(a, p->dims[i] < 0 ? cJSON_CreateNull()
-                                                   : cJSON_CreateNumber((double)p->dims[i]));
+    cJSON *o = cJSON_CreateObject(), *shape = p->rank < 0 ? cJSON_CreateNull()
+                                                          : cJSON_CreateArray();
+    for (int i = 0; shape && p->rank >= 0 && i < p->rank; i++) {
+        cJSON *d = p->dims[i] < 0 ? cJSON_CreateNull() : cJSON_CreateNumber((double)p->dims[i]);
+        if (!d) {
+            cJSON_Delete(shape);
+            shape = NULL;
+        } else {
+            cJSON_AddItemToArray(shape, d);
+        }
     }
-    cJSON_AddStringToObject(o, "label", label);
+    if (!o || !shape) {
+        cJSON_Delete(o);
+        cJSON_Delete(shape);
+        return NULL;
+    }
+    if (!bf_json_add(o, "dtype", p->dtype == BF_DTYPE_INVALID
+                                     ? cJSON_CreateNull()
+                                     : cJSON_CreateString(bf_dtype_name(p->dtype)))) {
+        cJSON_Delete(o);
+        cJSON_Delete(shape);
+        return NULL;
+    }
+    if (!bf_json_add(o, "shape", shape) || !bf_json_add(o, "label", cJSON_CreateString(label))) {
+        cJSON_Delete(o); /* shape is freed by bf_json_add or with o */
+        return NULL;
+    }
     return o;
 }
 
-static void add_str_or_null(cJSON *o, const char *key, const char *v) {
-    if (v && v[0]) cJSON_AddStringToObject(o, key, v);
+/* Add the string member when `v` is not empty. False when out of memory. */
+static bool add_text(cJSON *o, const char *key, const char *v) {
+    return !v || !v[0] || bf_json_add(o, key, cJSON_CreateString(v));
 }
 
 cJSON *bf_sess_error_json(const bf_error *e) {
     cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    cJSON_AddStringToObject(o, "severity", e->status == BF_OK ? "warning" : "error");
-    cJSON_AddStringToObject(o, "code", e->code);
-    cJSON_AddStringToObject(o, "status", bf_status_name(e->status));
-    cJSON_AddStringToObject(o, "message", e->message);
-    add_str_or_null(o, "block", e->block_id);
-    add_str_or_null(o, "port", e->port);
-    add_str_or_null(o, "attr", e->attr);
-    cJSON_AddStringToObject(o, "pointer", e->pointer);
+    if (!o || !add_text(o, "severity", e->status == BF_OK ? "warning" : "error") ||
+        !add_text(o, "code", e->code) || !add_text(o, "status", bf_status_name(e->status)) ||
+        !add_text(o, "message", e->message) || !add_text(o, "block", e->block_id) ||
+        !add_text(o, "port", e->port) || !add_text(o, "attr", e->attr) ||
+        !bf_json_add(o, "pointer", cJSON_CreateString(e->pointer))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -247,10 +262,10 @@ bf_status bf_session_check_json(bf_session *s, char **out, bf_error *err) {
     cJSON *root = diags ? cJSON_CreateObject() : NULL;
     if (!root) goto oom;
     bf_status st = bf_session_check(s, diags, NULL);
-    cJSON_AddBoolToObject(root, "ok", st == BF_OK);
-    cJSON *problems = cJSON_AddArrayToObject(root, "problems");
-    cJSON *blocks = cJSON_AddObjectToObject(root, "blocks");
-    if (!problems || !blocks) goto oom;
+    cJSON *problems = cJSON_AddBoolToObject(root, "ok", st == BF_OK)
+                          ? cJSON_AddArrayToObject(root, "problems") : NULL;
+    cJSON *blocks = problems ? cJSON_AddObjectToObject(root, "blocks") : NULL;
+    if (!blocks) goto oom;
     for (size_t i = 0; i < bf_diags_count(diags); i++) {
         cJSON *p = bf_sess_error_json(bf_diags_at(diags, i));
         if (!p) goto oom;
@@ -267,16 +282,15 @@ bf_status bf_session_check_json(bf_session *s, char **out, bf_error *err) {
         for (int k = 0; k < d->n_inputs; k++) {
             bf_session_port_shape(s, pb->id, d->inputs[k].name, 0, &ps, NULL);
             cJSON *j = shape_json(&ps);
-            if (!j) goto oom;
-            if (pb->inputs[k].text) cJSON_AddStringToObject(j, "source", pb->inputs[k].text);
-            else cJSON_AddNullToObject(j, "source");
-            cJSON_AddItemToObject(ji, d->inputs[k].name, j);
+            if (!j || !bf_json_add(ji, d->inputs[k].name, j) ||
+                !bf_json_add(j, "source", pb->inputs[k].text
+                                              ? cJSON_CreateString(pb->inputs[k].text)
+                                              : cJSON_CreateNull()))
+                goto oom;
         }
         for (int k = 0; k < d->n_outputs; k++) {
             bf_session_port_shape(s, pb->id, d->outputs[k].name, 1, &ps, NULL);
-            cJSON *j = shape_json(&ps);
-            if (!j) goto oom;
-            cJSON_AddItemToObject(jo, d->outputs[k].name, j);
+            if (!bf_json_add(jo, d->outputs[k].name, shape_json(&ps))) goto oom;
         }
     }
     *out = cJSON_PrintUnformatted(root);

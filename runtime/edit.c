@@ -92,8 +92,22 @@ static bf_status restructure(bf_session *s, bool relink, bf_error *err) {
 
 /* ---- blocks ---------------------------------------------------------------------------------- */
 
+static bf_status add_block_checked(bf_session *s, const char *id, const char *type,
+                                   const cJSON *attrs, const char *device, const cJSON *ui,
+                                   bf_error *err);
+
+/* Add a block; every error names the block being added (its id as given). */
 static bf_status add_block(bf_session *s, const char *id, const char *type, const cJSON *attrs,
                            const char *device, const cJSON *ui, bf_error *err) {
+    bf_status st = add_block_checked(s, id, type, attrs, device, ui, err);
+    if (st && err && !err->block_id[0]) bf_strlcpy(err->block_id, id ? id : "",
+                                                   sizeof(err->block_id));
+    return st;
+}
+
+static bf_status add_block_checked(bf_session *s, const char *id, const char *type,
+                                   const cJSON *attrs, const char *device, const cJSON *ui,
+                                   bf_error *err) {
     bf_page *page = s->page;
     const char *why = id ? bf_page_bad_id(id) : "a block needs an id";
     if (why)
@@ -131,12 +145,12 @@ static bf_status add_block(bf_session *s, const char *id, const char *type, cons
     }
     for (int k = 0; k < desc->n_inputs; k++) b.inputs[k].src_block = -1;
     bf_attr_report rep = {.tmpl = &e};
-    if (attrs && cJSON_IsObject(attrs) && !cJSON_IsNull(attrs)) {
-        for (const cJSON *k = attrs->child; k; k = k->next) {
-            if (strncmp(k->string, "x-", 2)) continue;
-            if (!b.attr_ext && !(b.attr_ext = cJSON_CreateObject())) break;
-            cJSON *c = cJSON_Duplicate(k, 1);
-            if (c) cJSON_AddItemToObject(b.attr_ext, k->string, c);
+    for (const cJSON *k = cJSON_IsObject(attrs) ? attrs->child : NULL; k; k = k->next) {
+        if (strncmp(k->string, "x-", 2)) continue;
+        if ((!b.attr_ext && !(b.attr_ext = cJSON_CreateObject())) ||
+            !bf_json_add(b.attr_ext, k->string, cJSON_Duplicate(k, 1))) {
+            st = bf_err(&e, BF_ENOMEM, "out_of_memory", "out of memory");
+            goto fail;
         }
     }
     if (bf_attrs_parse(desc, attrs, b.attrs, &rep)) {
@@ -184,7 +198,7 @@ static bf_status add_block(bf_session *s, const char *id, const char *type, cons
         }
         return st;
     }
-    return restructure(s, false, err);
+    return restructure(s, true, err); /* a dangling link may name the new block */
 fail:
     bf_page_block_clear(&b);
     if (err) {
@@ -296,9 +310,9 @@ static bf_status rename_block(bf_session *s, const char *id, const char *new_id,
     bf_free(texts);
     bf_free(page->blocks[b].id);
     page->blocks[b].id = dup;
-    bf_page_reindex(page);
-    for (int i = 0; i < s->n; i++) bf_sess_node_bind(s, i); /* ids are borrowed by nodes */
-    return BF_OK;
+    /* A link to the new id that named nothing before (an editor's dangling link) resolves
+     * now. Its block never ran (it had a problem), so there is nothing to invalidate. */
+    return restructure(s, true, err);
 }
 
 /* ---- wires ---------------------------------------------------------------------------------- */

@@ -202,6 +202,13 @@ int bf_page_parse_device(const char *s, int *ordinal) {
     return -1;
 }
 
+bool bf_json_add(cJSON *obj, const char *key, cJSON *item) {
+    if (!item) return false;
+    if (cJSON_AddItemToObject(obj, key, item)) return true;
+    cJSON_Delete(item);
+    return false;
+}
+
 /*
  * Keep the "ui" value and the "x-..." keys of object `j` for writing the page back: *ui a
  * copy of j["ui"] (NULL when absent), *ext an object of the x- keys in order (NULL when none).
@@ -213,9 +220,7 @@ static bool keep_layout(const cJSON *j, cJSON **ui, cJSON **ext) {
     for (const cJSON *k = j->child; k; k = k->next) {
         if (!is_ext_key(k->string)) continue;
         if (!*ext && !(*ext = cJSON_CreateObject())) return false;
-        cJSON *copy = cJSON_Duplicate(k, 1);
-        if (!copy) return false;
-        cJSON_AddItemToObject(*ext, k->string, copy);
+        if (!bf_json_add(*ext, k->string, cJSON_Duplicate(k, 1))) return false;
     }
     return true;
 }
@@ -283,8 +288,11 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
     }
     index_add(page, page->n_blocks - 1);
     const cJSON *jattrs = cJSON_GetObjectItemCaseSensitive(jb, "attrs");
-    if (!keep_layout(jb, &b->ui, &b->ext) ||
-        (cJSON_IsObject(jattrs) && !keep_layout(jattrs, &(cJSON *){NULL}, &b->attr_ext))) {
+    cJSON *attr_ui = NULL; /* an attribute called "ui" is reported by the attribute parser */
+    bool kept = keep_layout(jb, &b->ui, &b->ext) &&
+                (!cJSON_IsObject(jattrs) || keep_layout(jattrs, &attr_ui, &b->attr_ext));
+    cJSON_Delete(attr_ui);
+    if (!kept) {
         L->oom = true;
         return;
     }
@@ -483,6 +491,7 @@ void bf_page_block_clear(bf_page_block *b) {
     bf_free(b->id);
     cJSON_Delete(b->ui);
     cJSON_Delete(b->ext);
+    cJSON_Delete(b->attr_ext);
     memset(b, 0, sizeof(*b));
 }
 

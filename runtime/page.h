@@ -81,6 +81,10 @@ const char *bf_page_bad_id(const char *id);
 /* "auto", "cpu", "gpu", "gpu:N" -> kind and ordinal; -1 when `s` is none of those. */
 int bf_page_parse_device(const char *s, int *ordinal);
 
+/* Add `item` to `obj` under `key`; on failure (out of memory: cJSON copies the key) free the
+ * item and return false. NULL item: false. */
+bool bf_json_add(cJSON *obj, const char *key, cJSON *item);
+
 /* Free what one block owns (not the block struct itself). */
 void bf_page_block_clear(bf_page_block *b);
 

@@ -141,19 +141,13 @@ static void put_value(buf *b, const cJSON *j, int depth) {
 
 /* Append copies of the members of `ext` (x- keys) to `obj`. False when out of memory. */
 static bool add_ext(cJSON *obj, const cJSON *ext) {
-    for (const cJSON *k = ext ? ext->child : NULL; k; k = k->next) {
-        cJSON *c = cJSON_Duplicate(k, 1);
-        if (!c) return false;
-        cJSON_AddItemToObject(obj, k->string, c);
-    }
+    for (const cJSON *k = ext ? ext->child : NULL; k; k = k->next)
+        if (!bf_json_add(obj, k->string, cJSON_Duplicate(k, 1))) return false;
     return true;
 }
 
 static bool add_copy(cJSON *obj, const char *key, const cJSON *v) {
-    cJSON *c = v ? cJSON_Duplicate(v, 1) : NULL;
-    if (!c) return v == NULL;
-    cJSON_AddItemToObject(obj, key, c);
-    return true;
+    return !v || bf_json_add(obj, key, cJSON_Duplicate(v, 1));
 }
 
 static cJSON *block_tree(const bf_page_block *b) {
@@ -171,12 +165,8 @@ static cJSON *block_tree(const bf_page_block *b) {
     for (int a = 0; a < d->n_attrs; a++) {
         const bf_attr_value *v = &b->attrs[a];
         if (!v->set || v->defaulted) continue;
-        cJSON *j = bf_attr_to_json(&d->attrs[a], v);
-        if (!j || (!at && !(at = cJSON_AddObjectToObject(o, "attrs")))) {
-            cJSON_Delete(j);
-            goto oom;
-        }
-        cJSON_AddItemToObject(at, d->attrs[a].name, j);
+        if (!at && !(at = cJSON_AddObjectToObject(o, "attrs"))) goto oom;
+        if (!bf_json_add(at, d->attrs[a].name, bf_attr_to_json(&d->attrs[a], v))) goto oom;
     }
     if (b->attr_ext && b->attr_ext->child) {
         if (!at && !(at = cJSON_AddObjectToObject(o, "attrs"))) goto oom;

@@ -495,12 +495,82 @@ START_TEST(examples_run) {
 }
 END_TEST
 
+/* ---- fmt ---------------------------------------------------------------------------------- */
+
+START_TEST(fmt_check_and_in_place) {
+    /* the example pages are kept canonical */
+    char ex[4096], names[8][4200];
+    const char *args[16] = {"fmt", "--check"};
+    int n = 2;
+    static const char *const pages[] = {"filter_grad_same.json", "filter_grad_valid.json",
+                                        "depthwise.json", "nchw.json", "input_grad.json",
+                                        "strided_dilated.json", "fd_check_filter_grad.json"};
+    bf_test_path(ex, sizeof(ex), bf_test_source_dir(), "examples");
+    for (int i = 0; i < 7; i++) {
+        bf_test_path(names[i], sizeof(names[i]), ex, pages[i]);
+        args[n++] = names[i];
+    }
+    args[n] = NULL;
+    result r = run_args(args);
+    ck_assert_msg(r.status == 0, "examples not canonical: %s%s", r.out, r.err);
+    result_free(&r);
+
+    /* a page written by hand: printed canonical, --check says so, --in-place rewrites it */
+    write_file(sp("p.json"), small_page);
+    r = RUN("fmt", sp("p.json"));
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "{\n  \"format\": \"blockflow.page\",\n"));
+    ck_assert_ptr_nonnull(strstr(r.out, "\"inputs\": {\"input\": \"c\"}"));
+    char *canon = strdup(r.out);
+    result_free(&r);
+    r = RUN("fmt", "--check", sp("p.json"));
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "not in canonical form"));
+    result_free(&r);
+    r = RUN("fmt", "--in-place", sp("p.json"));
+    ck_assert_int_eq(r.status, 0);
+    result_free(&r);
+    char *now = read_file(sp("p.json"), NULL);
+    ck_assert_str_eq(now, canon);
+    free(now);
+    free(canon);
+    r = RUN("fmt", "--check", sp("p.json"));
+    ck_assert_int_eq(r.status, 0);
+    result_free(&r);
+    /* and it still runs, with the same result */
+    r = RUN("run", sp("p.json"), "--out", sp("out"));
+    ck_assert_int_eq(r.status, 0);
+    result_free(&r);
+    expect_small_result(sp("out/i.npy"));
+
+    /* an unfinished page is formatted; a broken one is refused and never rewritten */
+    write_file(sp("u.json"), HEAD "\"blocks\":[{\"id\":\"i\",\"type\":\"Identity\"}]}");
+    r = RUN("fmt", "--in-place", sp("u.json"));
+    ck_assert_int_eq(r.status, 0);
+    result_free(&r);
+    const char *broken = HEAD "\"blocks\":[{\"id\":\"i\",\"type\":\"Nope\"}]}";
+    write_file(sp("b.json"), broken);
+    r = RUN("fmt", "--in-place", sp("b.json"));
+    ck_assert_int_eq(r.status, 3);
+    ck_assert_ptr_nonnull(strstr(r.err, "unknown block type \"Nope\""));
+    ck_assert_ptr_nonnull(strstr(r.err, "blockflow blocks")); /* the CLI's hint */
+    result_free(&r);
+    now = read_file(sp("b.json"), NULL);
+    ck_assert_str_eq(now, broken);
+    free(now);
+    r = RUN("fmt");
+    ck_assert_int_eq(r.status, 2);
+    result_free(&r);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("program");
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, scratch_setup, scratch_teardown);
     tcase_add_test(tc, run_writes_results);
+    tcase_add_test(tc, fmt_check_and_in_place);
     tcase_add_test(tc, run_with_feed_and_print);
     tcase_add_test(tc, check_prints_shapes);
     tcase_add_test(tc, invalid_page_exits_3_with_one_line_per_problem);

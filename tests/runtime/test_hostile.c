@@ -454,12 +454,25 @@ START_TEST(out_of_memory_loop) {
         if (st == BF_OK) st = bf_session_new(ctx, pg, &s, &e);
         if (st == BF_OK) st = bf_session_check(s, d, &e);
         if (st == BF_OK) st = bf_session_run(s, NULL, d, &e);
+        /* the live page: a batch (tried on a copy first), the canonical text, the JSON check */
+        static const char edits[] =
+            "[{\"op\":\"add_block\",\"id\":\"k\",\"type\":\"Identity\",\"ui\":{\"x\":1}},"
+            "{\"op\":\"connect\",\"block\":\"k\",\"port\":\"input\",\"source\":\"i\"},"
+            "{\"op\":\"rename_block\",\"id\":\"c\",\"new_id\":\"c2\"},"
+            "{\"op\":\"set_attr\",\"block\":\"c2\",\"attr\":\"value\",\"value\":[[5,6],[7,8]]}]";
+        if (st == BF_OK) st = bf_session_apply_edits(s, edits, strlen(edits), d, &e);
+        char *text = NULL, *check = NULL;
+        if (st == BF_OK) st = bf_page_to_json(bf_session_page(s), &text, &e);
+        if (st == BF_OK) st = bf_session_check_json(s, &check, &e);
+        bf_string_free(text);
+        bf_string_free(check);
+        if (st == BF_OK) st = bf_session_run(s, NULL, d, &e);
         if (st != BF_OK) {
             if (st != BF_ENOMEM)
                 ck_abort_msg("allocation %d failed: got %s (%s: %s), wanted ENOMEM", n,
                              bf_status_name(st), e.code, e.message);
         } else {
-            ck_assert_double_eq(bf_tensor_get_f64(bf_session_output(s, "i", NULL), 3), 4);
+            ck_assert_double_eq(bf_tensor_get_f64(bf_session_output(s, "i", NULL), 3), 8);
             ck_assert(isinf(bf_tensor_get_f64(bf_session_output(s, "h", NULL), 0)));
         }
         bf_session_free(s);
