@@ -7,7 +7,7 @@ JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 EXAMPLE     ?= examples/filter_grad_same.json
 DEPS        := gcc make cmake pkg-config libuv1-dev libcjson-dev check python3 python3-numpy \
-               python3-pytest
+               python3-pytest libwebsockets-dev
 
 .PHONY: all deps build run test clean
 

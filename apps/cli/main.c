@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 int bf_bench_main(int argc, char **argv); /* bench/bench.c (the blockflow_bench target) */
+#ifdef BF_HAVE_SERVER
+int bf_serve_main(int argc, char **argv); /* apps/server/serve.c */
+#endif
 
 static const char usage[] =
     "usage: blockflow COMMAND [ARGS]\n"
@@ -34,6 +37,8 @@ static const char usage[] =
     "  blocks [--json] [TYPE]   the block catalogue\n"
     "  bench [--cases FILE] [--ops LIST] [--threads N] [--json] [--device cpu|gpu]\n"
     "      benchmark the convolution kernels (see bench/RESULTS.md)\n"
+    "  serve [--listen 127.0.0.1:8470] [--pages DIR] [--token TOKEN] [--threads N] [--open]\n"
+    "      the runtime over HTTP and WebSocket for the browser editor (serve --help)\n"
     "  version\n"
     "\n"
     "limits (bf_config; sizes take K, M, G suffixes):\n"
@@ -518,6 +523,14 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "fmt")) return cli_fmt(argc - 1, argv + 1);
     if (!strcmp(cmd, "blocks")) return cmd_blocks(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return bf_bench_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "serve")) {
+#ifdef BF_HAVE_SERVER
+        return bf_serve_main(argc - 1, argv + 1);
+#else
+        fprintf(stderr, "blockflow: this build has no server (install libwebsockets-dev)\n");
+        return EXIT_USAGE;
+#endif
+    }
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("blockflow %s\n", BF_VERSION_STRING);
         return EXIT_OK;

@@ -1,0 +1,1086 @@
+/*
+ * router.c - one HTTP request in, one answer out: the whole API of `blockflow serve`.
+ *
+ * srv_route() sees no sockets and no libwebsockets types, so the API tests, the unit tests and
+ * the libFuzzer target (fuzz/fuzz_router.c) all drive this same function. Order of checks, so
+ * that nothing is done for a request that fails one:
+ *   1. Host must name the listening address (DNS rebinding), 403 otherwise;
+ *   2. an Origin, when sent, must be the server's own (cross-site requests), 403 otherwise;
+ *   3. everything but "/" needs the token (Authorization: Bearer, or the cookie "/" sets), 401;
+ *   4. the body must be within --max-body and the JSON nesting within max_json_depth (413, 400);
+ *   5. page names must pass srv_name_ok (400); then the endpoint.
+ * Errors are {"error": {"code", "message", "block", "port", "attr", "pointer"}} with the
+ * fields that apply, and a fitting status.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create */
+#endif
+#include "server.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+/* ---- small helpers ------------------------------------------------------------------------- */
+
+bool srv_secret_eq(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    unsigned char d = (unsigned char)(na != nb);
+    for (size_t i = 0; i < nb; i++) d |= (unsigned char)(a[i < na ? i : 0] ^ b[i]);
+    return d == 0 && na == nb;
+}
+
+int srv_json_depth(const char *text, size_t len, int limit) {
+    int depth = 0, max = 0;
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max) max = depth;
+            if (max > limit) return max;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return max;
+}
+
+long srv_base64_decode(const char *in, size_t n, unsigned char *out, size_t cap) {
+    unsigned acc = 0;
+    int bits = 0;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = in[i];
+        int v;
+        if (c >= 'A' && c <= 'Z') v = c - 'A';
+        else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+        else if (c >= '0' && c <= '9') v = c - '0' + 52;
+        else if (c == '+' || c == '-') v = 62;
+        else if (c == '/' || c == '_') v = 63;
+        else if (c == '=') break;
+        else if (c == '\n' || c == '\r' || c == ' ') continue;
+        else return -1;
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (o >= cap) return -1;
+            out[o++] = (unsigned char)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    return (long)o;
+}
+
+/* The value of query parameter `key` into buf; false when absent. */
+static bool query_get(const char *q, const char *key, char *buf, size_t size) {
+    size_t kl = strlen(key);
+    while (q && *q) {
+        const char *amp = strchr(q, '&');
+        size_t n = amp ? (size_t)(amp - q) : strlen(q);
+        if (n > kl && !strncmp(q, key, kl) && q[kl] == '=') {
+            size_t vl = n - kl - 1;
+            if (vl >= size) vl = size - 1;
+            memcpy(buf, q + kl + 1, vl);
+            buf[vl] = '\0';
+            return true;
+        }
+        if (n == kl && !strncmp(q, key, kl)) {
+            buf[0] = '\0';
+            return true;
+        }
+        q = amp ? amp + 1 : NULL;
+    }
+    return false;
+}
+
+/* The token from "Authorization: Bearer T" or the cookie blockflow_token=T, into buf. */
+static bool request_token(const srv_request *req, char *buf, size_t size) {
+    const char *a = req->authorization;
+    if (a && !strncasecmp(a, "Bearer ", 7)) {
+        a += 7;
+        while (*a == ' ') a++;
+        snprintf(buf, size, "%s", a);
+        return true;
+    }
+    for (const char *c = req->cookie; c && *c;) {
+        while (*c == ' ' || *c == ';') c++;
+        if (!strncmp(c, "blockflow_token=", 16)) {
+            c += 16;
+            size_t n = strcspn(c, "; ");
+            if (n >= size) n = size - 1;
+            memcpy(buf, c, n);
+            buf[n] = '\0';
+            return true;
+        }
+        c = strchr(c, ';');
+    }
+    return false;
+}
+
+static bool host_ok(const srv_app *app, const char *host) {
+    if (!host) return false;
+    for (int i = 0; i < app->n_hosts; i++)
+        if (!strcasecmp(host, app->hosts[i])) return true;
+    return false;
+}
+
+static bool origin_ok(const srv_app *app, const char *origin) {
+    if (strncasecmp(origin, "http://", 7)) return false;
+    return host_ok(app, origin + 7);
+}
+
+/* Parse a JSON body (limits first). NULL with res filled on failure. */
+static cJSON *parse_body(srv_app *app, const srv_request *req, srv_response *res) {
+    int limit = bf_context_config(app->ctx)->max_json_depth;
+    if (req->body_len == 0) {
+        srv_error(res, 400, "bad_request", "this request needs a JSON body");
+        return NULL;
+    }
+    if (srv_json_depth(req->body, req->body_len, limit) > limit) {
+        srv_error(res, 400, "limit", "the JSON body nests deeper than %d levels "
+                  "(max_json_depth)", limit);
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(req->body, req->body_len, &end, 0);
+    if (!j) {
+        size_t at = end && end >= req->body ? (size_t)(end - req->body) : 0;
+        srv_error(res, 400, "bad_json", "the body is not valid JSON (near byte %zu)", at);
+        return NULL;
+    }
+    return j;
+}
+
+static char *print(cJSON *o) {
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return s;
+}
+
+/* ---- pages --------------------------------------------------------------------------------- */
+
+static void store_error(srv_response *res, int rc, const char *name) {
+    if (rc == -ENOENT) srv_error(res, 404, "not_found", "no page named \"%s\"", name);
+    else if (rc == -EEXIST) srv_error(res, 409, "exists", "a page named \"%s\" exists", name);
+    else if (rc == -EFBIG)
+        srv_error(res, 413, "limit", "page \"%s\" is larger than max_page_bytes", name);
+    else if (rc == -ELOOP || rc == -EINVAL)
+        srv_error(res, 403, "forbidden", "\"%s\" is not a regular file in the pages folder",
+                  name);
+    else srv_error(res, 500, "io", "page \"%s\": %s", name, strerror(-rc));
+}
+
+static void get_page(srv_app *app, const char *name, const srv_request *req,
+                     srv_response *res) {
+    char *text;
+    size_t len;
+    int rc = srv_store_read(&app->store, name, &text, &len);
+    if (rc) {
+        store_error(res, rc, name);
+        return;
+    }
+    char rev[17];
+    srv_revision(text, len, rev);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "revision", rev);
+    srv_page *p = srv_page_find(app, name);
+    cJSON_AddBoolToObject(o, "open", p != NULL);
+    /* ?view=session: also the page as the open session holds it (edits not yet saved) */
+    char view[16];
+    char *held = NULL;
+    if (p && query_get(req->query, "view", view, sizeof(view)) && !strcmp(view, "session") &&
+        bf_page_to_json(bf_session_page(srv_page_session(p)), &held, NULL) == BF_OK) {
+        cJSON *sp = cJSON_Parse(held);
+        if (sp) cJSON_AddItemToObject(o, "session_page", sp);
+    }
+    bf_string_free(held);
+    int limit = bf_context_config(app->ctx)->max_json_depth;
+    cJSON *page = srv_json_depth(text, len, limit) <= limit
+                      ? cJSON_ParseWithLengthOpts(text, len, NULL, 0)
+                      : NULL;
+    if (page) cJSON_AddItemToObject(o, "page", page);
+    else {
+        cJSON_AddNullToObject(o, "page");
+        cJSON_AddStringToObject(o, "text", text); /* not JSON: the editor shows the text */
+    }
+    free(text);
+    srv_json(res, 200, print(o));
+}
+
+/* The current revision of `name` into rev, or "" when there is no such page. */
+static int current_revision(srv_app *app, const char *name, char rev[17]) {
+    char *text;
+    size_t len;
+    rev[0] = '\0';
+    int rc = srv_store_read(&app->store, name, &text, &len);
+    if (rc == 0) {
+        srv_revision(text, len, rev);
+        free(text);
+    }
+    return rc;
+}
+
+static void stale(srv_response *res, const char *name, const char *current) {
+    cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(e, "code", "stale_revision");
+    cJSON_AddStringToObject(e, "message", current[0]
+                                              ? "the page changed since that revision was read"
+                                              : "the page no longer exists");
+    cJSON_AddStringToObject(o, "name", name);
+    if (current[0]) cJSON_AddStringToObject(o, "revision", current);
+    else cJSON_AddNullToObject(o, "revision");
+    srv_json(res, 409, print(o));
+}
+
+static bool page_busy(srv_app *app, const char *name, srv_response *res) {
+    srv_page *p = srv_page_find(app, name);
+    if (p && srv_page_busy(p)) {
+        srv_error(res, 409, "busy", "page \"%s\" is running; wait for run_finished or cancel it",
+                  name);
+        return true;
+    }
+    return false;
+}
+
+/*
+ * The canonical text of a page (bf_page_to_json), or NULL with res filled with every problem.
+ * Parsed as an editor saves: wiring problems are allowed (BF_LOAD_INCOMPLETE; the check reports
+ * them). The .npy files are read, not skipped (BF_LOAD_SKIP_FILES would keep their names
+ * unchecked), so a page that names a file outside the pages folder is never written.
+ */
+static char *canonical_page(srv_app *app, const char *name, const char *text, size_t len,
+                            srv_response *res) {
+    bf_diags *d = bf_diags_new();
+    bf_error e = {0};
+    bf_page *page = NULL;
+    char fname[128], *out = NULL;
+    snprintf(fname, sizeof(fname), "%.100s.json", name);
+    bf_status st = d ? bf_page_parse(app->ctx, text, len, fname, app->store.dir,
+                                     BF_LOAD_INCOMPLETE, &page, d, &e)
+                     : BF_ENOMEM;
+    if (st == BF_OK) st = bf_page_to_json(page, &out, &e);
+    bf_page_free(page);
+    if (st) srv_problems(res, 0, &e, d);
+    bf_diags_free(d);
+    return out;
+}
+
+/* Whether the open session's page is exactly `text` (canonical). */
+static bool session_holds(srv_page *p, const char *text) {
+    char *cur = NULL;
+    bool same = bf_page_to_json(bf_session_page(srv_page_session(p)), &cur, NULL) == BF_OK &&
+                !strcmp(cur, text);
+    bf_string_free(cur);
+    return same;
+}
+
+static void put_page(srv_app *app, const char *name, const srv_request *req, srv_response *res) {
+    cJSON *body = parse_body(app, req, res);
+    if (!body) return;
+    cJSON *page = cJSON_GetObjectItemCaseSensitive(body, "page");
+    cJSON *rev = cJSON_GetObjectItemCaseSensitive(body, "revision");
+    if (!cJSON_IsObject(page) || (rev && !cJSON_IsString(rev) && !cJSON_IsNull(rev))) {
+        srv_error(res, 400, "bad_request",
+                  "PUT takes {\"page\": {...}, \"revision\": \"...\" or null for a new page}");
+        cJSON_Delete(body);
+        return;
+    }
+    char cur[17];
+    int rc = current_revision(app, name, cur);
+    if (rc && rc != -ENOENT) {
+        store_error(res, rc, name);
+        cJSON_Delete(body);
+        return;
+    }
+    const char *want = cJSON_IsString(rev) ? rev->valuestring : "";
+    if (strcmp(want, cur)) { /* a stale revision, or creating over an existing page */
+        stale(res, name, cur);
+        cJSON_Delete(body);
+        return;
+    }
+    if (page_busy(app, name, res)) {
+        cJSON_Delete(body);
+        return;
+    }
+    char *given = cJSON_PrintUnformatted(page);
+    cJSON_Delete(body);
+    if (!given) {
+        srv_error(res, 500, "no_memory", "out of memory");
+        return;
+    }
+    char *text = canonical_page(app, name, given, strlen(given), res);
+    free(given);
+    if (!text) return;
+    size_t len = strlen(text);
+    rc = srv_store_write(&app->store, name, text, len, cur[0] == '\0');
+    char rev_new[17];
+    srv_revision(text, len, rev_new);
+    /* an open session that holds exactly this page stays open (its results stay cached);
+       one that differs (another client saved other text) is closed, and reopens on use */
+    srv_page *p = srv_page_find(app, name);
+    if (rc == 0 && p && !session_holds(p, text)) srv_page_close(app, p);
+    bf_string_free(text);
+    if (rc == -EEXIST) { /* created by someone else meanwhile */
+        current_revision(app, name, cur);
+        stale(res, name, cur);
+        return;
+    }
+    if (rc) {
+        store_error(res, rc, name);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "revision", rev_new);
+    cJSON_AddBoolToObject(o, "open", srv_page_find(app, name) != NULL);
+    srv_json(res, cur[0] ? 200 : 201, print(o));
+}
+
+static void delete_page(srv_app *app, const char *name, const srv_request *req,
+                        srv_response *res) {
+    char want[64], cur[17];
+    int rc = current_revision(app, name, cur);
+    if (rc) {
+        store_error(res, rc, name);
+        return;
+    }
+    if (query_get(req->query, "revision", want, sizeof(want)) && strcmp(want, cur)) {
+        stale(res, name, cur);
+        return;
+    }
+    if (page_busy(app, name, res)) return;
+    if ((rc = srv_store_delete(&app->store, name))) {
+        store_error(res, rc, name);
+        return;
+    }
+    srv_page *p = srv_page_find(app, name);
+    if (p) srv_page_close(app, p);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "deleted", name);
+    srv_json(res, 200, print(o));
+}
+
+/* rename and duplicate: {"to": "new-name"} */
+static void copy_page(srv_app *app, const char *name, bool move, const srv_request *req,
+                      srv_response *res) {
+    cJSON *body = parse_body(app, req, res);
+    if (!body) return;
+    cJSON *to = cJSON_GetObjectItemCaseSensitive(body, "to");
+    char dst[128];
+    if (!cJSON_IsString(to) || !srv_name_ok(to->valuestring)) {
+        srv_error(res, 400, "bad_name",
+                  "\"to\" must be a page name: letters, digits, '.', '_' and '-', not starting "
+                  "with '.', at most 100 characters");
+        cJSON_Delete(body);
+        return;
+    }
+    snprintf(dst, sizeof(dst), "%s", to->valuestring);
+    cJSON_Delete(body);
+    int rc;
+    if (move) {
+        if (page_busy(app, name, res)) return;
+        rc = srv_store_rename(&app->store, name, dst);
+    } else {
+        char *text;
+        size_t len;
+        rc = srv_store_read(&app->store, name, &text, &len);
+        if (rc == 0) {
+            rc = srv_store_write(&app->store, dst, text, len, true);
+            free(text);
+        }
+    }
+    if (rc) {
+        store_error(res, rc, rc == -EEXIST ? dst : name);
+        return;
+    }
+    srv_page *p = move ? srv_page_find(app, name) : NULL;
+    if (p) srv_page_rename(p, dst);
+    char rev[17];
+    current_revision(app, dst, rev);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", dst);
+    cJSON_AddStringToObject(o, "revision", rev);
+    srv_json(res, move ? 200 : 201, print(o));
+}
+
+/* ---- check --------------------------------------------------------------------------------- */
+
+static cJSON *problems_json(const bf_diags *d, const bf_error *e) {
+    cJSON *arr = cJSON_CreateArray();
+    size_t n = d ? bf_diags_count(d) : 0;
+    for (size_t i = 0; i < n + (n == 0 && e && e->status); i++) {
+        const bf_error *p = i < n ? bf_diags_at(d, i) : e;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "severity", p->status ? "error" : "warning");
+        cJSON_AddStringToObject(o, "code", p->code[0] ? p->code : bf_status_name(p->status));
+        cJSON_AddStringToObject(o, "message", p->message);
+        if (p->block_id[0]) cJSON_AddStringToObject(o, "block", p->block_id);
+        if (p->port[0]) cJSON_AddStringToObject(o, "port", p->port);
+        if (p->attr[0]) cJSON_AddStringToObject(o, "attr", p->attr);
+        if (p->pointer[0]) cJSON_AddStringToObject(o, "pointer", p->pointer);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+/*
+ * The check answer: bf_session_check_json (every problem, every port's dtype, shape and label).
+ * When there is no session (the page did not parse), the problems of the parse and no blocks.
+ */
+static char *check_json(bf_session *s, bf_status st, const bf_diags *d, const bf_error *e) {
+    char *text = NULL;
+    if (s) {
+        bf_error ce = {0};
+        if (bf_session_check_json(s, &text, &ce)) return NULL;
+        char *copy = strdup(text); /* answers are freed with free() */
+        bf_string_free(text);
+        return copy;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "ok", st == BF_OK);
+    cJSON_AddItemToObject(o, "problems", problems_json(d, e));
+    cJSON_AddObjectToObject(o, "blocks");
+    return print(o);
+}
+
+/* POST /api/pages/{name}/check: the body is a page; nothing is written, nothing runs. */
+static void check_page(srv_app *app, const char *name, const srv_request *req,
+                       srv_response *res) {
+    int limit = bf_context_config(app->ctx)->max_json_depth;
+    if (req->body_len == 0) {
+        srv_error(res, 400, "bad_request", "check takes the page to check as its body");
+        return;
+    }
+    if (srv_json_depth(req->body, req->body_len, limit) > limit) {
+        srv_error(res, 400, "limit", "the JSON body nests deeper than %d levels "
+                  "(max_json_depth)", limit);
+        return;
+    }
+    bf_diags *d = bf_diags_new();
+    bf_error e = {0};
+    bf_page *page = NULL;
+    bf_session *s = NULL;
+    char fname[128];
+    snprintf(fname, sizeof(fname), "%.100s.json", name);
+    bf_status st = d ? bf_page_parse(app->ctx, req->body, req->body_len, fname, app->store.dir,
+                                     BF_LOAD_INCOMPLETE, &page, d, &e)
+                     : BF_ENOMEM;
+    if (st == BF_OK) st = bf_session_new(app->ctx, page, &s, &e);
+    if (st == BF_ENOMEM) srv_error(res, 500, "no_memory", "out of memory");
+    else srv_json(res, 200, check_json(s, st, d, &e));
+    bf_session_free(s);
+    bf_diags_free(d);
+}
+
+/* ---- edits -------------------------------------------------------------------------------- */
+
+static void edit_page(srv_app *app, const char *name, const char *client,
+                      const srv_request *req, srv_response *res) {
+    cJSON *body = parse_body(app, req, res);
+    if (!body) return;
+    cJSON *edits = cJSON_IsArray(body) ? body : cJSON_GetObjectItemCaseSensitive(body, "edits");
+    if (!cJSON_IsArray(edits)) {
+        srv_error(res, 400, "bad_request", "edits takes a JSON array of edits");
+        cJSON_Delete(body);
+        return;
+    }
+    if (page_busy(app, name, res)) {
+        cJSON_Delete(body);
+        return;
+    }
+    srv_page *p = srv_page_open(app, name, client, res);
+    if (!p) {
+        cJSON_Delete(body);
+        return;
+    }
+    /* all or nothing: the library tries a batch on a copy of the page first */
+    char *text = edits == body ? NULL : cJSON_PrintUnformatted(edits);
+    const char *etext = text ? text : req->body;
+    size_t elen = text ? strlen(text) : req->body_len;
+    bf_diags *d = bf_diags_new();
+    bf_error e = {0};
+    bf_session *s = srv_page_session(p);
+    bf_status st = d && (text || edits == body) ? bf_session_apply_edits(s, etext, elen, d, &e)
+                                                : BF_ENOMEM;
+    free(text);
+    cJSON_Delete(body);
+    if (st) {
+        if (st == BF_ENOMEM) srv_error(res, 500, "no_memory", "out of memory");
+        else srv_problems(res, 422, &e, d);
+        bf_diags_free(d);
+        return;
+    }
+    srv_page_changed(p);
+    srv_json(res, 200, check_json(s, BF_OK, d, &e));
+    bf_diags_free(d);
+}
+
+/* ---- runs ---------------------------------------------------------------------------------- */
+
+/* Feed one base64 .npy: through a memfd, so the library's own strict reader parses it. */
+static bf_status feed_one(srv_app *app, bf_session *s, const char *id, const char *b64,
+                          size_t *budget, bf_error *e) {
+    size_t n = strlen(b64), cap = n / 4 * 3 + 3;
+    if (cap > *budget) {
+        bf_error_clear(e);
+        e->status = BF_ELIMIT;
+        snprintf(e->code, sizeof(e->code), "limit");
+        snprintf(e->block_id, sizeof(e->block_id), "%.63s", id);
+        snprintf(e->message, sizeof(e->message),
+                 "the feeds of this run exceed %zu bytes (--max-upload)", app->lim.max_upload);
+        return BF_ELIMIT;
+    }
+    unsigned char *buf = malloc(cap ? cap : 1);
+    if (!buf) return BF_ENOMEM;
+    long got = srv_base64_decode(b64, n, buf, cap);
+    if (got < 0) {
+        free(buf);
+        bf_error_clear(e);
+        e->status = BF_EINVAL;
+        snprintf(e->code, sizeof(e->code), "bad_feed");
+        snprintf(e->block_id, sizeof(e->block_id), "%.63s", id);
+        snprintf(e->message, sizeof(e->message), "the feed is not base64");
+        return BF_EINVAL;
+    }
+    *budget -= (size_t)got;
+    int fd = memfd_create("blockflow-feed", MFD_CLOEXEC);
+    bf_status st = BF_EIO;
+    if (fd >= 0) {
+        size_t off = 0;
+        while (off < (size_t)got) {
+            ssize_t w = write(fd, buf + off, (size_t)got - off);
+            if (w <= 0) break;
+            off += (size_t)w;
+        }
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        bf_tensor *t = NULL;
+        st = off == (size_t)got ? bf_tensor_load_npy(app->ctx, path, &t, e) : BF_EIO;
+        if (st == BF_OK) st = bf_session_feed(s, id, t, e);
+        bf_tensor_free(t);
+        close(fd);
+        if (st && !e->block_id[0]) snprintf(e->block_id, sizeof(e->block_id), "%.63s", id);
+        /* the memfd's name says nothing useful: the feed is named by its block */
+        if (st == BF_EPARSE || st == BF_EUNSUPPORTED || st == BF_EIO)
+            snprintf(e->page, sizeof(e->page), "feed %.63s", id);
+    } else {
+        bf_error_clear(e);
+        e->status = BF_EIO;
+        snprintf(e->message, sizeof(e->message), "cannot hold the feed: %s", strerror(errno));
+    }
+    free(buf);
+    return st;
+}
+
+static void run_page(srv_app *app, const char *name, const char *client, const srv_request *req,
+                     srv_response *res) {
+    cJSON *body = NULL;
+    if (req->body_len && !(body = parse_body(app, req, res))) return;
+    if (body && !cJSON_IsObject(body)) {
+        srv_error(res, 400, "bad_request", "run takes {\"fetch\": [...], \"feeds\": {...}, "
+                  "\"device\": \"auto\"|\"cpu\"|\"gpu\"} (all optional)");
+        cJSON_Delete(body);
+        return;
+    }
+    cJSON *fetch = cJSON_GetObjectItemCaseSensitive(body, "fetch");
+    cJSON *feeds = cJSON_GetObjectItemCaseSensitive(body, "feeds");
+    cJSON *device = cJSON_GetObjectItemCaseSensitive(body, "device");
+    bf_device_kind dev = BF_DEVICE_AUTO;
+    if (device && !cJSON_IsNull(device)) {
+        const char *dv = cJSON_IsString(device) ? device->valuestring : "";
+        if (!strcmp(dv, "cpu")) dev = BF_DEVICE_CPU;
+        else if (!strcmp(dv, "gpu")) dev = BF_DEVICE_GPU;
+        else if (strcmp(dv, "auto")) {
+            srv_error(res, 400, "bad_request", "\"device\" is \"auto\", \"cpu\" or \"gpu\"");
+            cJSON_Delete(body);
+            return;
+        }
+    }
+    int nf = fetch ? cJSON_GetArraySize(fetch) : 0;
+    if ((fetch && !cJSON_IsArray(fetch) && !cJSON_IsNull(fetch)) || nf > 256 ||
+        (feeds && !cJSON_IsObject(feeds) && !cJSON_IsNull(feeds))) {
+        srv_error(res, 400, "bad_request",
+                  "\"fetch\" is a list of at most 256 \"block\" or \"block:port\" and \"feeds\" "
+                  "an object of block id -> base64 .npy");
+        cJSON_Delete(body);
+        return;
+    }
+    if (page_busy(app, name, res)) {
+        cJSON_Delete(body);
+        return;
+    }
+    srv_page *p = srv_page_open(app, name, client, res);
+    if (!p) {
+        cJSON_Delete(body);
+        return;
+    }
+    size_t budget = app->lim.max_upload;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, feeds) {
+        bf_error e = {0};
+        if (!cJSON_IsString(f)) {
+            srv_error(res, 400, "bad_feed", "feed \"%s\" must be a base64 string", f->string);
+            cJSON_Delete(body);
+            return;
+        }
+        bf_status st = feed_one(app, srv_page_session(p), f->string, f->valuestring, &budget, &e);
+        if (st) {
+            srv_error_bf(res, st == BF_ELIMIT ? 413 : st == BF_ENOMEM ? 500 : 422, &e);
+            cJSON_Delete(body);
+            return;
+        }
+        srv_page_changed(p);
+    }
+    char **fetches = nf ? calloc((size_t)nf, sizeof(char *)) : NULL;
+    if (nf && !fetches) {
+        srv_error(res, 500, "no_memory", "out of memory");
+        cJSON_Delete(body);
+        return;
+    }
+    for (int i = 0; i < nf; i++) {
+        cJSON *it = cJSON_GetArrayItem(fetch, i);
+        if (!cJSON_IsString(it) || !(fetches[i] = strdup(it->valuestring))) {
+            for (int k = 0; k < i; k++) free(fetches[k]);
+            free(fetches);
+            srv_error(res, 400, "bad_request", "\"fetch\" items are strings");
+            cJSON_Delete(body);
+            return;
+        }
+    }
+    cJSON_Delete(body);
+    srv_run *r = srv_run_start(app, p, client, fetches, nf, dev, res);
+    if (!r) return;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "run_id", srv_run_id(r));
+    cJSON_AddStringToObject(o, "page", name);
+    srv_json(res, 202, print(o));
+}
+
+/* ---- tensors ------------------------------------------------------------------------------- */
+
+static void tensor_summary(const bf_tensor *t, cJSON *o) {
+    int64_t n = bf_tensor_numel(t), finite = 0, nans = 0, infs = 0;
+    double mn = INFINITY, mx = -INFINITY, sum = 0, sum2 = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = bf_tensor_get_f64(t, i);
+        if (isnan(v)) nans++;
+        else if (isinf(v)) infs++;
+        else {
+            finite++;
+            if (v < mn) mn = v;
+            if (v > mx) mx = v;
+            sum += v;
+        }
+    }
+    double mean = finite ? sum / (double)finite : 0;
+    for (int64_t i = 0; i < n && finite; i++) {
+        double v = bf_tensor_get_f64(t, i);
+        if (isfinite(v)) sum2 += (v - mean) * (v - mean);
+    }
+    if (finite) {
+        cJSON_AddNumberToObject(o, "min", mn);
+        cJSON_AddNumberToObject(o, "max", mx);
+        cJSON_AddNumberToObject(o, "mean", mean);
+        cJSON_AddNumberToObject(o, "std", sqrt(sum2 / (double)finite));
+    } else {
+        cJSON_AddNullToObject(o, "min");
+        cJSON_AddNullToObject(o, "max");
+        cJSON_AddNullToObject(o, "mean");
+        cJSON_AddNullToObject(o, "std");
+    }
+    cJSON_AddNumberToObject(o, "nan", (double)nans);
+    cJSON_AddNumberToObject(o, "inf", (double)infs);
+}
+
+/*
+ * Parse slice "a:b,c,:,..." against dims: per dimension "start:stop" (either may be empty,
+ * negatives count from the end, clamped as Python does), a single index "i", or ":". Missing
+ * trailing dimensions are whole. Fills lo/hi; false on a malformed slice.
+ */
+static bool parse_slice(const char *s, int rank, const int64_t *dims, int64_t *lo, int64_t *hi) {
+    for (int d = 0; d < rank; d++) lo[d] = 0, hi[d] = dims[d];
+    if (!s || !*s) return true;
+    int d = 0;
+    while (*s) {
+        if (d >= rank) return false;
+        char part[64];
+        size_t n = strcspn(s, ",");
+        if (n >= sizeof(part)) return false;
+        memcpy(part, s, n);
+        part[n] = '\0';
+        s += n + (s[n] == ',');
+        char *colon = strchr(part, ':'), *end;
+        if (!colon) {
+            long long i = strtoll(part, &end, 10);
+            if (end == part || *end) return false;
+            if (i < 0) i += dims[d];
+            if (i < 0 || i >= dims[d]) return false;
+            lo[d] = i, hi[d] = i + 1;
+        } else {
+            *colon = '\0';
+            long long a = 0, b = dims[d];
+            if (part[0]) {
+                a = strtoll(part, &end, 10);
+                if (*end) return false;
+            }
+            if (colon[1]) {
+                b = strtoll(colon + 1, &end, 10);
+                if (*end) return false;
+            }
+            if (a < 0) a += dims[d];
+            if (b < 0) b += dims[d];
+            a = a < 0 ? 0 : a > dims[d] ? dims[d] : a;
+            b = b < a ? a : b > dims[d] ? dims[d] : b;
+            lo[d] = a, hi[d] = b;
+        }
+        d++;
+    }
+    return true;
+}
+
+static void tensor_values(srv_app *app, const bf_tensor *t, const char *slice, cJSON *o,
+                          srv_response *res) {
+    int rank = bf_tensor_rank(t);
+    const int64_t *dims = bf_tensor_dims(t);
+    int64_t lo[BF_MAX_RANK], hi[BF_MAX_RANK];
+    if (!parse_slice(slice, rank, dims, lo, hi)) {
+        srv_error(res, 400, "bad_slice",
+                  "slice is one \"start:stop\" or index per dimension, comma-separated");
+        return;
+    }
+    uint64_t count = 1;
+    for (int d = 0; d < rank; d++) count *= (uint64_t)(hi[d] - lo[d]);
+    if (count > app->lim.max_values) {
+        srv_error(res, 413, "limit",
+                  "the slice has %llu elements, more than %zu (--max-values); ask for a "
+                  "smaller window or ?view=npy",
+                  (unsigned long long)count, app->lim.max_values);
+        return;
+    }
+    cJSON *start = cJSON_AddArrayToObject(o, "start"), *wshape = cJSON_AddArrayToObject(o, "window");
+    for (int d = 0; d < rank; d++) {
+        cJSON_AddItemToArray(start, cJSON_CreateNumber((double)lo[d]));
+        cJSON_AddItemToArray(wshape, cJSON_CreateNumber((double)(hi[d] - lo[d])));
+    }
+    cJSON *vals = cJSON_AddArrayToObject(o, "values"); /* flat, row-major over the window */
+    int64_t idx[BF_MAX_RANK];
+    for (int d = 0; d < rank; d++) idx[d] = lo[d];
+    for (uint64_t k = 0; k < count; k++) {
+        int64_t flat = 0;
+        for (int d = 0; d < rank; d++) flat = flat * dims[d] + idx[d];
+        double v = bf_tensor_get_f64(t, flat);
+        cJSON_AddItemToArray(vals, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+        for (int d = rank - 1; d >= 0; d--) {
+            if (++idx[d] < hi[d]) break;
+            idx[d] = lo[d];
+        }
+    }
+    srv_json(res, 200, print(o));
+}
+
+/* The whole tensor as a .npy file (format 1.0; bfloat16 widened to float32 as the CLI does). */
+static void tensor_npy(const bf_tensor *t, const char *name, srv_response *res) {
+    bf_dtype dt = bf_tensor_dtype(t);
+    const char *descr = dt == BF_DTYPE_F16 ? "<f2" : dt == BF_DTYPE_F64 ? "<f8"
+                        : dt == BF_DTYPE_I32 ? "<i4" : dt == BF_DTYPE_I64 ? "<i8" : "<f4";
+    size_t esize = dt == BF_DTYPE_BF16 ? 4 : bf_dtype_size(dt);
+    int64_t n = bf_tensor_numel(t);
+    char hdr[512];
+    int hl = snprintf(hdr, sizeof(hdr), "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                      descr);
+    for (int d = 0; d < bf_tensor_rank(t); d++)
+        hl += snprintf(hdr + hl, sizeof(hdr) - (size_t)hl, "%lld,%s",
+                       (long long)bf_tensor_dims(t)[d],
+                       d + 1 < bf_tensor_rank(t) ? " " : "");
+    if (bf_tensor_rank(t) > 1) hl--; /* "(3, 3,)" -> "(3, 3)" */
+    hl += snprintf(hdr + hl, sizeof(hdr) - (size_t)hl, "), }");
+    size_t total_hdr = 10 + (size_t)hl + 1;
+    size_t pad = (64 - total_hdr % 64) % 64;
+    size_t data = (size_t)n * esize, size = total_hdr + pad + data;
+    char *buf = malloc(size ? size : 1);
+    if (!buf) {
+        srv_error(res, 500, "no_memory", "out of memory");
+        return;
+    }
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    size_t hlen = (size_t)hl + pad + 1;
+    buf[8] = (char)(hlen & 0xff);
+    buf[9] = (char)(hlen >> 8);
+    memcpy(buf + 10, hdr, (size_t)hl);
+    memset(buf + 10 + hl, ' ', pad);
+    buf[10 + hl + pad] = '\n';
+    char *p = buf + total_hdr + pad;
+    if (dt == BF_DTYPE_BF16)
+        for (int64_t i = 0; i < n; i++) {
+            float f = (float)bf_tensor_get_f64(t, i);
+            memcpy(p + i * 4, &f, 4);
+        }
+    else memcpy(p, bf_tensor_cdata(t), data);
+    free(res->body);
+    res->status = 200;
+    res->content_type = "application/octet-stream";
+    res->body = buf;
+    res->body_len = size;
+    snprintf(res->disposition, sizeof(res->disposition), "attachment; filename=\"%.120s.npy\"", name);
+}
+
+static void get_tensor(srv_app *app, const char *run_id, const char *spec,
+                       const srv_request *req, srv_response *res) {
+    srv_run *r = srv_run_find(app, run_id);
+    if (!r) {
+        srv_error(res, 404, "not_found", "no run \"%s\" (finished runs are kept a while)",
+                  run_id);
+        return;
+    }
+    char block[128], port[64] = "";
+    snprintf(block, sizeof(block), "%.127s", spec);
+    char *colon = strchr(block, ':');
+    if (colon) {
+        *colon = '\0';
+        snprintf(port, sizeof(port), "%s", colon + 1);
+    }
+    const char *why = NULL;
+    const bf_tensor *t = srv_run_tensor(r, block, port, &why);
+    if (!t) {
+        if (!strcmp(why, "running"))
+            srv_error(res, 409, "busy", "run %s has not finished", run_id);
+        else if (!strcmp(why, "gone"))
+            srv_error(res, 410, "gone", "the results of run %s were replaced by a later run or "
+                      "edit, or the page was closed", run_id);
+        else srv_error(res, 404, "not_found", "run %s has no tensor %s", run_id, spec);
+        return;
+    }
+    char view[32] = "summary", slice[256] = "";
+    query_get(req->query, "view", view, sizeof(view));
+    query_get(req->query, "slice", slice, sizeof(slice));
+    if (!strcmp(view, "npy")) {
+        char fname[200];
+        snprintf(fname, sizeof(fname), "%.100s%s%.60s", block, port[0] ? "." : "", port);
+        tensor_npy(t, fname, res);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "run_id", run_id);
+    cJSON_AddStringToObject(o, "tensor", spec);
+    cJSON_AddStringToObject(o, "dtype", bf_dtype_name(bf_tensor_dtype(t)));
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    for (int d = 0; d < bf_tensor_rank(t); d++)
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)bf_tensor_dims(t)[d]));
+    if (!strcmp(view, "summary")) {
+        tensor_summary(t, o);
+        srv_json(res, 200, print(o));
+    } else if (!strcmp(view, "values")) {
+        tensor_values(app, t, slice, o, res);
+        if (res->status != 200) cJSON_Delete(o);
+    } else {
+        cJSON_Delete(o);
+        srv_error(res, 400, "bad_request", "view is summary, values or npy");
+    }
+}
+
+/* ---- the routes ---------------------------------------------------------------------------- */
+
+static const char index_html[] =
+    "<!doctype html><meta charset=utf-8><title>blockflow</title>\n"
+    "<h1>blockflow serve</h1>\n"
+    "<p>The browser editor is not built yet (it comes with the next issue). Until then this\n"
+    "server speaks its JSON API under <code>/api/</code> and streams run events on\n"
+    "<code>/ws</code>; see the README's \"Serve\" section.</p>\n"
+    "<p>If you opened this page without <code>?token=...</code>, use the URL that\n"
+    "<code>blockflow serve</code> printed: API calls need the token.</p>\n";
+
+/* Split path into at most 6 segments (no empty ones, at most 200 bytes each). */
+static int split_path(const char *path, char seg[6][208]) {
+    int n = 0;
+    if (!path || path[0] != '/') return -1;
+    const char *p = path + 1;
+    while (*p) {
+        size_t len = strcspn(p, "/");
+        if (len == 0 || len >= 200 || n == 6) return -1;
+        memcpy(seg[n], p, len);
+        seg[n][len] = '\0';
+        n++;
+        p += len;
+        if (*p == '/') p++;
+    }
+    return n;
+}
+
+int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_response *res) {
+    if (!host_ok(app, req->host)) {
+        srv_error(res, 403, "bad_host",
+                  "the Host header must name this server's address (a guard against DNS "
+                  "rebinding)");
+        return -1;
+    }
+    if (req->origin && !origin_ok(app, req->origin)) {
+        srv_error(res, 403, "bad_origin", "requests from another origin are refused");
+        return -1;
+    }
+    char tok[128];
+    if (need_token) {
+        bool have = request_token(req, tok, sizeof(tok));
+        if (!have && !strcmp(req->path ? req->path : "", "/ws"))
+            have = query_get(req->query, "token", tok, sizeof(tok));
+        if (!have || !srv_secret_eq(tok, app->token)) {
+            srv_error(res, 401, "unauthorized",
+                      have ? "wrong token" : "this needs the token: open the URL that blockflow "
+                      "serve printed, or send Authorization: Bearer TOKEN");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
+    memset(res, 0, sizeof(*res));
+    const char *m = req->method ? req->method : "";
+    const char *client = req->client && srv_name_ok(req->client) ? req->client : "";
+    char seg[6][208];
+    bool root = req->path && (!strcmp(req->path, "/") || !strcmp(req->path, "/index.html"));
+    if (srv_route_access(app, req, !root, res)) return;
+    if (root) {
+        char tok[128];
+        if (strcmp(m, "GET") && strcmp(m, "HEAD")) {
+            srv_error(res, 405, "method_not_allowed", "%s / is not allowed", m);
+            return;
+        }
+        if (query_get(req->query, "token", tok, sizeof(tok)) && srv_secret_eq(tok, app->token))
+            snprintf(res->set_cookie, sizeof(res->set_cookie),
+                     "blockflow_token=%s; Path=/; HttpOnly; SameSite=Strict", app->token);
+        res->status = 200;
+        res->content_type = "text/html; charset=utf-8";
+        res->body = strdup(index_html);
+        res->body_len = res->body ? strlen(res->body) : 0;
+        return;
+    }
+    if (app->lim.max_body && req->body_len > app->lim.max_body) {
+        srv_error(res, 413, "limit", "the request body is larger than %zu bytes (--max-body)",
+                  app->lim.max_body);
+        return;
+    }
+    int n = split_path(req->path, seg);
+    if (n < 2 || strcmp(seg[0], "api")) {
+        srv_error(res, 404, "not_found", "no such endpoint");
+        return;
+    }
+    bool get = !strcmp(m, "GET"), post = !strcmp(m, "POST"), put = !strcmp(m, "PUT"),
+         del = !strcmp(m, "DELETE");
+    const char *what = seg[1];
+    if (n == 2 && !strcmp(what, "health")) {
+        if (!get) goto method;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddBoolToObject(o, "ok", true);
+        cJSON_AddStringToObject(o, "version", BF_VERSION_STRING);
+        cJSON_AddStringToObject(o, "devices", bf_context_devices(app->ctx));
+        cJSON_AddNumberToObject(o, "open_pages", app->n_pages);
+        cJSON_AddNumberToObject(o, "active_runs", app->n_active);
+        cJSON_AddNumberToObject(o, "ws_clients", app->ws_clients);
+        cJSON_AddNumberToObject(o, "ws_dropped", (double)app->ws_dropped);
+        srv_json(res, 200, print(o));
+        return;
+    }
+    if (n == 2 && !strcmp(what, "blocks")) {
+        if (!get) goto method;
+        char *text = NULL;
+        bf_error e = {0};
+        if (bf_block_catalog_json(NULL, &text, &e)) {
+            srv_error_bf(res, 500, &e);
+            return;
+        }
+        srv_json(res, 200, strdup(text));
+        bf_string_free(text);
+        return;
+    }
+    if (!strcmp(what, "pages")) {
+        if (n == 2) {
+            if (!get) goto method;
+            char *list = srv_store_list_json(&app->store);
+            if (!list) {
+                srv_error(res, 500, "io", "cannot list the pages folder");
+                return;
+            }
+            size_t len = strlen(list);
+            char *o = malloc(len + 16);
+            if (o) snprintf(o, len + 16, "{\"pages\":%s}", list);
+            free(list);
+            srv_json(res, 200, o);
+            return;
+        }
+        const char *name = seg[2];
+        if (!srv_name_ok(name)) {
+            srv_error(res, 400, "bad_name",
+                      "a page name is letters, digits, '.', '_' and '-', not starting with '.', "
+                      "at most 100 characters (\".json\" is implied)");
+            return;
+        }
+        if (n == 3) {
+            if (get) get_page(app, name, req, res);
+            else if (put) put_page(app, name, req, res);
+            else if (del) delete_page(app, name, req, res);
+            else goto method;
+            return;
+        }
+        if (n != 4) goto notfound;
+        const char *act = seg[3];
+        if (!post) goto method;
+        if (!strcmp(act, "rename")) copy_page(app, name, true, req, res);
+        else if (!strcmp(act, "duplicate")) copy_page(app, name, false, req, res);
+        else if (!strcmp(act, "check")) check_page(app, name, req, res);
+        else if (!strcmp(act, "edits")) edit_page(app, name, client, req, res);
+        else if (!strcmp(act, "run")) run_page(app, name, client, req, res);
+        else if (!strcmp(act, "open")) {
+            if (page_busy(app, name, res)) return;
+            srv_page *p = srv_page_open(app, name, client, res);
+            if (!p) return;
+            srv_json(res, 200, check_json(srv_page_session(p), BF_OK, NULL, NULL));
+        } else if (!strcmp(act, "close")) {
+            srv_page *p = srv_page_find(app, name);
+            if (p && page_busy(app, name, res)) return;
+            if (p) srv_page_close(app, p);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "closed", name);
+            cJSON_AddBoolToObject(o, "was_open", p != NULL);
+            srv_json(res, 200, print(o));
+        } else goto notfound;
+        return;
+    }
+    if (!strcmp(what, "runs") && n >= 3) {
+        const char *id = seg[2];
+        if (n == 4 && !strcmp(seg[3], "cancel")) {
+            if (!post) goto method;
+            srv_run *r = srv_run_find(app, id);
+            if (!r) goto notfound;
+            bool c = srv_run_cancel(r);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "run_id", id);
+            cJSON_AddBoolToObject(o, "cancelled", c);
+            srv_json(res, c ? 202 : 200, print(o));
+            return;
+        }
+        if (n == 5 && !strcmp(seg[3], "tensors")) {
+            if (!get) goto method;
+            get_tensor(app, id, seg[4], req, res);
+            return;
+        }
+    }
+notfound:
+    srv_error(res, 404, "not_found", "no such endpoint");
+    return;
+method:
+    srv_error(res, 405, "method_not_allowed", "%s is not allowed here", m);
+}

@@ -1,0 +1,652 @@
+/*
+ * runs.c - open pages, the run workers, and the events they send back to the loop.
+ *
+ * An open page is a bf_session held by the server, keyed by page name, owned by the client
+ * that opened it (for the per-client limit), closed after --idle-timeout unused. A session is
+ * touched by one thread at a time: by the loop thread while it is idle, by one worker while a
+ * run of it is queued or running (`busy`); the hand-over goes through the mutex-protected job
+ * queue, so the two never overlap. An edit or a run of a busy page gets 409 "busy".
+ *
+ * Runs go to our own worker threads, not to uv_queue_work: bf_session_run blocks its thread
+ * while the blocks run on libuv's thread pool, so running it *on* that pool could take every
+ * pool thread and deadlock. Each worker calls bf_session_run; the on_event callback (on the
+ * worker) formats the event as JSON and appends it to a queue under the mutex, then wakes the
+ * loop with uv_async_send. The loop drains the queue in order and hands each event to the
+ * WebSocket layer; the worker's last record finishes the run on the loop. Events of one run
+ * are therefore delivered in the order they happened: run_started, the block events, and one
+ * of run_finished / run_failed / run_cancelled.
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+struct srv_page {
+    char name[128];
+    char owner[64];        /* client id that opened it ("" = anonymous) */
+    bf_session *s;
+    bool busy;             /* a run is queued or running: the session belongs to a worker */
+    uint64_t last_used;    /* uv_now() of the last request */
+    uint64_t gen;          /* bumped by every change: tensors of older runs are gone */
+    srv_run *last_run;     /* the run whose tensors the session holds, or NULL */
+    srv_page *next;
+};
+
+enum { RUN_QUEUED, RUN_DONE }; /* queued covers running: the loop cannot tell */
+
+struct srv_run {
+    char id[24];
+    char page_name[128];
+    char client[64];
+    srv_app *app;
+    srv_page *page;        /* NULL once the page was closed after the run */
+    uint64_t gen;          /* the page's gen when the run finished */
+    char **fetches;
+    int n_fetches;
+    bf_device_kind device;
+    int state;             /* RUN_QUEUED or RUN_DONE, read and written on the loop thread */
+    atomic_int cancel;     /* set by srv_run_cancel (loop), read by the worker */
+    bf_status status;      /* outcome, written by the worker before it hands the run back */
+    bf_error err;
+    bf_diags *diags;
+    double ms;
+    srv_run *next;         /* app->runs */
+    srv_run *next_job;     /* app->jobs_* */
+};
+
+typedef struct srv_event {
+    char client[64];
+    char *json;            /* NULL for the record that finishes `run` */
+    size_t len;
+    srv_run *run;
+    struct srv_event *next;
+} srv_event;
+
+/* ---- errors as JSON ------------------------------------------------------------------------ */
+
+void srv_response_free(srv_response *r) {
+    free(r->body);
+    r->body = NULL;
+}
+
+void srv_json(srv_response *res, int status, char *json) {
+    free(res->body);
+    res->status = json ? status : 500;
+    res->content_type = "application/json";
+    res->body = json ? json : strdup("{\"error\":{\"code\":\"no_memory\",\"message\":"
+                                     "\"out of memory\"}}");
+    res->body_len = res->body ? strlen(res->body) : 0;
+}
+
+static void error_with(srv_response *res, int status, const char *code, const char *message,
+                       const bf_error *e) {
+    cJSON *root = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddStringToObject(err, "code", code);
+    cJSON_AddStringToObject(err, "message", message);
+    if (e) {
+        if (e->block_id[0]) cJSON_AddStringToObject(err, "block", e->block_id);
+        if (e->port[0]) cJSON_AddStringToObject(err, "port", e->port);
+        if (e->attr[0]) cJSON_AddStringToObject(err, "attr", e->attr);
+        if (e->pointer[0]) cJSON_AddStringToObject(err, "pointer", e->pointer);
+        if (e->line) cJSON_AddNumberToObject(err, "line", e->line);
+        if (e->column) cJSON_AddNumberToObject(err, "column", e->column);
+    }
+    char *text = err ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    srv_json(res, status, text);
+}
+
+void srv_error(srv_response *res, int status, const char *code, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    error_with(res, status, code, msg, NULL);
+}
+
+void srv_error_bf(srv_response *res, int status, const bf_error *e) {
+    char code[40];
+    snprintf(code, sizeof(code), "%s", e->code[0] ? e->code : bf_status_name(e->status));
+    error_with(res, status, code, e->message[0] ? e->message : bf_strerror(e->status), e);
+}
+
+/* ---- open pages ---------------------------------------------------------------------------- */
+
+srv_page *srv_page_find(srv_app *app, const char *name) {
+    for (srv_page *p = app->pages; p; p = p->next)
+        if (!strcmp(p->name, name)) return p;
+    return NULL;
+}
+
+bool srv_page_busy(const srv_page *p) { return p->busy; }
+bf_session *srv_page_session(srv_page *p) { return p->s; }
+const char *srv_page_name(const srv_page *p) { return p->name; }
+
+
+void srv_page_changed(srv_page *p) {
+    p->gen++;
+    p->last_run = NULL;
+}
+
+void srv_page_rename(srv_page *p, const char *to) { snprintf(p->name, sizeof(p->name), "%s", to); }
+
+static int pages_of(srv_app *app, const char *client) {
+    int n = 0;
+    for (srv_page *p = app->pages; p; p = p->next) n += !strcmp(p->owner, client);
+    return n;
+}
+
+/* An HTTP status for a page that failed to load. */
+static int load_status(bf_status st) {
+    return st == BF_ENOMEM || st == BF_EINTERNAL ? 500 : st == BF_ELIMIT ? 413 : 422;
+}
+
+/*
+ * Answer with every problem of a page that did not load: {"error": first, "problems": all}.
+ */
+void srv_problems(srv_response *res, int status, const bf_error *first, const bf_diags *d) {
+    srv_error_bf(res, status ? status : load_status(first->status), first);
+    cJSON *root = res->body ? cJSON_Parse(res->body) : NULL;
+    if (!root) return;
+    cJSON *arr = cJSON_AddArrayToObject(root, "problems");
+    for (size_t i = 0; d && i < bf_diags_count(d); i++) {
+        const bf_error *e = bf_diags_at(d, i);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "severity", e->status ? "error" : "warning");
+        cJSON_AddStringToObject(o, "code", e->code[0] ? e->code : bf_status_name(e->status));
+        cJSON_AddStringToObject(o, "message", e->message);
+        if (e->block_id[0]) cJSON_AddStringToObject(o, "block", e->block_id);
+        if (e->port[0]) cJSON_AddStringToObject(o, "port", e->port);
+        if (e->attr[0]) cJSON_AddStringToObject(o, "attr", e->attr);
+        if (e->pointer[0]) cJSON_AddStringToObject(o, "pointer", e->pointer);
+        cJSON_AddItemToArray(arr, o);
+    }
+    int code = res->status;
+    srv_json(res, code, cJSON_PrintUnformatted(root));
+    cJSON_Delete(root);
+}
+
+/*
+ * Load page text into a session, leniently (BF_LOAD_INCOMPLETE): a page whose only problems
+ * are its wiring opens, so the editor can be told every problem by the check and fix them
+ * with edits. Syntax, format and attribute errors still refuse it.
+ */
+static bf_status load_session(srv_app *app, const char *name, const char *text, size_t len,
+                              bf_session **out, bf_diags *diags, bf_error *err) {
+    bf_page *page = NULL;
+    char fname[128];
+    *out = NULL;
+    snprintf(fname, sizeof(fname), "%.100s.json", name);
+    bf_status st = bf_page_parse(app->ctx, text, len, fname, app->store.dir, BF_LOAD_INCOMPLETE,
+                                 &page, diags, err);
+    if (st) return st;
+    return bf_session_new(app->ctx, page, out, err);
+}
+
+srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_response *res) {
+    srv_page *p = srv_page_find(app, name);
+    if (p) {
+        p->last_used = uv_now(app->loop);
+        return p;
+    }
+    if (pages_of(app, client) >= app->lim.max_open_pages) {
+        srv_error(res, 429, "limit",
+                  "this client has %d open pages, the most allowed (--max-open-pages); close "
+                  "one first (POST /api/pages/NAME/close)",
+                  app->lim.max_open_pages);
+        return NULL;
+    }
+    char *text;
+    size_t len;
+    int rc = srv_store_read(&app->store, name, &text, &len);
+    if (rc) {
+        if (rc == -ENOENT) srv_error(res, 404, "not_found", "no page named \"%s\"", name);
+        else if (rc == -EFBIG)
+            srv_error(res, 413, "limit", "page \"%s\" is larger than max_page_bytes", name);
+        else if (rc == -ELOOP || rc == -EINVAL)
+            srv_error(res, 403, "forbidden", "\"%s\" is not a regular file in the pages folder",
+                      name);
+        else srv_error(res, 500, "io", "cannot read page \"%s\": %s", name, strerror(-rc));
+        return NULL;
+    }
+    bf_diags *diags = bf_diags_new();
+    bf_error e = {0};
+    bf_session *s = NULL;
+    bf_status st = diags ? load_session(app, name, text, len, &s, diags, &e) : BF_ENOMEM;
+    free(text);
+    if (st) {
+        if (!diags) e.status = BF_ENOMEM;
+        srv_problems(res, 0, &e, diags);
+        bf_diags_free(diags);
+        return NULL;
+    }
+    bf_diags_free(diags);
+    p = calloc(1, sizeof(*p));
+    if (!p) {
+        bf_session_free(s);
+        srv_error(res, 500, "no_memory", "out of memory");
+        return NULL;
+    }
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    snprintf(p->owner, sizeof(p->owner), "%s", client);
+    p->s = s;
+    p->last_used = uv_now(app->loop);
+    p->next = app->pages;
+    app->pages = p;
+    app->n_pages++;
+    return p;
+}
+
+void srv_page_close(srv_app *app, srv_page *p) {
+    if (p->busy) return; /* a worker holds it: closed when the run is over, or at exit */
+    for (srv_page **pp = &app->pages; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    for (srv_run *r = app->runs; r; r = r->next)
+        if (r->page == p) r->page = NULL;
+    app->n_pages--;
+    bf_session_free(p->s);
+    free(p);
+}
+
+static void idle_cb(uv_timer_t *t) {
+    srv_app *app = t->data;
+    uint64_t now = uv_now(app->loop), idle_ms = (uint64_t)(app->lim.idle_s * 1000);
+    srv_page *p = app->pages;
+    while (p) {
+        srv_page *next = p->next;
+        if (!p->busy && now - p->last_used >= idle_ms) srv_page_close(app, p);
+        p = next;
+    }
+}
+
+/* ---- runs ---------------------------------------------------------------------------------- */
+
+const char *srv_run_id(const srv_run *r) { return r->id; }
+
+srv_run *srv_run_find(srv_app *app, const char *id) {
+    for (srv_run *r = app->runs; r; r = r->next)
+        if (!strcmp(r->id, id)) return r;
+    return NULL;
+}
+
+static void run_free(srv_run *r) {
+    for (int i = 0; i < r->n_fetches; i++) free(r->fetches[i]);
+    free(r->fetches);
+    bf_diags_free(r->diags);
+    free(r);
+}
+
+/* Keep at most this many finished runs listed (for cancel answers and tensors). */
+enum { KEEP_FINISHED = 256 };
+
+static void prune_finished(srv_app *app) {
+    if (app->n_finished <= KEEP_FINISHED) return;
+    /* runs are prepended: the oldest finished ones are at the tail */
+    srv_run *last_keep = NULL;
+    int kept = 0;
+    for (srv_run *r = app->runs; r; r = r->next) {
+        if (r->state == RUN_DONE && ++kept > KEEP_FINISHED / 2) break;
+        last_keep = r;
+    }
+    if (!last_keep) return;
+    srv_run **link = &last_keep->next;
+    while (*link) {
+        srv_run *r = *link;
+        if (r->state == RUN_DONE && (!r->page || r->page->last_run != r)) {
+            *link = r->next;
+            app->n_finished--;
+            run_free(r);
+        } else {
+            link = &r->next;
+        }
+    }
+}
+
+/* Queue an event for the loop (any thread). `json` is taken. */
+static void post_event(srv_app *app, srv_run *r, char *json, bool finish) {
+    srv_event *ev = calloc(1, sizeof(*ev));
+    if (!ev && !finish) {
+        free(json); /* an event lost to memory exhaustion; the run goes on */
+        return;
+    }
+    /* the finishing record must arrive: wait for the allocator (it is tiny) */
+    while (!ev && !(ev = calloc(1, sizeof(*ev)))) uv_sleep(1);
+    ev->json = json;
+    ev->len = json ? strlen(json) : 0;
+    ev->run = finish ? r : NULL;
+    snprintf(ev->client, sizeof(ev->client), "%s", r->client);
+    uv_mutex_lock(&app->mu);
+    if (app->ev_tail) app->ev_tail->next = ev;
+    else app->ev_head = ev;
+    app->ev_tail = ev;
+    uv_mutex_unlock(&app->mu);
+    uv_async_send(&app->async);
+}
+
+static cJSON *event_new(const srv_run *r, const char *type) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", type);
+    cJSON_AddStringToObject(o, "run_id", r->id);
+    cJSON_AddStringToObject(o, "page", r->page_name);
+    return o;
+}
+
+static char *event_text(cJSON *o) {
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return s;
+}
+
+static void add_shape(cJSON *o, const char *key, int rank, const int64_t *dims) {
+    if (rank < 0) {
+        cJSON_AddNullToObject(o, key);
+        return;
+    }
+    cJSON *a = cJSON_AddArrayToObject(o, key);
+    for (int i = 0; i < rank; i++)
+        cJSON_AddItemToArray(a, dims[i] < 0 ? cJSON_CreateNull()
+                                            : cJSON_CreateNumber((double)dims[i]));
+}
+
+/* on_event: on the worker thread, between kernels. */
+static void on_event(bf_event_kind kind, const bf_block_stats *st, void *user) {
+    srv_run *r = user;
+    /* a cancel that raced the start of bf_session_run is applied at the next event */
+    if (atomic_load(&r->cancel) && r->page) bf_session_cancel(r->page->s);
+    const char *type = kind == BF_EVENT_BLOCK_START ? "block_started"
+                       : kind == BF_EVENT_BLOCK_REUSED ? "block_cached"
+                       : st->status ? "block_failed"
+                                    : "block_finished";
+    cJSON *o = event_new(r, type);
+    cJSON_AddStringToObject(o, "block", st->id);
+    cJSON_AddStringToObject(o, "block_type", st->type);
+    if (kind == BF_EVENT_BLOCK_DONE && !st->status) {
+        cJSON_AddStringToObject(o, "device", st->device);
+        cJSON_AddStringToObject(o, "kernel", st->note);
+        cJSON_AddNumberToObject(o, "ms", st->ms);
+    }
+    if (kind != BF_EVENT_BLOCK_START && !st->status) {
+        cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
+        for (int i = 0; i < st->n_outputs && i < 4; i++) {
+            cJSON *p = cJSON_CreateObject();
+            cJSON_AddStringToObject(p, "dtype", st->dtype[i] ? bf_dtype_name(st->dtype[i]) : "?");
+            add_shape(p, "shape", st->rank[i], st->dims[i]);
+            cJSON_AddItemToArray(outs, p);
+        }
+    }
+    if (kind == BF_EVENT_BLOCK_DONE && st->status) {
+        cJSON_AddStringToObject(o, "code", bf_status_name(st->status));
+        cJSON_AddStringToObject(o, "message", st->note[0] ? st->note : bf_strerror(st->status));
+    }
+    post_event(r->app, r, event_text(o), false);
+}
+
+static void execute(srv_run *r) {
+    bf_session *s = r->page->s;
+    post_event(r->app, r, event_text(event_new(r, "run_started")), false);
+    uint64_t t0 = uv_hrtime();
+    if (atomic_load(&r->cancel)) {
+        r->status = BF_ECANCELED;
+        snprintf(r->err.message, sizeof(r->err.message), "run was cancelled before it started");
+        r->err.status = BF_ECANCELED;
+    } else {
+        bf_run_options o;
+        bf_run_options_init(&o);
+        o.fetches = r->n_fetches ? (const char *const *)r->fetches : NULL;
+        o.n_fetches = r->n_fetches;
+        o.device = r->device;
+        o.timeout_s = r->app->lim.run_timeout_s;
+        o.on_event = on_event;
+        o.user = r;
+        r->status = bf_session_run(s, &o, r->diags, &r->err);
+    }
+    r->ms = (double)(uv_hrtime() - t0) / 1e6;
+    cJSON *o = event_new(r, r->status == BF_OK          ? "run_finished"
+                            : r->status == BF_ECANCELED ? "run_cancelled"
+                                                        : "run_failed");
+    cJSON_AddNumberToObject(o, "ms", r->ms);
+    if (r->status) {
+        const bf_error *e = bf_diags_errors(r->diags) ? NULL : &r->err;
+        for (size_t i = 0; !e && i < bf_diags_count(r->diags); i++)
+            if (bf_diags_at(r->diags, i)->status) e = bf_diags_at(r->diags, i);
+        cJSON *err = cJSON_AddObjectToObject(o, "error");
+        cJSON_AddStringToObject(err, "code", e->code[0] ? e->code : bf_status_name(e->status));
+        cJSON_AddStringToObject(err, "message", e->message);
+        if (e->block_id[0]) cJSON_AddStringToObject(err, "block", e->block_id);
+        if (e->port[0]) cJSON_AddStringToObject(err, "port", e->port);
+        if (e->attr[0]) cJSON_AddStringToObject(err, "attr", e->attr);
+        if (e->pointer[0]) cJSON_AddStringToObject(err, "pointer", e->pointer);
+    }
+    post_event(r->app, r, event_text(o), true);
+}
+
+static void worker_main(void *arg) {
+    srv_app *app = arg;
+    for (;;) {
+        uv_mutex_lock(&app->mu);
+        while (!app->jobs_head && !app->quit) uv_cond_wait(&app->cv, &app->mu);
+        srv_run *r = app->jobs_head;
+        if (!r) {
+            uv_mutex_unlock(&app->mu);
+            return;
+        }
+        app->jobs_head = r->next_job;
+        if (!app->jobs_head) app->jobs_tail = NULL;
+        uv_mutex_unlock(&app->mu);
+        execute(r);
+    }
+}
+
+srv_run *srv_run_start(srv_app *app, srv_page *p, const char *client, char **fetches, int n,
+                       bf_device_kind device, srv_response *res) {
+    if (app->stopping) {
+        srv_error(res, 503, "stopping", "the server is shutting down");
+        goto fail;
+    }
+    if (app->n_active >= app->lim.max_runs) {
+        srv_error(res, 429, "limit",
+                  "%d runs are queued or running, the most allowed (--max-runs)",
+                  app->lim.max_runs);
+        goto fail;
+    }
+    srv_run *r = calloc(1, sizeof(*r));
+    if (!r || !(r->diags = bf_diags_new())) {
+        free(r);
+        srv_error(res, 500, "no_memory", "out of memory");
+        goto fail;
+    }
+    snprintf(r->id, sizeof(r->id), "r%llu", (unsigned long long)++app->next_run);
+    snprintf(r->page_name, sizeof(r->page_name), "%s", p->name);
+    snprintf(r->client, sizeof(r->client), "%s", client);
+    r->app = app;
+    r->page = p;
+    r->fetches = fetches;
+    r->n_fetches = n;
+    r->device = device;
+    r->state = RUN_QUEUED;
+    atomic_init(&r->cancel, 0);
+    r->next = app->runs;
+    app->runs = r;
+    app->n_active++;
+    p->busy = true;
+    p->last_run = NULL;
+    p->gen++;
+    p->last_used = uv_now(app->loop);
+    uv_mutex_lock(&app->mu);
+    if (app->jobs_tail) app->jobs_tail->next_job = r;
+    else app->jobs_head = r;
+    app->jobs_tail = r;
+    uv_cond_signal(&app->cv);
+    uv_mutex_unlock(&app->mu);
+    return r;
+fail:
+    for (int i = 0; i < n; i++) free(fetches[i]);
+    free(fetches);
+    return NULL;
+}
+
+bool srv_run_cancel(srv_run *r) {
+    if (r->state == RUN_DONE) return false;
+    atomic_store(&r->cancel, 1);
+    if (r->page) bf_session_cancel(r->page->s); /* any thread, any time */
+    return true;
+}
+
+const bf_tensor *srv_run_tensor(srv_run *r, const char *block, const char *port,
+                                const char **why) {
+    if (r->state != RUN_DONE) {
+        *why = "running";
+        return NULL;
+    }
+    if (!r->page || r->page->last_run != r || r->page->gen != r->gen || r->page->busy) {
+        *why = "gone";
+        return NULL;
+    }
+    const bf_tensor *t = bf_session_output(r->page->s, block, port && port[0] ? port : NULL);
+    if (!t) *why = "not_found";
+    return t;
+}
+
+/* The loop side: deliver queued events, finish runs. */
+static void async_cb(uv_async_t *a) {
+    srv_app *app = a->data;
+    uv_mutex_lock(&app->mu);
+    srv_event *ev = app->ev_head;
+    app->ev_head = app->ev_tail = NULL;
+    uv_mutex_unlock(&app->mu);
+    while (ev) {
+        srv_event *next = ev->next;
+        srv_run *r = ev->run;
+        if (r) { /* the run is over: the session is the loop's again */
+            r->state = RUN_DONE;
+            app->n_active--;
+            app->n_finished++;
+            if (r->page) {
+                r->page->busy = false;
+                r->page->gen++;
+                r->gen = r->page->gen;
+                r->page->last_run = r;
+                r->page->last_used = uv_now(app->loop);
+            }
+        }
+        if (ev->json && app->emit) app->emit(app->emit_user, ev->client, ev->json, ev->len);
+        free(ev->json);
+        free(ev);
+        ev = next;
+    }
+    prune_finished(app);
+    if (app->stopping && app->n_active == 0 && app->on_drained) {
+        void (*cb)(srv_app *) = app->on_drained;
+        app->on_drained = NULL;
+        cb(app);
+    }
+}
+
+/* ---- the app ------------------------------------------------------------------------------- */
+
+void srv_limits_init(srv_limits *l) {
+    l->max_body = 1 << 20;
+    l->max_ws_message = 64 << 10;
+    l->max_upload = 64 << 20;
+    l->max_open_pages = 16;
+    l->max_runs = 64;
+    l->idle_s = 900;
+    l->run_timeout_s = 300;
+    l->max_values = 65536;
+    l->max_ws_queue = 8 << 20;
+    l->workers = 4;
+}
+
+int srv_app_init(srv_app *app, uv_loop_t *loop, const char *pages_dir, const bf_config *cfg,
+                 const srv_limits *lim, char *why, size_t n) {
+    memset(app, 0, sizeof(*app));
+    app->loop = loop;
+    app->lim = *lim;
+    bf_config c = *cfg;
+    c.confine_files = 1; /* pages are other people's: "file" stays in the pages folder */
+    if (srv_store_open(&app->store, pages_dir, c.max_page_bytes, why, n)) return -1;
+    bf_error e = {0};
+    if (bf_context_new(&c, &app->ctx, &e)) {
+        bf_error_format(&e, why, n);
+        srv_store_close(&app->store);
+        return -1;
+    }
+    uv_mutex_init(&app->mu);
+    uv_cond_init(&app->cv);
+    uv_async_init(loop, &app->async, async_cb);
+    app->async.data = app;
+    uv_timer_init(loop, &app->idle_timer);
+    app->idle_timer.data = app;
+    uint64_t every = (uint64_t)(app->lim.idle_s * 1000 / 4);
+    if (every < 50) every = 50;
+    if (every > 10000) every = 10000;
+    uv_timer_start(&app->idle_timer, idle_cb, every, every);
+    app->handles_open = true;
+    app->n_threads = lim->workers > 0 ? lim->workers : 1;
+    app->threads = calloc((size_t)app->n_threads, sizeof(uv_thread_t));
+    for (int i = 0; app->threads && i < app->n_threads; i++)
+        if (uv_thread_create(&app->threads[i], worker_main, app)) {
+            app->n_threads = i;
+            break;
+        }
+    if (!app->threads || app->n_threads == 0) {
+        snprintf(why, n, "cannot start the run threads");
+        return -1;
+    }
+    return 0;
+}
+
+void srv_app_stop(srv_app *app) {
+    app->stopping = true;
+    for (srv_run *r = app->runs; r; r = r->next) srv_run_cancel(r);
+    if (app->n_active == 0 && app->on_drained) {
+        void (*cb)(srv_app *) = app->on_drained;
+        app->on_drained = NULL;
+        cb(app);
+    }
+}
+
+void srv_app_close_handles(srv_app *app) {
+    if (!app->handles_open) return;
+    app->handles_open = false;
+    uv_timer_stop(&app->idle_timer);
+    uv_close((uv_handle_t *)&app->idle_timer, NULL);
+    uv_close((uv_handle_t *)&app->async, NULL);
+}
+
+void srv_app_free(srv_app *app) {
+    uv_mutex_lock(&app->mu);
+    app->quit = true;
+    uv_cond_broadcast(&app->cv);
+    uv_mutex_unlock(&app->mu);
+    for (int i = 0; i < app->n_threads; i++) uv_thread_join(&app->threads[i]);
+    free(app->threads);
+    /* events nobody delivered (stopping) */
+    for (srv_event *ev = app->ev_head, *next; ev; ev = next) {
+        next = ev->next;
+        free(ev->json);
+        free(ev);
+    }
+    while (app->pages) {
+        app->pages->busy = false;
+        srv_page_close(app, app->pages);
+    }
+    for (srv_run *r = app->runs, *next; r; r = next) {
+        next = r->next;
+        run_free(r);
+    }
+    uv_cond_destroy(&app->cv);
+    uv_mutex_destroy(&app->mu);
+    bf_context_free(app->ctx);
+    srv_store_close(&app->store);
+}

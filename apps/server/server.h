@@ -1,0 +1,220 @@
+/*
+ * server.h - the pieces of `blockflow serve` and the seams between them.
+ *
+ * The server is three layers, so that everything that reads hostile input can be tested and
+ * fuzzed without a network:
+ *
+ *   http.c     libwebsockets on libuv's loop: sockets, HTTP framing, WebSocket frames, per-client
+ *              send queues. It turns each request into an srv_request and writes the
+ *              srv_response back. The only file that sees lws types.
+ *   router.c   srv_route(): method, path, query, headers, body -> status, type, body. Security
+ *              checks (token, Host, Origin), then the API. Runs on the loop thread, never blocks
+ *              on a kernel.
+ *   store.c    the pages folder: safe names, confined opens, atomic writes, revisions.
+ *   runs.c     open pages (sessions), the run worker threads and the event queue that carries
+ *              per-block events from the workers to the loop thread.
+ *
+ * Everything here uses only include/blockflow.h from the library (plus cJSON and libuv).
+ * Names are srv_ (the server program's own; the library keeps bf_).
+ */
+#ifndef BF_SERVER_H
+#define BF_SERVER_H
+
+#include "blockflow.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+/* ---- limits: each one a flag of `blockflow serve` (see srv_usage in serve.c) -------------- */
+typedef struct srv_limits {
+    size_t max_body;         /* --max-body: bytes of one HTTP request body (1 MiB) */
+    size_t max_ws_message;   /* --max-ws-message: bytes of one WebSocket message (64 KiB) */
+    size_t max_upload;       /* --max-upload: decoded .npy bytes fed by one run request (64 MiB) */
+    int max_open_pages;      /* --max-open-pages: open pages per client (16) */
+    int max_runs;            /* --max-runs: runs queued or running at once, all clients (64) */
+    double idle_s;           /* --idle-timeout: seconds before an unused open page closes (900) */
+    double run_timeout_s;    /* --run-timeout: seconds one run may take (300) */
+    size_t max_values;       /* --max-values: elements in a ?view=values answer (65536) */
+    size_t max_ws_queue;     /* --max-ws-queue: bytes waiting for one slow WebSocket client
+                                before it is dropped (8 MiB) */
+    int workers;             /* --workers: run threads (4) */
+} srv_limits;
+
+void srv_limits_init(srv_limits *l);
+
+/* ---- one HTTP request and its answer (no lws types) --------------------------------------- */
+typedef struct srv_request {
+    const char *method;        /* "GET", "POST", "PUT", "DELETE", ... */
+    const char *path;          /* as received (percent-decoding, if any, already done by the
+                                  HTTP layer); never trusted */
+    const char *query;         /* "a=b&c=d" without '?', or "" */
+    const char *host;          /* Host header or NULL */
+    const char *origin;        /* Origin header or NULL */
+    const char *authorization; /* Authorization header or NULL */
+    const char *cookie;        /* Cookie header or NULL */
+    const char *client;        /* X-Blockflow-Client header or NULL */
+    const char *body;          /* may be NULL when body_len is 0 */
+    size_t body_len;
+} srv_request;
+
+typedef struct srv_response {
+    int status;
+    const char *content_type;  /* static string */
+    char *body;                /* malloc'd (free()), may be NULL */
+    size_t body_len;
+    char set_cookie[160];      /* "" or a Set-Cookie value */
+    char disposition[160];     /* "" or a Content-Disposition value */
+} srv_response;
+
+void srv_response_free(srv_response *r);
+
+/* ---- the pages folder (store.c) ------------------------------------------------------------ */
+typedef struct srv_store {
+    int dirfd;          /* the pages folder, O_DIRECTORY */
+    char dir[4096];     /* its absolute path (for the library's "file" resolution) */
+    uint64_t max_bytes; /* largest page file read */
+} srv_store;
+
+/* 1 when `name` is one safe path segment: [A-Za-z0-9._-]{1,100}, no leading dot. */
+bool srv_name_ok(const char *name);
+int srv_store_open(srv_store *st, const char *dir, uint64_t max_bytes, char *why, size_t n);
+void srv_store_close(srv_store *st);
+/*
+ * Read page `name` (".json" implied) into a malloc'd NUL-terminated buffer. Symbolic links and
+ * anything but a regular file are refused. Returns 0, or -ENOENT, -EFBIG, -ELOOP (a link),
+ * -EINVAL (not a regular file) or another -errno.
+ */
+int srv_store_read(srv_store *st, const char *name, char **text, size_t *len);
+/*
+ * Write page `name` atomically (temporary file, fsync, rename, fsync of the folder). With
+ * `exclusive`, fail with -EEXIST when the page exists (no overwrite, no race).
+ */
+int srv_store_write(srv_store *st, const char *name, const char *text, size_t len,
+                    bool exclusive);
+int srv_store_delete(srv_store *st, const char *name);
+/* Rename without replacing: -EEXIST when `to` exists. */
+int srv_store_rename(srv_store *st, const char *from, const char *to);
+/* The sorted list of page names as a JSON array text (malloc'd). */
+char *srv_store_list_json(srv_store *st);
+/* The revision of `len` bytes: 16 hex digits (FNV-1a 64) into rev[17]. */
+void srv_revision(const char *text, size_t len, char rev[17]);
+
+/* ---- open pages, runs and events (runs.c) -------------------------------------------------- */
+typedef struct srv_app srv_app;
+typedef struct srv_page srv_page;
+typedef struct srv_run srv_run;
+
+/*
+ * Where events go: called on the loop thread with one JSON text per event, for the WebSocket
+ * clients whose client id is `client` ("" = every client). The text is borrowed.
+ */
+typedef void (*srv_emit_cb)(void *user, const char *client, const char *json, size_t len);
+
+struct srv_app {
+    uv_loop_t *loop;
+    bf_context *ctx;
+    srv_store store;
+    srv_limits lim;
+    char token[80];
+    char hosts[8][300];    /* accepted Host values ("127.0.0.1:8470", "localhost:8470") */
+    int n_hosts;
+    srv_emit_cb emit;
+    void *emit_user;
+    /* open pages: a short list (bounded by clients x max_open_pages) */
+    srv_page *pages;
+    int n_pages;
+    /* runs: queued or running, plus the recent finished ones (for cancel and tensors) */
+    srv_run *runs;
+    int n_active;          /* queued or running */
+    int n_finished;        /* finished runs still listed */
+    uint64_t next_run;
+    uint64_t next_client;
+    bool stopping;
+    int ws_clients;        /* WebSocket clients connected (http.c) */
+    uint64_t ws_dropped;   /* clients dropped for not reading (http.c) */
+    /* the worker threads and their job queue */
+    uv_thread_t *threads;
+    int n_threads;
+    uv_mutex_t mu;         /* guards jobs, events, quit */
+    uv_cond_t cv;
+    srv_run *jobs_head, *jobs_tail;
+    struct srv_event *ev_head, *ev_tail;
+    bool quit;
+    uv_async_t async;      /* workers -> loop: events and finished runs */
+    uv_timer_t idle_timer; /* closes idle open pages */
+    bool handles_open;
+    void (*on_drained)(srv_app *app); /* called when stopping and no run is left */
+};
+
+/*
+ * Set up the app on `loop`: the pages folder, the context (confine_files on), the workers.
+ * `cfg` is the library configuration to use. Returns 0 or -1 with a message in why.
+ */
+int srv_app_init(srv_app *app, uv_loop_t *loop, const char *pages_dir, const bf_config *cfg,
+                 const srv_limits *lim, char *why, size_t n);
+/* Begin stopping: cancel every run; on_drained is called once none is left. */
+void srv_app_stop(srv_app *app);
+/* Close the libuv handles (after srv_app_stop has drained); the loop must then run them out. */
+void srv_app_close_handles(srv_app *app);
+/* Join the workers and free everything (after the loop has finished). */
+void srv_app_free(srv_app *app);
+
+/* The router (router.c): answers one request. Never blocks on a kernel. */
+void srv_route(srv_app *app, const srv_request *req, srv_response *res);
+/*
+ * The checks every request passes first (Host, Origin, and the token when need_token; on
+ * "/ws" the token may also come as ?token=). 0 when allowed, else -1 with res filled (403, 401).
+ * The WebSocket upgrade calls it alone.
+ */
+int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_response *res);
+
+/* What the router needs from runs.c. */
+srv_page *srv_page_find(srv_app *app, const char *name);
+/* Open `name` (load it into a session) for `client`, or return it when already open. On
+ * failure fills res with the error answer and returns NULL. */
+srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_response *res);
+bool srv_page_busy(const srv_page *p);
+bf_session *srv_page_session(srv_page *p);
+const char *srv_page_name(const srv_page *p);
+/* A change made to the session: tensors of earlier runs are gone. */
+void srv_page_changed(srv_page *p);
+/* Close an open page (not busy). */
+void srv_page_close(srv_app *app, srv_page *p);
+/* Follow a rename of the page file. */
+void srv_page_rename(srv_page *p, const char *to);
+/*
+ * Start a run of `p` (not busy). Takes `fetches` (malloc'd strings, n) whatever happens.
+ * Returns the run, or NULL with res filled (a limit).
+ */
+srv_run *srv_run_start(srv_app *app, srv_page *p, const char *client, char **fetches, int n,
+                       bf_device_kind device, srv_response *res);
+srv_run *srv_run_find(srv_app *app, const char *id);
+const char *srv_run_id(const srv_run *r);
+/* Cancel a queued or running run; returns false when it had already finished. */
+bool srv_run_cancel(srv_run *r);
+/*
+ * The tensor `block`:`port` of finished run `r`, or NULL with *why set: "running", "gone"
+ * (a later run or an edit replaced it), "not_found".
+ */
+const bf_tensor *srv_run_tensor(srv_run *r, const char *block, const char *port,
+                                const char **why);
+
+/* ---- JSON answers shared by router.c and runs.c -------------------------------------------- */
+/* res <- status with {"error": {"code", "message", and the fields of e that are set}}. */
+void srv_error(srv_response *res, int status, const char *code, const char *fmt, ...);
+void srv_error_bf(srv_response *res, int status, const bf_error *e);
+/* res <- status (0: from e's status) with {"error": e, "problems": [every record of d]}. */
+void srv_problems(srv_response *res, int status, const bf_error *e, const bf_diags *d);
+/* res <- status with the given JSON text (takes ownership of `json`, malloc'd). */
+void srv_json(srv_response *res, int status, char *json);
+
+/* Base64 (RFC 4648, standard alphabet, padding optional). Returns bytes or -1. */
+long srv_base64_decode(const char *in, size_t n, unsigned char *out, size_t cap);
+/* Depth of JSON nesting of a text, scanning strings properly; stops at limit+1. */
+int srv_json_depth(const char *text, size_t len, int limit);
+/* Constant-time comparison of two NUL-terminated strings. */
+bool srv_secret_eq(const char *a, const char *b);
+
+#endif /* BF_SERVER_H */

@@ -1,0 +1,680 @@
+"""test_serve.py - API, event-order, concurrency and hostile-request tests of `blockflow serve`.
+
+Each test class starts a real server (`blockflow serve --listen 127.0.0.1:0`) on a fresh pages
+folder and drives it over HTTP and WebSocket (serve_client.py). Run by ctest (BF_BINARY names
+the program); `python3 tests/apps/test_serve.py -v` works too with BF_BINARY set.
+"""
+import base64
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_client import Closed, Server, WebSocket  # noqa: E402
+
+BINARY = os.environ.get("BF_BINARY", "build/blockflow")
+SLOW = float(os.environ.get("BF_SERVE_SLOW", "1"))  # > 1 under sanitizers
+
+
+def teach_page(stride=1):
+    return {
+        "format": "blockflow.page", "version": 1, "name": "teach",
+        "description": "a 3x3 convolution of an 8x8 image",
+        "blocks": [
+            {"id": "x", "type": "RandomUniform", "attrs": {"shape": [1, 8, 8, 1], "seed": 1}},
+            {"id": "w", "type": "RandomNormal", "attrs": {"shape": [3, 3, 1, 2], "seed": 2}},
+            {"id": "y", "type": "Conv2D", "inputs": {"input": "x", "filter": "w"},
+             "attrs": {"strides": [1, stride, stride, 1], "padding": "SAME"}},
+        ],
+        "outputs": ["y"],
+    }
+
+
+def long_page(n=48):
+    blocks = [{"id": "x", "type": "RandomUniform", "attrs": {"shape": [1, 128, 128, 64], "seed": 1}},
+              {"id": "w", "type": "RandomNormal",
+               "attrs": {"shape": [7, 7, 64, 64], "seed": 2, "stddev": 0.02}}]
+    prev = "x"
+    for i in range(n):
+        blocks.append({"id": "c%d" % i, "type": "Conv2D",
+                       "inputs": {"input": prev, "filter": "w"},
+                       "attrs": {"strides": [1, 1, 1, 1], "padding": "SAME"}})
+        prev = "c%d" % i
+    return {"format": "blockflow.page", "version": 1, "name": "long", "blocks": blocks,
+            "outputs": [prev]}
+
+
+def feed_page():
+    return {"format": "blockflow.page", "version": 1, "name": "feed",
+            "blocks": [{"id": "p", "type": "Placeholder",
+                        "attrs": {"dtype": "float32", "shape": [2, 2]}},
+                       {"id": "q", "type": "Add", "inputs": {"x": "p", "y": "p"}}],
+            "outputs": ["q"]}
+
+
+def npy_bytes(values, shape):
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % (
+        "".join("%d, " % d for d in shape) if len(shape) != 1 else "%d," % shape[0])
+    total = 10 + len(header) + 1
+    header += " " * ((64 - total % 64) % 64) + "\n"
+    return (b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() +
+            struct.pack("<%df" % len(values), *values))
+
+
+class ServeCase(unittest.TestCase):
+    extra = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="bf-serve-")
+        cls.pages = os.path.join(cls.tmp, "pages")
+        os.mkdir(cls.pages)
+        # files outside the pages folder that no request may read or change
+        cls.secret = os.path.join(cls.tmp, "secret.json")
+        with open(cls.secret, "w") as f:
+            json.dump(teach_page(), f)
+        with open(os.path.join(cls.tmp, "secret.npy"), "wb") as f:
+            f.write(npy_bytes([1, 2, 3, 4], [2, 2]))
+        for name, page in (("teach", teach_page()), ("long", long_page()),
+                           ("feed", feed_page())):
+            with open(os.path.join(cls.pages, name + ".json"), "w") as f:
+                json.dump(page, f)
+        os.symlink(cls.secret, os.path.join(cls.pages, "evil.json"))
+        cls.srv = Server(BINARY, cls.pages, extra=cls.extra)
+
+    @classmethod
+    def tearDownClass(cls):
+        rc, err = cls.srv.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        assert rc == 0, "server exit %s: %s" % (rc, err)
+
+    def api(self, method, path, body=None, **kw):
+        return self.srv.request(method, path, body, **kw)
+
+    def ws(self, **kw):
+        kw.setdefault("token", self.srv.token)
+        ws = WebSocket(self.srv.port, **kw)
+        self.addCleanup(ws.close)
+        return ws
+
+    def run_page(self, name, ws, body=None, client=True):
+        hdr = {"X-Blockflow-Client": ws.client} if client else None
+        st, j, _ = self.api("POST", "/api/pages/%s/run" % name, body or {}, headers=hdr)
+        self.assertEqual(st, 202, j)
+        return j["run_id"], ws.run_events(j["run_id"], timeout=300 * SLOW)
+
+
+class TestApi(ServeCase):
+    def test_health_and_catalogue(self):
+        st, j, _ = self.api("GET", "/api/health")
+        self.assertEqual(st, 200)
+        self.assertTrue(j["ok"])
+        st, j, _ = self.api("GET", "/api/blocks")
+        self.assertEqual(st, 200)
+        import subprocess
+        cli = json.loads(subprocess.run([BINARY, "blocks", "--json"], capture_output=True,
+                                        text=True, check=True).stdout)
+        self.assertEqual(j, cli)
+
+    def test_index_sets_cookie(self):
+        st, body, h = self.api("GET", "/?token=" + self.srv.token, token=False)
+        self.assertEqual(st, 200)
+        self.assertIn(b"blockflow", body)
+        self.assertIn("HttpOnly", h["set-cookie"])
+        self.assertIn("SameSite=Strict", h["set-cookie"])
+        cookie = h["set-cookie"].split(";")[0]
+        st, j, _ = self.api("GET", "/api/health", token=False, headers={"Cookie": cookie})
+        self.assertEqual(st, 200)
+        st, _, h = self.api("GET", "/", token=False)
+        self.assertEqual(st, 200)
+        self.assertNotIn("set-cookie", h)
+
+    def test_pages_crud(self):
+        st, j, _ = self.api("GET", "/api/pages")
+        self.assertEqual(st, 200)
+        self.assertIn("teach", j["pages"])
+        self.assertNotIn("evil", j["pages"])  # a link is not a page
+        st, j, _ = self.api("GET", "/api/pages/teach")
+        self.assertEqual(st, 200)
+        self.assertEqual(j["page"]["name"], "teach")
+        rev = j["revision"]
+        # create: revision null; creating over an existing page is a conflict
+        st, j, _ = self.api("PUT", "/api/pages/crud", {"page": teach_page(), "revision": None})
+        self.assertEqual(st, 201, j)
+        rev1 = j["revision"]
+        st, j, _ = self.api("PUT", "/api/pages/crud", {"page": teach_page(), "revision": None})
+        self.assertEqual(st, 409)
+        self.assertEqual(j["revision"], rev1)
+        # update with the right revision, then a stale one
+        st, j, _ = self.api("PUT", "/api/pages/crud", {"page": teach_page(2), "revision": rev1})
+        self.assertEqual(st, 200, j)
+        rev2 = j["revision"]
+        self.assertNotEqual(rev1, rev2)
+        st, j, _ = self.api("PUT", "/api/pages/crud", {"page": teach_page(1), "revision": rev1})
+        self.assertEqual(st, 409)
+        self.assertEqual(j["error"]["code"], "stale_revision")
+        self.assertEqual(j["revision"], rev2)
+        # another program changes the file: the revision follows the bytes
+        with open(os.path.join(self.pages, "crud.json"), "a") as f:
+            f.write("\n")
+        st, j, _ = self.api("PUT", "/api/pages/crud", {"page": teach_page(1), "revision": rev2})
+        self.assertEqual(st, 409)
+        rev3 = j["revision"]
+        # an invalid page is refused with every problem, and nothing is written
+        bad = teach_page()
+        bad["blocks"][2]["attrs"]["stride"] = [1, 1, 1]  # no such attribute
+        bad["blocks"][1]["type"] = "NoSuchBlock"
+        st, j, _ = self.api("PUT", "/api/pages/crud", {"page": bad, "revision": rev3})
+        self.assertEqual(st, 422, j)
+        self.assertEqual({p["block"] for p in j["problems"]}, {"w", "y"})
+        self.assertEqual(rev3, self.api("GET", "/api/pages/crud")[1]["revision"])
+        # rename, duplicate, delete
+        st, j, _ = self.api("POST", "/api/pages/crud/rename", {"to": "crud2"})
+        self.assertEqual(st, 200, j)
+        st, j, _ = self.api("POST", "/api/pages/crud2/duplicate", {"to": "teach"})
+        self.assertEqual(st, 409)
+        st, j, _ = self.api("POST", "/api/pages/crud2/duplicate", {"to": "crud3"})
+        self.assertEqual(st, 201)
+        st, j, _ = self.api("DELETE", "/api/pages/crud3?revision=0000000000000000")
+        self.assertEqual(st, 409)
+        for n in ("crud2", "crud3"):
+            st, j, _ = self.api("DELETE", "/api/pages/" + n)
+            self.assertEqual(st, 200, j)
+        st, j, _ = self.api("GET", "/api/pages/crud2")
+        self.assertEqual(st, 404)
+        self.assertEqual(rev, self.api("GET", "/api/pages/teach")[1]["revision"])
+
+    def test_atomic_write_leaves_no_temp(self):
+        st, j, _ = self.api("PUT", "/api/pages/atomic", {"page": teach_page(), "revision": None})
+        self.assertEqual(st, 201)
+        self.assertEqual([f for f in os.listdir(self.pages) if f.startswith(".")], [])
+        self.api("DELETE", "/api/pages/atomic")
+
+    def test_check(self):
+        st, j, _ = self.api("POST", "/api/pages/teach/check", teach_page(2))
+        self.assertEqual(st, 200)
+        self.assertTrue(j["ok"])
+        y = j["blocks"]["y"]["outputs"]["output"]
+        self.assertEqual(y["shape"], [1, 4, 4, 2])
+        self.assertEqual(y["label"], "float32[1,4,4,2]")
+        bad = teach_page()
+        bad["blocks"][2]["attrs"]["strides"] = [1, 0, 1, 1]
+        bad["blocks"][1]["attrs"]["shape"] = [3, 3, 2, 2]
+        st, j, _ = self.api("POST", "/api/pages/teach/check", bad)
+        self.assertEqual(st, 200)
+        self.assertFalse(j["ok"])
+        self.assertTrue(j["problems"])
+        self.assertTrue(all(p["block"] == "y" for p in j["problems"]), j)
+        st, j, _ = self.api("POST", "/api/pages/teach/check", "{not json")
+        self.assertEqual(st, 200)
+        self.assertFalse(j["ok"])
+
+    def test_run_events_cached_rerun_and_tensors(self):
+        ws = self.ws()
+        self.api("POST", "/api/pages/teach/close")
+        rid, evs = self.run_page("teach", ws)
+        types = [e["type"] for e in evs]
+        self.assertEqual(types[0], "run_started")
+        self.assertEqual(types[-1], "run_finished")
+        self.assertTrue(all(e["run_id"] == rid and e["page"] == "teach" for e in evs))
+        started = [e["block"] for e in evs if e["type"] == "block_started"]
+        finished = [e for e in evs if e["type"] == "block_finished"]
+        self.assertEqual(sorted(started), ["w", "x", "y"])
+        self.assertEqual(sorted(e["block"] for e in finished), ["w", "x", "y"])
+        for e in evs:  # each block starts before it finishes
+            if e["type"] == "block_finished":
+                self.assertLess(types.index("block_started"), evs.index(e))
+        y = [e for e in finished if e["block"] == "y"][0]
+        self.assertEqual(y["outputs"][0], {"dtype": "float32", "shape": [1, 8, 8, 2]})
+        self.assertEqual(y["device"], "cpu")
+        self.assertIn("ms", y)
+        # tensors of the run
+        st, j, _ = self.api("GET", "/api/runs/%s/tensors/y" % rid)
+        self.assertEqual(st, 200)
+        self.assertEqual(j["shape"], [1, 8, 8, 2])
+        for k in ("min", "max", "mean", "std", "nan", "inf"):
+            self.assertIn(k, j)
+        st, j, _ = self.api("GET", "/api/runs/%s/tensors/y:output?view=values&slice=0,0:2,:,1"
+                            % rid)
+        self.assertEqual(st, 200, j)
+        self.assertEqual(j["window"], [1, 2, 8, 1])
+        self.assertEqual(len(j["values"]), 16)
+        st, data, h = self.api("GET", "/api/runs/%s/tensors/y?view=npy" % rid, raw=True)
+        self.assertEqual(st, 200)
+        self.assertTrue(data.startswith(b"\x93NUMPY"))
+        self.assertEqual(len(data) % 16, (128 + 8 * 8 * 2 * 4) % 16)
+        st, j, _ = self.api("GET", "/api/runs/%s/tensors/y?view=values" % rid)
+        self.assertEqual(st, 200)
+        self.assertAlmostEqual(j["values"][0], self.api(
+            "GET", "/api/runs/%s/tensors/y?view=values&slice=0,0,0,0" % rid)[1]["values"][0])
+        st, j, _ = self.api("GET", "/api/runs/%s/tensors/nope" % rid)
+        self.assertEqual(st, 404)
+        # a cached re-run: every block reused, none started
+        rid2, evs = self.run_page("teach", ws)
+        types = [e["type"] for e in evs]
+        self.assertEqual(types[0], "run_started")
+        self.assertEqual(types[-1], "run_finished")
+        self.assertNotIn("block_started", types)
+        self.assertIn("block_cached", types)
+        st, j, _ = self.api("GET", "/api/runs/%s/tensors/y" % rid)
+        self.assertEqual(st, 410)  # replaced by the later run
+
+    def test_edit_then_incremental_run(self):
+        ws = self.ws()
+        self.run_page("teach", ws)
+        st, j, _ = self.api("POST", "/api/pages/teach/edits",
+                            [{"op": "set_attr", "block": "y", "attr": "strides",
+                              "value": [1, 2, 2, 1]}])
+        self.assertEqual(st, 200, j)
+        self.assertEqual(j["blocks"]["y"]["outputs"]["output"]["shape"], [1, 4, 4, 2])
+        rid, evs = self.run_page("teach", ws)
+        started = [e["block"] for e in evs if e["type"] == "block_started"]
+        self.assertEqual(started, ["y"])
+        st, j, _ = self.api("POST", "/api/pages/teach/edits",
+                            [{"op": "set_attr", "block": "y", "attr": "strides",
+                              "value": [1, 2, 2]}])
+        self.assertEqual(st, 200)  # applied: the answer lists the problem it makes
+        self.assertFalse(j["ok"])
+        self.assertEqual(j["problems"][0]["block"], "y")
+        st, j, _ = self.api("POST", "/api/pages/teach/edits",
+                            [{"op": "set_attr", "block": "nope", "attr": "strides",
+                              "value": [1, 2, 2, 1]}])
+        self.assertEqual(st, 422)
+        self.assertEqual(j["error"]["pointer"], "/0")
+        self.api("POST", "/api/pages/teach/edits",
+                 [{"op": "set_attr", "block": "y", "attr": "strides", "value": [1, 1, 1, 1]}])
+
+    def test_live_edits_all_or_nothing_then_save(self):
+        st, j, _ = self.api("PUT", "/api/pages/live", {"page": teach_page(), "revision": None})
+        self.assertEqual(st, 201, j)
+        rev = j["revision"]
+        ws = self.ws()
+        self.run_page("live", ws)
+        # a batch whose second edit fails changes nothing
+        st, j, _ = self.api("POST", "/api/pages/live/edits", [
+            {"op": "add_block", "id": "z", "type": "Identity"},
+            {"op": "connect", "block": "z", "port": "nope", "source": "y"}])
+        self.assertEqual(st, 422, j)
+        self.assertTrue(j["error"]["pointer"].startswith("/1"), j)
+        st, j, _ = self.api("POST", "/api/pages/live/check", teach_page())
+        # unfinished wiring is allowed and reported
+        st, j, _ = self.api("POST", "/api/pages/live/edits", [
+            {"op": "add_block", "id": "z", "type": "Identity"}])
+        self.assertEqual(st, 200, j)
+        self.assertFalse(j["ok"])
+        self.assertIn("z", [p.get("block") for p in j["problems"]])
+        st, j, _ = self.api("POST", "/api/pages/live/edits", {"edits": [
+            {"op": "connect", "block": "z", "port": "input", "source": "y"},
+            {"op": "set_outputs", "outputs": ["z"]},
+            {"op": "set_ui", "block": "z", "ui": {"x": 10, "y": 20}}]})
+        self.assertEqual(st, 200, j)
+        self.assertTrue(j["ok"], j)
+        self.assertEqual(j["blocks"]["z"]["inputs"]["input"]["source"], "y")
+        self.assertEqual(j["blocks"]["z"]["outputs"]["output"]["label"], "float32[1,8,8,2]")
+        rid, evs = self.run_page("live", ws)
+        self.assertEqual([e["block"] for e in evs if e["type"] == "block_started"], ["z"])
+        # save what the session holds: written canonical, and the session stays open (cached)
+        st, j, _ = self.api("GET", "/api/pages/live?view=session")
+        page = j.get("session_page")
+        self.assertIsNotNone(page, j)
+        st, j, _ = self.api("PUT", "/api/pages/live", {"page": page, "revision": rev})
+        self.assertEqual(st, 200, j)
+        self.assertTrue(j["open"])
+        import subprocess
+        fmt = subprocess.run([BINARY, "fmt", "--check", os.path.join(self.pages, "live.json")],
+                             capture_output=True, text=True)
+        self.assertEqual(fmt.returncode, 0, fmt.stdout + fmt.stderr)
+        rid, evs = self.run_page("live", ws)
+        self.assertNotIn("block_started", [e["type"] for e in evs])
+        # a page saved with wiring problems opens and lists them
+        loose = teach_page()
+        del loose["blocks"][2]["inputs"]["filter"]
+        st, j, _ = self.api("PUT", "/api/pages/loose", {"page": loose, "revision": None})
+        self.assertEqual(st, 201, j)
+        st, j, _ = self.api("POST", "/api/pages/loose/open")
+        self.assertEqual(st, 200, j)
+        self.assertFalse(j["ok"])
+        self.assertEqual(j["problems"][0]["block"], "y")
+        for n in ("live", "loose"):
+            self.api("POST", "/api/pages/%s/close" % n)
+            self.api("DELETE", "/api/pages/" + n)
+
+    def test_failing_run(self):
+        ws = self.ws()
+        rid, evs = self.run_page("feed", ws)  # the placeholder is not fed
+        self.assertEqual(evs[0]["type"], "run_started")
+        self.assertEqual(evs[-1]["type"], "run_failed")
+        self.assertIn("error", evs[-1])
+        # fed, it runs
+        b64 = base64.b64encode(npy_bytes([1, 2, 3, 4], [2, 2])).decode()
+        rid, evs = self.run_page("feed", ws, {"feeds": {"p": b64}})
+        self.assertEqual(evs[-1]["type"], "run_finished", evs)
+        st, j, _ = self.api("GET", "/api/runs/%s/tensors/q?view=values" % rid)
+        self.assertEqual(j["values"], [2, 4, 6, 8])
+        # a feed that is not .npy, or not base64
+        st, j, _ = self.api("POST", "/api/pages/feed/run", {"feeds": {"p": "aGVsbG8="}})
+        self.assertEqual(st, 422, j)
+        self.assertEqual(j["error"]["block"], "p")
+        st, j, _ = self.api("POST", "/api/pages/feed/run", {"feeds": {"p": "!!!"}})
+        self.assertEqual(st, 422)
+        # a failing block: the fetch names nothing
+        st, j, _ = self.api("POST", "/api/pages/teach/run", {"fetch": ["nope"]},
+                            headers={"X-Blockflow-Client": ws.client})
+        self.assertEqual(st, 202)
+        evs = ws.run_events(j["run_id"])
+        self.assertEqual(evs[-1]["type"], "run_failed")
+
+    def test_cancel_long_run_and_requests_meanwhile(self):
+        ws = self.ws()
+        st, j, _ = self.api("POST", "/api/pages/long/run", {},
+                            headers={"X-Blockflow-Client": ws.client})
+        self.assertEqual(st, 202)
+        rid = j["run_id"]
+        ev = ws.recv_json()
+        self.assertEqual(ev["type"], "run_started")
+        # while it runs: other requests are answered at once, another page runs
+        t0 = time.time()
+        for _ in range(5):
+            self.assertEqual(self.api("GET", "/api/health")[0], 200)
+        self.assertLess(time.time() - t0, 2 * SLOW)
+        ws2 = self.ws()
+        _, evs = self.run_page("teach", ws2)
+        self.assertEqual(evs[-1]["type"], "run_finished")
+        # the busy page refuses edits and runs
+        st, j, _ = self.api("POST", "/api/pages/long/run", {})
+        self.assertEqual((st, j["error"]["code"]), (409, "busy"))
+        st, j, _ = self.api("POST", "/api/pages/long/edits",
+                            [{"op": "set_attr", "block": "c0", "attr": "padding",
+                              "value": "VALID"}])
+        self.assertEqual(st, 409)
+        st, j, _ = self.api("GET", "/api/runs/%s/tensors/c0" % rid)
+        self.assertEqual(st, 409)
+        st, j, _ = self.api("POST", "/api/runs/%s/cancel" % rid)
+        self.assertEqual(st, 202)
+        self.assertTrue(j["cancelled"])
+        rest = ws.run_events(rid, timeout=120 * SLOW)
+        self.assertEqual(rest[-1]["type"], "run_cancelled")
+        self.assertLess(time.time() - t0, 60 * SLOW)
+        st, j, _ = self.api("POST", "/api/runs/%s/cancel" % rid)
+        self.assertEqual((st, j["cancelled"]), (200, False))
+
+    def test_two_clients_edit_and_run_at_once(self):
+        for n in ("a", "b"):
+            self.api("PUT", "/api/pages/two_" + n, {"page": teach_page(), "revision": None})
+        results = {}
+
+        def work(n):
+            ws = WebSocket(self.srv.port, token=self.srv.token)
+            try:
+                out = []
+                for stride in (2, 1, 2, 1):
+                    st, j, _ = self.srv.request(
+                        "POST", "/api/pages/two_%s/edits" % n,
+                        [{"op": "set_attr", "block": "y", "attr": "strides",
+                          "value": [1, stride, stride, 1]}],
+                        headers={"X-Blockflow-Client": ws.client})
+                    out.append(st)
+                    st, j, _ = self.srv.request("POST", "/api/pages/two_%s/run" % n, {},
+                                                headers={"X-Blockflow-Client": ws.client})
+                    out.append(st)
+                    evs = ws.run_events(j["run_id"])
+                    out.append(evs[-1]["type"])
+                    # a client sees only its own runs
+                    out.extend("other" for e in evs if e["page"] != "two_" + n)
+                results[n] = out
+            finally:
+                ws.close()
+        ts = [threading.Thread(target=work, args=(n,)) for n in ("a", "b")]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(300)
+        for n in ("a", "b"):
+            self.assertEqual(results.get(n), [200, 202, "run_finished"] * 4)
+            self.api("DELETE", "/api/pages/two_" + n)
+
+    def test_ws_ping(self):
+        ws = self.ws()
+        ws.send(json.dumps({"type": "ping"}))
+        self.assertEqual(ws.recv_json()["type"], "pong")
+        ws.send("nonsense")
+        self.assertEqual(ws.recv_json()["error"]["code"], "bad_json")
+
+
+class TestHostile(ServeCase):
+    extra = ("--max-body", "65536", "--max-ws-message", "4096", "--max-ws-queue", "65536",
+             "--max-values", "100")
+
+    def outside_unchanged(self):
+        with open(self.secret) as f:
+            self.assertEqual(json.load(f), teach_page())
+
+    def test_tokens(self):
+        for tok in (False, "wrong-token-xyz"):
+            for m, p, b in (("GET", "/api/health", None), ("GET", "/api/pages", None),
+                            ("PUT", "/api/pages/x", {"page": teach_page(), "revision": None}),
+                            ("POST", "/api/pages/teach/run", {}),
+                            ("DELETE", "/api/pages/teach", None)):
+                st, j, _ = self.api(m, p, b, token=tok)
+                self.assertEqual(st, 401, (m, p))
+                self.assertEqual(j["error"]["code"], "unauthorized")
+        self.assertFalse(os.path.exists(os.path.join(self.pages, "x.json")))
+        self.assertTrue(os.path.exists(os.path.join(self.pages, "teach.json")))
+        st, _, _ = self.api("GET", "/api/health", token=False,
+                            headers={"Cookie": "blockflow_token=nope"})
+        self.assertEqual(st, 401)
+        for tok in (None, "wrong"):
+            ws = WebSocket(self.srv.port, token=tok)
+            ws.close()
+            self.assertEqual(ws.status, 401)
+
+    def test_host_and_origin(self):
+        for host in ("evil.example:80", "127.0.0.1", "attacker.com:%d" % self.srv.port, None):
+            st, j, _ = self.api("GET", "/api/health", headers={"Host": host})
+            self.assertIn(st, (400, 403), host)
+        st, j, _ = self.api("GET", "/api/health", headers={"Host": "localhost:%d" % self.srv.port})
+        self.assertEqual(st, 200)
+        st, j, _ = self.api("POST", "/api/pages/teach/run", {},
+                            headers={"Origin": "http://evil.example"})
+        self.assertEqual(st, 403)
+        for kw in ({"origin": "http://evil.example"}, {"host": "evil.example"},
+                   {"origin": "null"}, {"origin": "http://127.0.0.1.evil.example:%d" % self.srv.port}):
+            ws = WebSocket(self.srv.port, token=self.srv.token, **kw)
+            ws.close()
+            self.assertEqual(ws.status, 403, kw)
+        ws = WebSocket(self.srv.port, token=self.srv.token, origin="http://" + self.srv.host)
+        ws.close()
+        self.assertEqual(ws.status, 101)
+
+    def test_path_traversal(self):
+        names = ["..", "%2e%2e", "..%2f..%2fsecret", "%2e%2e%2fsecret", ".hidden", "a%2fb",
+                 "%2fetc%2fpasswd", "..%5csecret", "evil", "secret%00", "x" * 101,
+                 "..;", "%252e%252e"]
+        for n in names:
+            for m, suffix, body in (("GET", "", None),
+                                    ("PUT", "", {"page": teach_page(), "revision": None}),
+                                    ("DELETE", "", None), ("POST", "/run", {}),
+                                    ("POST", "/check", teach_page())):
+                try:
+                    st, j, _ = self.api(m, "/api/pages/" + n + suffix, body)
+                except (ConnectionError, http.client.HTTPException):
+                    st, j = 0, None  # refused by libwebsockets itself (a NUL in the URI)
+                if n == "evil" and m == "POST" and suffix == "/check":
+                    continue  # checking a body touches no file
+                if n == "evil" and m == "PUT":
+                    # a planted link: the write replaces the link itself, never its target
+                    self.assertIn(st, (403, 409), (n, m))
+                    continue
+                self.assertIn(st, (0, 400, 403, 404, 405, 409), (n, m, suffix, j))
+        st, j, _ = self.api("GET", "/api/pages/evil")
+        self.assertEqual(st, 403)
+        self.assertNotIn("teach", json.dumps(j))
+        st, j, _ = self.api("POST", "/api/pages/teach/rename", {"to": "../escaped"})
+        self.assertEqual(st, 400)
+        st, j, _ = self.api("POST", "/api/pages/teach/duplicate", {"to": "/tmp/escaped"})
+        self.assertEqual(st, 400)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "escaped.json")))
+        self.outside_unchanged()
+        self.assertTrue(os.path.islink(os.path.join(self.pages, "evil.json")))
+
+    def test_file_attr_confined(self):
+        page = feed_page()
+        page["blocks"][0] = {"id": "p", "type": "Const", "attrs": {"file": "../secret.npy"}}
+        st, j, _ = self.api("POST", "/api/pages/conf/check", page)
+        self.assertFalse(j["ok"])
+        self.assertIn("outside", json.dumps(j))
+        page["blocks"][0]["attrs"]["file"] = os.path.join(self.tmp, "secret.npy")
+        st, j, _ = self.api("PUT", "/api/pages/conf", {"page": page, "revision": None})
+        self.assertEqual(st, 422, j)
+        self.assertFalse(os.path.exists(os.path.join(self.pages, "conf.json")))
+
+    def test_malformed_and_nested_json(self):
+        for body in ("{", "[1,2", "nul", '{"page": 1}', "\x00\x01", '"str"', "[]"):
+            st, j, _ = self.api("PUT", "/api/pages/bad", body)
+            self.assertEqual(st, 400, body)
+            self.assertIn("error", j)
+        deep = "[" * 10000 + "]" * 10000
+        for path in ("/api/pages/bad", "/api/pages/teach/check", "/api/pages/teach/edits",
+                     "/api/pages/teach/run"):
+            st, j, _ = self.api("PUT" if path.endswith("bad") else "POST", path, deep)
+            self.assertEqual(st, 400, path)
+            self.assertIn("max_json_depth", j["error"]["message"])
+        st, j, _ = self.api("POST", "/api/pages/teach/edits", [{"op": "explode"}])
+        self.assertIn(st, (400, 422, 501))
+        self.assertIn("pointer", j["error"])
+        st, j, _ = self.api("GET", "/api/nothing")
+        self.assertEqual(st, 404)
+        st, j, _ = self.api("PATCH", "/api/pages/teach", "{}")
+        self.assertEqual(st, 405)
+
+    def test_oversized_body_and_values(self):
+        st, j, _ = self.api("PUT", "/api/pages/big", "x" * 70000)
+        self.assertEqual(st, 413)
+        self.assertIn("--max-body", j["error"]["message"])
+        self.assertEqual(j["error"]["code"], "limit")
+        ws = self.ws()
+        rid, _ = self.run_page("teach", ws)
+        st, j, _ = self.api("GET", "/api/runs/%s/tensors/y?view=values" % rid)
+        self.assertEqual(st, 413)
+        self.assertIn("--max-values", j["error"]["message"])
+        st, j, _ = self.api("GET", "/api/runs/%s/tensors/y?view=values&slice=0:9x" % rid)
+        self.assertEqual(st, 400)
+
+    def test_oversized_ws_message(self):
+        ws = self.ws()
+        ws.send("[" + "0," * 4000 + "0]")
+        with self.assertRaises(Closed) as c:
+            ws.recv_json()
+        self.assertEqual(c.exception.code, 1009)
+        self.assertIn("max_ws_message", c.exception.reason)
+        self.assertEqual(self.api("GET", "/api/health")[0], 200)
+
+    def test_disconnect_mid_run(self):
+        ws = self.ws()
+        st, j, _ = self.api("POST", "/api/pages/long/run", {},
+                            headers={"X-Blockflow-Client": ws.client})
+        self.assertEqual(st, 202)
+        ws.recv_json()
+        ws.close()  # gone while its run goes on
+        time.sleep(0.2)
+        self.assertEqual(self.api("GET", "/api/health")[0], 200)
+        self.api("POST", "/api/runs/%s/cancel" % j["run_id"])
+        # a raw HTTP client that sends half a request and leaves
+        s = socket.create_connection(("127.0.0.1", self.srv.port))
+        s.sendall(b"PUT /api/pages/x HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\n{"
+                  % self.srv.host.encode())
+        s.close()
+        deadline = time.time() + 60 * SLOW
+        while time.time() < deadline:
+            if self.api("GET", "/api/health")[1]["active_runs"] == 0:
+                break
+            time.sleep(0.1)
+        self.assertEqual(self.api("GET", "/api/health")[1]["active_runs"], 0)
+
+    def test_slow_client_is_dropped(self):
+        slow = self.ws(rcvbuf=4096)
+        before = self.api("GET", "/api/health")[1]["ws_dropped"]
+        # 4 KB pongs pile up at a client that never reads (beyond what the kernel buffers):
+        # past --max-ws-queue it is dropped, and nobody else waits for it
+        ping = json.dumps({"type": "ping", "data": "x" * 4000})
+        try:
+            for i in range(4000):
+                slow.send(ping)
+        except OSError:
+            pass  # the server closed it while we were still sending
+        fast = self.ws()
+        _, evs = self.run_page("teach", fast)
+        self.assertEqual(evs[-1]["type"], "run_finished")
+        self.assertGreater(self.api("GET", "/api/health")[1]["ws_dropped"], before)
+        # and the slow client's socket ends (EOF or reset), it does not hang
+        with self.assertRaises((Closed, OSError)):
+            for _ in range(100000):
+                slow.recv_frame(timeout=30 * SLOW)
+        self.assertTrue(self.srv.alive())
+
+
+class TestLimits(ServeCase):
+    extra = ("--max-open-pages", "2", "--max-runs", "1", "--idle-timeout", "1",
+             "--max-upload", "100")
+
+    def test_open_pages_runs_upload_idle(self):
+        hdr = {"X-Blockflow-Client": "alice"}
+        for n in ("teach", "feed"):
+            st, j, _ = self.api("POST", "/api/pages/%s/open" % n, headers=hdr)
+            self.assertEqual(st, 200, j)
+        st, j, _ = self.api("POST", "/api/pages/long/open", headers=hdr)
+        self.assertEqual(st, 429)
+        self.assertIn("--max-open-pages", j["error"]["message"])
+        st, j, _ = self.api("POST", "/api/pages/long/open", headers={"X-Blockflow-Client": "bob"})
+        self.assertEqual(st, 200)
+        b64 = base64.b64encode(npy_bytes([0] * 64, [8, 8])).decode()
+        st, j, _ = self.api("POST", "/api/pages/feed/run", {"feeds": {"p": b64}}, headers=hdr)
+        self.assertEqual(st, 413)
+        self.assertIn("--max-upload", j["error"]["message"])
+        ws = self.ws()
+        st, j, _ = self.api("POST", "/api/pages/long/run", {}, headers={"X-Blockflow-Client": "bob"})
+        self.assertEqual(st, 202)
+        st, j2, _ = self.api("POST", "/api/pages/teach/run", {}, headers=hdr)
+        self.assertEqual(st, 429)
+        self.assertIn("--max-runs", j2["error"]["message"])
+        self.api("POST", "/api/runs/%s/cancel" % j["run_id"])
+        # idle pages close by themselves
+        deadline = time.time() + 30 * SLOW
+        while time.time() < deadline and self.api("GET", "/api/health")[1]["open_pages"]:
+            time.sleep(0.2)
+        self.assertEqual(self.api("GET", "/api/health")[1]["open_pages"], 0)
+
+
+class TestShutdown(unittest.TestCase):
+    def test_sigint_cancels_runs_and_exits(self):
+        tmp = tempfile.mkdtemp(prefix="bf-serve-")
+        try:
+            with open(os.path.join(tmp, "long.json"), "w") as f:
+                json.dump(long_page(), f)
+            srv = Server(BINARY, tmp)
+            ws = WebSocket(srv.port, token=srv.token)
+            st, j, _ = srv.request("POST", "/api/pages/long/run", {})
+            self.assertEqual(st, 202)
+            self.assertEqual(ws.recv_json()["type"], "run_started")
+            ws.close()
+            t0 = time.time()
+            rc, err = srv.stop(signal.SIGINT)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("stopped", err)
+            self.assertLess(time.time() - t0, 60 * SLOW)
+            self.assertEqual(sorted(os.listdir(tmp)), ["long.json"])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
