@@ -420,7 +420,8 @@ BF_API bf_status bf_session_disconnect(bf_session *s, const char *block_id, cons
                                        bf_error *err);
 /*
  * Change one attribute of a block, given as JSON text (e.g. "[1,2,2,1]" or "\"SAME\""), or
- * NULL to go back to its default. Setting the value it has changes nothing. Errors:
+ * NULL to go back to its default. Setting the value it has changes nothing, except for a
+ * `file` attribute, which is read again (the file may have changed). Errors:
  * BF_ENOTFOUND, BF_EATTR, BF_EPARSE, BF_EIO.
  */
 BF_API bf_status bf_session_set_attr(bf_session *s, const char *block_id, const char *attr,

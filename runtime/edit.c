@@ -410,7 +410,9 @@ static bf_status set_attr(bf_session *s, const char *block_id, const char *attr,
         st = bf_attrs_load_files(d, tmp, &files, &e);
         v = tmp[a];
     }
-    if (st == BF_OK && same_value(ad, &n->pb->attrs[a], &v)) {
+    /* The same value changes nothing, except a file name: setting it again re-reads the file,
+     * whose contents may have changed on disk. */
+    if (st == BF_OK && ad->kind != BF_ATTR_FILE && same_value(ad, &n->pb->attrs[a], &v)) {
         bf_attr_value_free(&v);
         return BF_OK;
     }

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HEAD "{\"format\":\"blockflow.page\",\"version\":1,"
 
@@ -448,6 +449,38 @@ START_TEST(dangling_links_resolve_when_named) {
 }
 END_TEST
 
+/* Setting a file attribute to the same name reads the file again: it may have changed */
+START_TEST(file_attribute_reloads) {
+    char dir[] = "/tmp/bf_edit_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof(path), "%s/v.npy", dir);
+    int64_t dims[1] = {2};
+    bf_tensor *t = NULL;
+    ck_assert_int_eq(bf_tensor_new(NULL, BF_DTYPE_F32, 1, dims, &t, NULL), BF_OK);
+    ((float *)bf_tensor_data(t))[0] = 1.5f;
+    ck_assert_int_eq(bf_tensor_save_npy(t, path, NULL), BF_OK);
+    const char *json = HEAD "\"blocks\":[{\"id\":\"c\",\"type\":\"Const\",\"attrs\":{\"file\":"
+                            "\"v.npy\"}}],\"outputs\":[\"c\"]}";
+    bf_context *ctx = context();
+    bf_session *s = open_json(ctx, json, dir);
+    bf_error e = {0};
+    ck_assert_int_eq(run(s, NULL, &e), BF_OK);
+    ck_assert_double_eq(bf_tensor_get_f64(bf_session_output(s, "c", NULL), 0), 1.5);
+    ((float *)bf_tensor_data(t))[0] = -4.0f;
+    ck_assert_int_eq(bf_tensor_save_npy(t, path, NULL), BF_OK);
+    ck_assert_int_eq(bf_session_set_attr(s, "c", "file", "\"v.npy\"", &e), BF_OK);
+    ck_assert_int_eq(run(s, NULL, &e), BF_OK);
+    ck_assert_str_eq(ran(s), "c");
+    ck_assert_double_eq(bf_tensor_get_f64(bf_session_output(s, "c", NULL), 0), -4.0);
+    unlink(path);
+    rmdir(dir);
+    bf_tensor_free(t);
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+END_TEST
+
 /* ---- the canonical form ----------------------------------------------------------------- */
 
 START_TEST(canonical_form_keeps_ui_and_ext) {
@@ -732,6 +765,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, batch_is_all_or_nothing);
     tcase_add_test(tc, every_problem_at_once);
     tcase_add_test(tc, dangling_links_resolve_when_named);
+    tcase_add_test(tc, file_attribute_reloads);
     tcase_add_test(tc, canonical_form_keeps_ui_and_ext);
     tcase_add_test(tc, round_trip_every_example);
     tcase_add_test(tc, random_edits_match_a_fresh_load);
