@@ -559,7 +559,7 @@ BF_API bf_status bf_session_explain(bf_session *s, const char *block_id, const i
                                     bf_error *err);
 
 typedef struct bf_gradcheck_options {
-    double eps;             /* relative finite-difference step; 0 = 1e-3 (see below) */
+    double eps;             /* relative finite-difference step; 0 = 1e-2 (see below) */
     double tolerance;       /* pass when max relative error <= this; 0 = 1e-6 */
     int full_below;         /* check every element of tensors with at most this many; 0 = 4096 */
     int samples;            /* else a seeded sample of this many; 0 = 256 */
