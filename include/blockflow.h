@@ -520,6 +520,111 @@ BF_API const bf_block_stats *bf_session_block_stats(const bf_session *s, int i);
 BF_API int bf_session_block_output_count(const bf_session *s, int i);
 BF_API const char *bf_session_block_output_name(const bf_session *s, int i, int j);
 
+/* ---------------------------------------------------------------------------------------------
+ * Teaching views (runtime/teach.c): where every number of a convolution (gradient) comes from.
+ * They work on blocks whose type offers them (the six convolution blocks): others get
+ * BF_EUNSUPPORTED. Each runs what it needs first, as bf_session_run with the given limits.
+ */
+
+typedef struct bf_explain_options {
+    const char *port;       /* output port of the block; NULL = its first */
+    int64_t max_terms;      /* terms listed in the JSON (all are summed); 0 = 10000, -1 = all */
+    bf_device_kind device;  /* for the run that computes the inputs and the element */
+    double timeout_s;       /* for that run; 0 = no limit */
+} bf_explain_options;
+
+/* Fill `o` with the defaults. */
+BF_API void bf_explain_options_init(bf_explain_options *o);
+
+/*
+ * Explain one output element of a block: run the block and its inputs (results already up to
+ * date are reused), then enumerate the terms of the element's sum with the kernels' own
+ * geometry. `index` has `rank` entries in the output tensor's own layout (NHWC or NCHW, HWIO,
+ * depthwise [fh, fw, C, M]). *json_out (free with bf_string_free) is
+ *   {"block", "type", "port", "dtype", "index": [...], "value",
+ *    "padding": {"mode": "SAME"|"VALID"|"EXPLICIT", "top", "bottom", "left", "right",
+ *                "odd": ["bottom"?, "right"?]},     (SAME's odd pixel, always after the data)
+ *    "operands": {"a": PORT, "b": PORT},
+ *    "terms": [{"a": {"tensor", "index", "value"}, "b": {"tensor", "index", "value"}}, ...],
+ *    "n_terms", "n_padded", "truncated", "sum", "abs_sum", "max_abs_diff"}
+ * where "tensor" is the input port holding the operand, indices are in that tensor's own
+ * layout, n_padded counts the window taps that read padding (skipped: zeros), "sum" is the
+ * float64 sum of every term's product (all n_terms, even when the list is truncated to
+ * max_terms), abs_sum the sum of their absolute values (the scale for a tolerance) and
+ * max_abs_diff = |sum - value|.
+ * Errors: BF_ENOTFOUND (block or port), BF_EUNSUPPORTED (type without a teaching view),
+ * BF_EINVAL (index rank or range), anything bf_session_run returns, BF_ENOMEM.
+ */
+BF_API bf_status bf_session_explain(bf_session *s, const char *block_id, const int64_t *index,
+                                    int rank, const bf_explain_options *opts, char **json_out,
+                                    bf_error *err);
+
+typedef struct bf_gradcheck_options {
+    double eps;             /* relative finite-difference step; 0 = 1e-2 (see below) */
+    double tolerance;       /* pass when max relative error <= this; 0 = 1e-6 */
+    int full_below;         /* check every element of tensors with at most this many; 0 = 4096 */
+    int samples;            /* else a seeded sample of this many; 0 = 256 */
+    uint64_t seed;          /* for the samples and the random operands; 0 = 1 */
+    int compare_gpu;        /* 1: also run the block on the CPU and on the GPU, side by side */
+    double timeout_s;       /* for the runs; 0 = no limit */
+} bf_gradcheck_options;
+
+/* Fill `o` with the defaults. */
+BF_API void bf_gradcheck_options_init(bf_gradcheck_options *o);
+
+/*
+ * Check a gradient block (or both gradients of a forward block) against central finite
+ * differences, in float64. With L(x, w) = sum(forward(x, w) * dy):
+ * - the forward op is the page's forward block feeding the same operands as the gradient
+ *   block when there is one (so a gradient whose attributes disagree with its forward block
+ *   fails), else the gradient block's own attributes;
+ * - the operands are the block's inputs converted to float64; the differentiated operand,
+ *   which a gradient block does not read, is seeded random (L is linear in it); for a forward
+ *   block dy is seeded random;
+ * - the analytical gradient is the block's own kernel recomputed in float64 on those operands
+ *   (for a float16/bfloat16/float32 block the block's actual output is compared with it
+ *   separately, "output_vs_f64", within the dtype's tolerance: 1e-12, 1e-5, 1e-2, 1e-1
+ *   relative to the element's scale);
+ * - fd_i = (L(v + h e_i) - L(v - h e_i)) / 2h with h = eps * max(1, |v_i|). L is linear in v,
+ *   so the difference has no truncation error and a large step only shrinks rounding error;
+ *   relative error = |fd - an| / max(|fd|, |an|, 1e-8 * max|an|);
+ * - the adjoint identity sum(forward(x,w)*dy) = sum(x*dX) = sum(w*dW), every gradient of the
+ *   forward op computed by its own block type, relative to the sum of |terms|.
+ * *json_out (free with bf_string_free):
+ *   {"block", "type", "forward": "id"|null, "eps", "tolerance", "pass",
+ *    "checks": [{"wrt", "gradient_type", "n_elements", "n_checked", "sampled",
+ *                "max_rel_error", "worst_index": [...], "fd", "analytic", "pass"}],
+ *    "adjoint": {"forward": L, "input": sum(x*dX), "filter": sum(w*dW), "max_rel_error",
+ *                "pass"},
+ *    "output_vs_f64": {"dtype", "max_rel_diff", "tolerance", "pass"} (gradient blocks only),
+ *    "gpu": {"available": false, "reason"} or {"available": true, "max_abs_diff",
+ *            "max_rel_diff"}}
+ * A failed check is a result ("pass": false), not an error. Errors: BF_ENOTFOUND,
+ * BF_EUNSUPPORTED (not a gradient or forward block with gradients), anything bf_session_run
+ * returns, BF_ELIMIT, BF_ENOMEM.
+ */
+BF_API bf_status bf_session_gradcheck(bf_session *s, const char *block_id,
+                                      const bf_gradcheck_options *opts, char **json_out,
+                                      bf_error *err);
+
+/*
+ * Add the gradient blocks of a forward block, as tf.gradients builds them: one block per
+ * gradient type of the forward type (Conv2D: Conv2DBackpropFilter and Conv2DBackpropInput),
+ * wired to the forward block's inputs, with every attribute copied, a Const int32 block per
+ * shape input (filter_sizes, input_sizes; the shape must be known at check time) and
+ * `dy_source` ("block" or "block:port") as out_backprop, or when NULL a new Placeholder of the
+ * forward output's dtype and shape. New ids are derived from the forward id ("conv_dy",
+ * "conv_filter_sizes", "conv_grad_filter", ...; "_2" and so on when taken), laid out to the
+ * right of the forward block (ui x + 260, one row each). All or nothing (one edit batch).
+ * *created_json (free with bf_string_free) is
+ *   {"dy": id, "gradients": {"filter": id, "input": id}, "blocks": [every new id]}.
+ * Errors: BF_ENOTFOUND, BF_EUNSUPPORTED (no gradient types), BF_ESHAPE (a shape not known
+ * before running), those of bf_session_apply_edits, BF_ENOMEM.
+ */
+BF_API bf_status bf_session_add_gradients(bf_session *s, const char *forward_block_id,
+                                          const char *dy_source, char **created_json,
+                                          bf_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -103,6 +103,38 @@ typedef struct bf_port_info {
     const bf_tensor *value;    /* host value known before running, or NULL */
 } bf_port_info;
 
+/* ---- teaching: where the numbers of one output element come from (optional) ---------- */
+
+/*
+ * What a block's `explain` reports besides the terms: which inputs hold the operands A and B
+ * of every term, and the window geometry (pads before/after per spatial axis, rows then
+ * cols, in the tensors' own H and W whatever the data_format).
+ */
+typedef struct bf_explain_geom {
+    int a_input, b_input;      /* input port indices of operand A and operand B */
+    const char *padding;       /* "SAME", "VALID", "EXPLICIT"; NULL when the block has none */
+    int64_t pad_before[2];     /* top, left */
+    int64_t pad_after[2];      /* bottom, right */
+    int odd_after[2];          /* 1: SAME's odd pixel went after on this axis */
+    int64_t n_padded;          /* window taps of this element that read padding (skipped) */
+} bf_explain_geom;
+
+/* One term a[a_flat] * b[b_flat] of the sum (flat row-major offsets into the operands). */
+typedef void (*bf_explain_term_cb)(int64_t a_flat, int64_t b_flat, void *user);
+
+/*
+ * A gradient block's relation to its forward block, as tf.gradients builds it: this block is
+ * d(sum(forward(...) * dy)) / d(wrt), its input `shape_port` holds wrt's shape and `dy_port`
+ * the forward output's gradient; every other input has the name of the forward input it
+ * takes. The forward block and this one share one attribute table.
+ */
+typedef struct bf_grad_desc {
+    const char *forward;    /* "Conv2D" */
+    const char *wrt;        /* the forward input differentiated: "filter" */
+    const char *shape_port; /* "filter_sizes" */
+    const char *dy_port;    /* "out_backprop" */
+} bf_grad_desc;
+
 /* ---- the descriptor ------------------------------------------------------------------- */
 
 enum {
@@ -164,6 +196,20 @@ typedef struct bf_block_desc {
                              const bf_port_info *out, const bf_exec *ex);
     bf_status (*run_cuda)(const bf_node *node, const bf_tensor *const *in,
                           bf_tensor *const *out, const bf_exec *ex, bf_error *err);
+
+    /*
+     * Optional (teaching views). Enumerate the terms of the sum behind element `out_flat`
+     * (flat offset into output `out_port`) for these fully known inputs (`value` set for
+     * BF_PORT_HOST ports): cb (may be NULL: only geom is wanted) is called once per term, in
+     * a fixed order; taps falling in
+     * padding are skipped and counted in geom->n_padded. Uses the same geometry as the
+     * kernels, so the two cannot disagree. Errors: those of `infer`, BF_EINVAL (index).
+     */
+    bf_status (*explain)(const bf_node *node, const bf_port_info *in, int out_port,
+                         int64_t out_flat, bf_explain_term_cb cb, void *user,
+                         bf_explain_geom *geom, bf_error *err);
+    /* Optional: set on gradient blocks (gradient checks, building gradients). */
+    const bf_grad_desc *grad;
 
     /*
      * Optional constant data of this type, read by its functions as node->desc->impl. Block

@@ -29,5 +29,19 @@ void cli_config_from_env(bf_config *cfg);
 
 /* fmt.c: `blockflow fmt`. */
 int cli_fmt(int argc, char **argv);
+/* fmt.c: replace `path` by `text` atomically (temporary file, fsync, rename); an exit status,
+ * the error printed. */
+int cli_write_atomic(const char *path, const char *text, size_t len);
+
+/* teach.c: a context and a session on the page at `path` (errors printed). Returns EXIT_OK,
+ * EXIT_INVALID or EXIT_RUN; on success the caller frees *s then *ctx. */
+int cli_open_session(const char *path, bf_context **ctx, bf_session **s);
+/* teach.c: the exit status for a failed library call (the error printed). */
+int cli_fail(const bf_error *e);
+
+/* explain.c, gradcheck.c, grad.c: the teaching verbs. */
+int cli_explain(int argc, char **argv);
+int cli_gradcheck(int argc, char **argv);
+int cli_grad(int argc, char **argv);
 
 #endif /* BF_CLI_H */

@@ -88,6 +88,10 @@ static int write_atomic(const char *path, const char *text, size_t len) {
     return EXIT_OK;
 }
 
+int cli_write_atomic(const char *path, const char *text, size_t len) {
+    return write_atomic(path, text, len);
+}
+
 /* Format one page; `mode` 0 print, 1 check, 2 in place. Returns an exit status (1: not
  * canonical, under --check). */
 static int fmt_one(bf_context *ctx, const char *path, int mode) {

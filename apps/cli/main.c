@@ -35,6 +35,16 @@ static const char usage[] =
     "      print a page in canonical form; --check exits 1 when one is not, --in-place\n"
     "      rewrites it\n"
     "  blocks [--json] [TYPE]   the block catalogue\n"
+    "  explain PAGE BLOCK INDEX... [--port P] [--json] [--max-terms N]\n"
+    "      one output element of a convolution block: its value, the padding, and the\n"
+    "      terms of its sum (pairs of operand elements in the tensors' own layouts)\n"
+    "  gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
+    "           [--gpu]\n"
+    "      check a gradient block (or both gradients of a forward block) against float64\n"
+    "      central differences and the adjoint identity; exit 1 when it fails\n"
+    "  grad PAGE BLOCK [--dy SOURCE] [--in-place]\n"
+    "      add the gradient blocks of a Conv2D or DepthwiseConv2dNative block, as\n"
+    "      tf.gradients builds them; print the page (or rewrite it)\n"
     "  bench [--cases FILE] [--ops LIST] [--threads N] [--json] [--device cpu|gpu]\n"
     "      benchmark the convolution kernels (see bench/RESULTS.md)\n"
     "  serve [--listen 127.0.0.1:8470] [--pages DIR] [--token TOKEN] [--threads N] [--open]\n"
@@ -52,8 +62,9 @@ static const char usage[] =
     "environment: BF_CUDNN_AUTOTUNE=1 (benchmark cuDNN's algorithms), BF_CUDNN_DETERMINISTIC=0\n"
     "  (admit non-deterministic ones), BF_CUDNN_WORKSPACE_MB (cap on cuDNN's workspace)\n"
     "\n"
-    "exit status: 0 success, 1 not canonical (fmt --check), 2 usage error, 3 invalid page or\n"
-    "             feed, 4 run-time failure, 5 results could not be written, 130 interrupted\n";
+    "exit status: 0 success, 1 not canonical (fmt --check) or failed (gradcheck), 2 usage\n"
+    "             error, 3 invalid page or feed, 4 run-time failure, 5 results could not be\n"
+    "             written, 130 interrupted\n";
 
 static void print_error(const bf_error *e) { cli_print_error(e); }
 
@@ -523,6 +534,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "fmt")) return cli_fmt(argc - 1, argv + 1);
     if (!strcmp(cmd, "blocks")) return cmd_blocks(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return bf_bench_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "explain")) return cli_explain(argc - 1, argv + 1);
+    if (!strcmp(cmd, "gradcheck")) return cli_gradcheck(argc - 1, argv + 1);
+    if (!strcmp(cmd, "grad")) return cli_grad(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve")) {
 #ifdef BF_HAVE_SERVER
         return bf_serve_main(argc - 1, argv + 1);

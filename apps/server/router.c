@@ -903,6 +903,10 @@ static const char index_html[] =
     "<p>If you opened this page without <code>?token=...</code>, use the URL that\n"
     "<code>blockflow serve</code> printed: API calls need the token.</p>\n";
 
+/* teach_routes.c: explain, gradcheck and grad on open pages; false when `act` is none of them. */
+bool srv_teach_route(srv_app *app, const char *act, const char *name, const char *client,
+                     const srv_request *req, srv_response *res);
+
 /* Split path into at most 6 segments (no empty ones, at most 200 bytes each). */
 static int split_path(const char *path, char seg[6][208]) {
     int n = 0;
@@ -1043,6 +1047,7 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
         else if (!strcmp(act, "check")) check_page(app, name, req, res);
         else if (!strcmp(act, "edits")) edit_page(app, name, client, req, res);
         else if (!strcmp(act, "run")) run_page(app, name, client, req, res);
+        else if (srv_teach_route(app, act, name, client, req, res)) return; /* teach_routes.c */
         else if (!strcmp(act, "open")) {
             if (page_busy(app, name, res)) return;
             srv_page *p = srv_page_open(app, name, client, res);

@@ -51,5 +51,6 @@ const bf_block_desc bf_block_conv2d_backprop_input = {
     .attrs = bf_conv2d_attr_descs,
     .n_attrs = BF_CONV2D_N_ATTRS,
     BF_CONV_BLOCK_FUNCTIONS,
+    .grad = &bf_conv2d_grad_input,
     .impl = &spec,
 };

@@ -130,9 +130,23 @@ size_t bf_conv_desc_workspace_cuda(const bf_node *node, const bf_port_info *in,
 bf_status bf_conv_desc_run_cuda(const bf_node *node, const bf_tensor *const *in,
                                 bf_tensor *const *out, const bf_exec *ex, bf_error *err);
 
+/* conv_explain.c: the terms of one output element (bf_block_desc.explain). */
+bf_status bf_conv_desc_explain(const bf_node *node, const bf_port_info *in, int out_port,
+                               int64_t out_flat, bf_explain_term_cb cb, void *user,
+                               bf_explain_geom *geom, bf_error *err);
+/* The same on a known geometry: the enumeration itself (operands as in conv_kernels.h, flat
+ * offsets; the padded taps skipped and returned). out_flat must be < the output's numel. */
+int64_t bf_conv_explain_terms(bf_conv_op op, const bf_conv_geom *g, int64_t out_flat,
+                              bf_explain_term_cb cb, void *user);
+
+/* The gradient relations of the four backprop blocks (bf_block_desc.grad). */
+extern const bf_grad_desc bf_conv2d_grad_filter, bf_conv2d_grad_input,
+    bf_depthwise_grad_filter, bf_depthwise_grad_input;
+
 #define BF_CONV_BLOCK_FUNCTIONS                                                               \
     .infer = bf_conv_desc_infer, .workspace_cpu = bf_conv_desc_workspace_cpu,                 \
     .run_cpu = bf_conv_desc_run_cpu, .gpu_unsupported = bf_conv_desc_gpu_unsupported,         \
-    .workspace_cuda = bf_conv_desc_workspace_cuda, .run_cuda = bf_conv_desc_run_cuda
+    .workspace_cuda = bf_conv_desc_workspace_cuda, .run_cuda = bf_conv_desc_run_cuda,         \
+    .explain = bf_conv_desc_explain
 
 #endif /* BF_CONV_GEOM_H */

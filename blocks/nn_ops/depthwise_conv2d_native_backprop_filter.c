@@ -46,5 +46,6 @@ const bf_block_desc bf_block_depthwise_conv2d_native_backprop_filter = {
     .attrs = bf_depthwise_attr_descs,
     .n_attrs = BF_DEPTHWISE_N_ATTRS,
     BF_CONV_BLOCK_FUNCTIONS,
+    .grad = &bf_depthwise_grad_filter,
     .impl = &spec,
 };

@@ -97,10 +97,34 @@ class BfPortShape(Structure):
     ]
 
 
+class BfExplainOptions(Structure):
+    """struct bf_explain_options."""
+    _fields_ = [
+        ("port", c_char_p),
+        ("max_terms", c_int64),
+        ("device", c_int),
+        ("timeout_s", c_double),
+    ]
+
+
+class BfGradcheckOptions(Structure):
+    """struct bf_gradcheck_options."""
+    _fields_ = [
+        ("eps", c_double),
+        ("tolerance", c_double),
+        ("full_below", c_int),
+        ("samples", c_int),
+        ("seed", c_uint64),
+        ("compare_gpu", c_int),
+        ("timeout_s", c_double),
+    ]
+
+
 # Every struct above is also declared in include/blockflow.h; tests/python/test_structs.py
 # parses the header and fails when a field list here no longer matches it.
 STRUCTS = {"bf_error": BfError, "bf_config": BfConfig, "bf_block_stats": BfBlockStats,
-           "bf_run_options": BfRunOptions, "bf_port_shape": BfPortShape}
+           "bf_run_options": BfRunOptions, "bf_port_shape": BfPortShape,
+           "bf_explain_options": BfExplainOptions, "bf_gradcheck_options": BfGradcheckOptions}
 
 DEVICE_KINDS = {"auto": 0, "cpu": 1, "gpu": 2}   # enum bf_device_kind
 

@@ -676,5 +676,62 @@ class TestShutdown(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class TestTeach(ServeCase):
+    """POST /api/pages/{name}/explain, /gradcheck and /grad (apps/server/teach_routes.c)."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        page = teach_page(stride=2)
+        page["name"] = "grads"
+        with open(os.path.join(cls.pages, "grads.json"), "w") as f:
+            json.dump(page, f)
+
+    def test_explain(self):
+        st, j, _ = self.api("POST", "/api/pages/grads/explain",
+                            {"block": "y", "index": [0, 3, 3, 1], "max_terms": 2})
+        self.assertEqual(st, 200, j)
+        self.assertEqual(j["padding"], {"mode": "SAME", "top": 0, "bottom": 1, "left": 0,
+                                        "right": 1, "odd": ["bottom", "right"]})
+        self.assertEqual(j["n_terms"], 4)  # 9 taps, 5 of them in the padding
+        self.assertEqual(j["n_padded"], 5)
+        self.assertTrue(j["truncated"])
+        self.assertEqual(len(j["terms"]), 2)
+        self.assertEqual(j["terms"][0]["a"]["tensor"], "input")
+        self.assertEqual(j["terms"][0]["b"]["tensor"], "filter")
+        self.assertLessEqual(abs(j["sum"] - j["value"]), 2e-6 * j["abs_sum"])
+        for body, code in (({"block": "y", "index": [0, 4, 0, 0]}, 422),
+                           ({"block": "nope", "index": [0, 0, 0, 0]}, 404),
+                           ({"block": "x", "index": [0, 0, 0, 0]}, 422),
+                           ({"block": "y", "index": "0"}, 400),
+                           ({"index": [0, 0, 0, 0]}, 400)):
+            st, j, _ = self.api("POST", "/api/pages/grads/explain", body)
+            self.assertEqual(st, code, (body, j))
+            self.assertIn("error", j)
+
+    def test_grad_then_gradcheck(self):
+        st, j, _ = self.api("POST", "/api/pages/grads/gradcheck", {"block": "y", "gpu": True})
+        self.assertEqual(st, 200, j)
+        self.assertTrue(j["pass"], j)
+        self.assertEqual(sorted(c["wrt"] for c in j["checks"]), ["filter", "input"])
+        self.assertIn("available", j["gpu"])
+        st, j, _ = self.api("POST", "/api/pages/grads/grad", {"block": "y"})
+        self.assertEqual(st, 200, j)
+        self.assertEqual(j["created"]["gradients"], {"filter": "y_grad_filter",
+                                                     "input": "y_grad_input"})
+        self.assertIn("y_grad_input", j["page"]["blocks"])
+        st, j, _ = self.api("POST", "/api/pages/grads/gradcheck", {"block": "y_grad_filter"})
+        self.assertEqual(st, 422, j)  # its out_backprop is a Placeholder not fed yet
+        st, j, _ = self.api("POST", "/api/pages/grads/grad", {"block": "y", "dy": "y"})
+        self.assertEqual(st, 200, j)
+        st, j, _ = self.api("POST", "/api/pages/grads/gradcheck",
+                            {"block": j["created"]["gradients"]["input"]})
+        self.assertEqual(st, 200, j)
+        self.assertTrue(j["pass"], j)
+        self.assertEqual(j["forward"], "y")
+        st, j, _ = self.api("POST", "/api/pages/grads/grad", {"block": "x"})
+        self.assertEqual(st, 422, j)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,0 +1,319 @@
+/*
+ * test_conv_explain.c - the teaching view of the six convolution blocks (conv_explain.c)
+ * against brute-force enumeration from the definition (tf-semantics.md §3): on 300 random
+ * geometries (shapes, strides, dilations, SAME/VALID/EXPLICIT with asymmetric pads, NHWC and
+ * NCHW, groups for Conv2D, multipliers for depthwise), every output element of every op gets
+ * exactly the set of (operand A, operand B) pairs that the plain loops below visit, the same
+ * count of taps in the padding, and the sum of the products equals the kernel's output
+ * element within the dtype's tolerance (float64 1e-12, float32 2e-6, relative to sum |terms|).
+ *
+ * The brute force never calls conv_geom: sizes and pads are computed here from the formula
+ * and every (n, oh, ow, co, kh, kw, j) of the domain is visited once, each in-bounds tuple
+ * dropped into the bucket of the y, dW and dX element it contributes to.
+ */
+#include "conv_harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+typedef struct cfg {
+    int dw, nchw;
+    int64_t N, H, W, C;
+    int64_t KH, KW, F2, F3; /* filter: conv [KH,KW,Cg,O]; depthwise [KH,KW,C,M] */
+    int64_t G, O;
+    int64_t sh, sw, dh, dwl;
+    int pad; /* 0 SAME, 1 VALID, 2 EXPLICIT */
+    int64_t ep[4];
+    int64_t OH, OW, pt, pl;
+} cfg;
+
+static int out_dim(int pad, int64_t in, int64_t k, int64_t s, int64_t d, int64_t b, int64_t a,
+                   int64_t *out, int64_t *before) {
+    int64_t e = (k - 1) * d + 1;
+    if (pad == 0) {
+        *out = (in + s - 1) / s;
+        int64_t total = (*out - 1) * s + e - in;
+        *before = total > 0 ? total / 2 : 0;
+        return 1;
+    }
+    int64_t span = in + (pad == 2 ? b + a : 0);
+    *before = pad == 2 ? b : 0;
+    if (span < e) return 0;
+    *out = (span - e) / s + 1;
+    return 1;
+}
+
+static void draw(bf_rng *r, int dw, cfg *c) {
+    for (;;) {
+        memset(c, 0, sizeof(*c));
+        c->dw = dw;
+        c->nchw = (int)bf_rng_int(r, 0, 1);
+        c->N = bf_rng_int(r, 1, 2), c->H = bf_rng_int(r, 1, 7), c->W = bf_rng_int(r, 1, 7);
+        c->KH = bf_rng_int(r, 1, 3), c->KW = bf_rng_int(r, 1, 3);
+        if (dw) {
+            c->C = bf_rng_int(r, 1, 3), c->F2 = c->C, c->F3 = bf_rng_int(r, 1, 3);
+            c->G = c->C, c->O = c->C * c->F3;
+            c->sh = c->sw = bf_rng_int(r, 1, 3);
+        } else {
+            c->G = bf_rng_int(r, 1, 3);
+            c->F2 = bf_rng_int(r, 1, 2);
+            c->C = c->G * c->F2;
+            c->O = c->G * bf_rng_int(r, 1, 2), c->F3 = c->O;
+            c->sh = bf_rng_int(r, 1, 3), c->sw = bf_rng_int(r, 1, 3);
+        }
+        c->dh = bf_rng_int(r, 1, 2), c->dwl = bf_rng_int(r, 1, 2);
+        c->pad = (int)bf_rng_int(r, 0, 2);
+        for (int i = 0; i < 4; i++) c->ep[i] = c->pad == 2 ? bf_rng_int(r, 0, 2) : 0;
+        if (out_dim(c->pad, c->H, c->KH, c->sh, c->dh, c->ep[0], c->ep[1], &c->OH, &c->pt) &&
+            out_dim(c->pad, c->W, c->KW, c->sw, c->dwl, c->ep[2], c->ep[3], &c->OW, &c->pl))
+            return;
+    }
+}
+
+static int64_t ai(const cfg *c, int64_t h_, int64_t w_, int64_t ch_, int64_t n, int64_t h,
+                  int64_t w, int64_t ch) {
+    return c->nchw ? ((n * ch_ + ch) * h_ + h) * w_ + w : ((n * h_ + h) * w_ + w) * ch_ + ch;
+}
+
+static void attrs(const cfg *c, char *buf, size_t size) {
+    const char *pads[3] = {"SAME", "VALID", "EXPLICIT"};
+    int n;
+    if (c->nchw)
+        n = snprintf(buf, size,
+                     "{\"strides\":[1,1,%ld,%ld],\"dilations\":[1,1,%ld,%ld],\"padding\":\"%s\","
+                     "\"data_format\":\"NCHW\"",
+                     (long)c->sh, (long)c->sw, (long)c->dh, (long)c->dwl, pads[c->pad]);
+    else
+        n = snprintf(buf, size,
+                     "{\"strides\":[1,%ld,%ld,1],\"dilations\":[1,%ld,%ld,1],\"padding\":\"%s\"",
+                     (long)c->sh, (long)c->sw, (long)c->dh, (long)c->dwl, pads[c->pad]);
+    if (c->pad == 2) {
+        if (c->nchw)
+            n += snprintf(buf + n, size - (size_t)n,
+                          ",\"explicit_paddings\":[0,0,0,0,%ld,%ld,%ld,%ld]", (long)c->ep[0],
+                          (long)c->ep[1], (long)c->ep[2], (long)c->ep[3]);
+        else
+            n += snprintf(buf + n, size - (size_t)n,
+                          ",\"explicit_paddings\":[0,0,%ld,%ld,%ld,%ld,0,0]", (long)c->ep[0],
+                          (long)c->ep[1], (long)c->ep[2], (long)c->ep[3]);
+    }
+    snprintf(buf + n, size - (size_t)n, "}");
+}
+
+/* ---- pairs --------------------------------------------------------------------------------- */
+
+typedef struct triple {
+    int64_t out, a, b;
+} triple;
+
+typedef struct tlist {
+    triple *t;
+    int64_t n, cap;
+} tlist;
+
+static void push(tlist *l, int64_t out, int64_t a, int64_t b) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 256;
+        l->t = realloc(l->t, sizeof(triple) * (size_t)l->cap);
+        ck_assert_ptr_nonnull(l->t);
+    }
+    l->t[l->n++] = (triple){out, a, b};
+}
+
+static int cmp_triple(const void *pa, const void *pb) {
+    const triple *a = pa, *b = pb;
+    if (a->out != b->out) return a->out < b->out ? -1 : 1;
+    if (a->a != b->a) return a->a < b->a ? -1 : 1;
+    return a->b < b->b ? -1 : a->b > b->b;
+}
+
+static void collect(int64_t a, int64_t b, void *user) { push(user, 0, a, b); }
+
+/* ---- the test ------------------------------------------------------------------------------ */
+
+START_TEST(enumeration_matches_definition) {
+    bf_rng r = {0xe4a1 + (uint64_t)_i * 7919};
+    cfg c;
+    draw(&r, _i % 3 == 2, &c);
+    const bf_dtype dt = _i % 2 ? BF_DTYPE_F32 : BF_DTYPE_F64;
+    const int64_t nx = c.N * c.H * c.W * c.C, ny = c.N * c.OH * c.OW * c.O;
+    const int64_t nw = c.KH * c.KW * c.F2 * c.F3;
+    /* brute force: the buckets of y (op 0), dW (op 1) and dX (op 2) */
+    tlist bucket[3] = {{0}};
+    int64_t *padded[2] = {calloc((size_t)ny, 8), calloc((size_t)nw, 8)};
+    const int64_t per = c.dw ? 1 : c.F2;
+    for (int64_t n = 0; n < c.N; n++)
+        for (int64_t oh = 0; oh < c.OH; oh++)
+            for (int64_t ow = 0; ow < c.OW; ow++)
+                for (int64_t co = 0; co < c.O; co++)
+                    for (int64_t kh = 0; kh < c.KH; kh++)
+                        for (int64_t kw = 0; kw < c.KW; kw++)
+                            for (int64_t j = 0; j < per; j++) {
+                                int64_t ih = oh * c.sh - c.pt + kh * c.dh;
+                                int64_t iw = ow * c.sw - c.pl + kw * c.dwl;
+                                int64_t ch, fi;
+                                if (c.dw) {
+                                    int64_t k = co / c.F3, q = co % c.F3;
+                                    ch = k, fi = ((kh * c.KW + kw) * c.C + k) * c.F3 + q;
+                                } else {
+                                    int64_t g = co / (c.O / c.G);
+                                    ch = g * c.F2 + j;
+                                    fi = ((kh * c.KW + kw) * c.F2 + j) * c.O + co;
+                                }
+                                int64_t yi = ai(&c, c.OH, c.OW, c.O, n, oh, ow, co);
+                                if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) {
+                                    padded[0][yi]++, padded[1][fi]++;
+                                    continue;
+                                }
+                                int64_t xi = ai(&c, c.H, c.W, c.C, n, ih, iw, ch);
+                                push(&bucket[0], yi, xi, fi);
+                                push(&bucket[1], fi, xi, yi);
+                                push(&bucket[2], xi, yi, fi);
+                            }
+    for (int op = 0; op < 3; op++)
+        if (bucket[op].n) qsort(bucket[op].t, (size_t)bucket[op].n, sizeof(triple), cmp_triple);
+
+    /* the blocks: values, kernels and explain */
+    double *x = malloc(8 * (size_t)nx), *w = malloc(8 * (size_t)nw), *dy = malloc(8 * (size_t)ny);
+    for (int64_t i = 0; i < nx; i++) x[i] = bf_rng_nonzero(&r);
+    for (int64_t i = 0; i < nw; i++) w[i] = bf_rng_nonzero(&r);
+    for (int64_t i = 0; i < ny; i++) dy[i] = bf_rng_nonzero(&r);
+    if (dt == BF_DTYPE_F32) {
+        for (int64_t i = 0; i < nx; i++) x[i] = (float)x[i];
+        for (int64_t i = 0; i < nw; i++) w[i] = (float)w[i];
+        for (int64_t i = 0; i < ny; i++) dy[i] = (float)dy[i];
+    }
+    int64_t xd[4], yd[4], wd[4] = {c.KH, c.KW, c.F2, c.F3};
+    if (c.nchw) {
+        xd[0] = c.N, xd[1] = c.C, xd[2] = c.H, xd[3] = c.W;
+        yd[0] = c.N, yd[1] = c.O, yd[2] = c.OH, yd[3] = c.OW;
+    } else {
+        xd[0] = c.N, xd[1] = c.H, xd[2] = c.W, xd[3] = c.C;
+        yd[0] = c.N, yd[1] = c.OH, yd[2] = c.OW, yd[3] = c.O;
+    }
+    char a[512];
+    attrs(&c, a, sizeof(a));
+    const double tol = dt == BF_DTYPE_F64 ? 1e-12 : 2e-6;
+    for (int op = 0; op < 3; op++) {
+        const bf_block_desc *d;
+        bf_tensor *in[3] = {NULL, NULL, NULL};
+        const double *va, *vb; /* operand values as conv_kernels.h orders them */
+        if (op == 0) {
+            d = c.dw ? &bf_block_depthwise_conv2d_native : &bf_block_conv2d;
+            in[0] = ct_tensor(dt, 4, xd, x), in[1] = ct_tensor(dt, 4, wd, w);
+            va = x, vb = w;
+        } else if (op == 1) {
+            d = c.dw ? &bf_block_depthwise_conv2d_native_backprop_filter
+                     : &bf_block_conv2d_backprop_filter;
+            in[0] = ct_tensor(dt, 4, xd, x), in[1] = ct_i32(4, wd);
+            in[2] = ct_tensor(dt, 4, yd, dy);
+            va = x, vb = dy;
+        } else {
+            d = c.dw ? &bf_block_depthwise_conv2d_native_backprop_input
+                     : &bf_block_conv2d_backprop_input;
+            in[0] = ct_i32(4, xd), in[1] = ct_tensor(dt, 4, wd, w);
+            in[2] = ct_tensor(dt, 4, yd, dy);
+            va = dy, vb = w;
+        }
+        bf_error err = {0};
+        bf_tensor *out = NULL;
+        ck_assert_msg(ct_run(d, a, in, 2, &out, &err) == BF_OK, "%s %s: %s", d->type, a,
+                      err.message);
+        double *vo = ct_values(out);
+        bf_node *node = NULL;
+        ck_assert_int_eq(bf_node_make(d, a, &node, &err), BF_OK);
+        bf_port_info info[3];
+        for (int k = 0; k < d->n_inputs; k++) {
+            bf_port_set(&info[k], bf_tensor_dtype(in[k]), 4, bf_tensor_dims(in[k]));
+            if (d->inputs[k].flags & BF_PORT_HOST) {
+                bf_port_set(&info[k], BF_DTYPE_I32, 1, bf_tensor_dims(in[k]));
+                info[k].value = in[k];
+            }
+        }
+        ck_assert_ptr_nonnull(d->explain);
+        int64_t pos = 0;
+        const int64_t numel = bf_tensor_numel(out);
+        ck_assert_int_eq(numel, op == 0 ? ny : op == 1 ? nw : nx);
+        for (int64_t e = 0; e < numel; e++) {
+            tlist got = {0};
+            bf_explain_geom geom;
+            ck_assert_int_eq(d->explain(node, info, 0, e, collect, &got, &geom, &err), BF_OK);
+            ck_assert_int_eq(geom.a_input, op == 2 ? 2 : 0);
+            ck_assert_int_eq(geom.b_input, op == 1 ? 2 : 1);
+            ck_assert_int_eq(geom.pad_before[0], c.pt);
+            ck_assert_int_eq(geom.pad_before[1], c.pl);
+            if (op < 2)
+                ck_assert_msg(geom.n_padded == padded[op][e], "%s %s element %ld: %ld padded "
+                              "taps, expected %ld", d->type, a, (long)e, (long)geom.n_padded,
+                              (long)padded[op][e]);
+            for (int64_t k = 0; k < got.n; k++) got.t[k].out = e;
+            if (got.n) qsort(got.t, (size_t)got.n, sizeof(triple), cmp_triple);
+            int64_t end = pos;
+            while (end < bucket[op].n && bucket[op].t[end].out == e) end++;
+            ck_assert_msg(got.n == end - pos, "%s %s element %ld: %ld terms, expected %ld",
+                          d->type, a, (long)e, (long)got.n, (long)(end - pos));
+            double sum = 0, abs_sum = 0;
+            for (int64_t k = 0; k < got.n; k++) {
+                ck_assert_msg(!cmp_triple(&got.t[k], &bucket[op].t[pos + k]),
+                              "%s %s element %ld: term %ld differs", d->type, a, (long)e,
+                              (long)k);
+                double p = va[got.t[k].a] * vb[got.t[k].b];
+                sum += p, abs_sum += fabs(p);
+            }
+            ck_assert_msg(fabs(sum - vo[e]) <= tol * abs_sum + 1e-300,
+                          "%s %s element %ld: sum of products %.17g, kernel %.17g", d->type, a,
+                          (long)e, sum, vo[e]);
+            pos = end;
+            free(got.t);
+        }
+        ck_assert_int_eq(pos, bucket[op].n);
+        bf_error e2 = {0};
+        ck_assert_int_eq(d->explain(node, info, 0, numel, NULL, NULL, &(bf_explain_geom){0}, &e2),
+                         BF_EINVAL);
+        bf_node_destroy(node);
+        free(vo);
+        bf_tensor_free(out);
+        for (int k = 0; k < 3; k++) bf_tensor_free(in[k]);
+    }
+    for (int op = 0; op < 3; op++) free(bucket[op].t);
+    free(padded[0]), free(padded[1]), free(x), free(w), free(dy);
+}
+END_TEST
+
+/* SAME's odd pixel goes after: 3x3 filter, stride 2, on a 6-wide input needs 1 pixel of
+ * padding, all of it on the right/bottom, and the view says so. */
+START_TEST(same_odd_pixel_is_after) {
+    int64_t xd[4] = {1, 6, 6, 1}, wd[4] = {3, 3, 1, 1};
+    bf_tensor *in[2] = {ct_tensor(BF_DTYPE_F32, 4, xd, NULL), ct_tensor(BF_DTYPE_F32, 4, wd, NULL)};
+    bf_node *node = NULL;
+    bf_error err = {0};
+    ck_assert_int_eq(bf_node_make(&bf_block_conv2d,
+                                  "{\"strides\":[1,2,2,1],\"padding\":\"SAME\"}", &node, &err),
+                     BF_OK);
+    bf_port_info info[2];
+    for (int k = 0; k < 2; k++) bf_port_set(&info[k], BF_DTYPE_F32, 4, bf_tensor_dims(in[k]));
+    bf_explain_geom g;
+    ck_assert_int_eq(bf_block_conv2d.explain(node, info, 0, 8, NULL, NULL, &g, &err), BF_OK);
+    ck_assert_str_eq(g.padding, "SAME");
+    ck_assert_int_eq(g.pad_before[0], 0);
+    ck_assert_int_eq(g.pad_after[0], 1);
+    ck_assert_int_eq(g.odd_after[0], 1);
+    ck_assert_int_eq(g.odd_after[1], 1);
+    /* element 8 = (oh 2, ow 2): taps at rows/cols 4, 5, 6: the last is padding, 5 taps */
+    ck_assert_int_eq(g.n_padded, 5);
+    bf_node_destroy(node);
+    bf_tensor_free(in[0]), bf_tensor_free(in[1]);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("conv_explain");
+    TCase *tc = tcase_create("explain");
+    tcase_add_loop_test(tc, enumeration_matches_definition, 0, 300);
+    tcase_add_test(tc, same_odd_pixel_is_after);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return bf_test_main(suite()); }
