@@ -81,7 +81,11 @@ export default function App() {
   /* ---- run events ------------------------------------------------------------------- */
   const onRunEvent = (ev) => {
     setRun((r) => {
-      if (!r || ev.run_id !== r.id) return r;
+      /* events may arrive before the run request's answer: the first one starts the run */
+      if (!r || ev.run_id !== r.id) {
+        if (!docRef.current || ev.page !== docRef.current.name) return r;
+        r = {id: ev.run_id, state: 'running', status: {}};
+      }
       const status = {...r.status};
       const b = ev.block;
       switch (ev.type) {
@@ -322,7 +326,8 @@ export default function App() {
       await queue.current.idle();
       if (!api.client) say('info', 'Waiting for the event connection...');
       const res = await api.run(d.name, upTo ? [upTo] : null);
-      setRun({id: res.run_id, state: 'running', status: {}, upTo: upTo || null});
+      setRun((r) => (r && r.id === res.run_id ? {...r, upTo: upTo || null}
+        : {id: res.run_id, state: 'running', status: {}, upTo: upTo || null}));
       say('info', upTo ? `Running up to "${upTo}"...` : 'Running the page...');
     } catch (e) {
       if (e instanceof ApiError && e.body.problems) {

@@ -2,7 +2,7 @@
  * dtype and shape they carry (WireEdge), drop target of the palette. Selection, moves,
  * deletions and new wires are turned into edits by App. */
 import React, {useCallback, useEffect, useMemo, useState} from 'react';
-import {Background, Controls, MiniMap, ReactFlow, useReactFlow} from '@xyflow/react';
+import {Background, Controls, ReactFlow, useReactFlow} from '@xyflow/react';
 import {pageToGraph} from '../model/page.js';
 import BlockNode from './BlockNode.jsx';
 import WireEdge from './WireEdge.jsx';
@@ -94,7 +94,6 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
       >
         <Background gap={20} size={1} />
         <Controls />
-        <MiniMap pannable zoomable />
       </ReactFlow>
       {page.blocks.length === 0 && (
         <div className="empty-hint">This page is empty. Drag a block from the left, e.g.

@@ -6,7 +6,7 @@ export default function DocToggle({label, children}) {
   return (
     <span className="doc-toggle">
       <button className="info" aria-label={label} aria-expanded={open}
-              onClick={() => setOpen(!open)} type="button">ⓘ</button>
+              onClick={() => setOpen(!open)} type="button">?</button>
       {open && <div className="doc">{children}</div>}
     </span>
   );

@@ -95,7 +95,10 @@ export default function Inspector({page, index, check, block, files, onChange, o
             <tbody>
               {Object.entries(info.inputs || {}).map(([k, v]) => (
                 <tr key={`i${k}`}><td>in</td><td>{k}</td><td>{v.label}</td>
-                  <td className="muted">{v.source ? `← ${v.source}` : 'unwired'}</td></tr>
+                  <td className="muted">{v.source ? <>← {v.source}{' '}
+                    <button className="link" aria-label={`Disconnect ${k}`} title="Cut this wire"
+                            onClick={() => onChange([{op: 'disconnect', block: block.id, port: k}])}>✂</button>
+                  </> : 'unwired'}</td></tr>
               ))}
               {Object.entries(info.outputs || {}).map(([k, v]) => (
                 <tr key={`o${k}`}><td>out</td><td>{k}</td><td>{v.label}</td><td /></tr>

@@ -33,7 +33,7 @@ export default function Palette({index, disabled, onAdd}) {
                 </button>
                 <button className="info" aria-label={`About ${b.type}`}
                         aria-expanded={info === b.type}
-                        onClick={() => setInfo(info === b.type ? null : b.type)}>ⓘ</button>
+                        onClick={() => setInfo(info === b.type ? null : b.type)}>?</button>
                 {info === b.type && (
                   <div className="doc">
                     <code>{b.synopsis}</code>

@@ -35,7 +35,7 @@ export function emptyPage(name) {
   return {format: 'blockflow.page', version: 1, name, blocks: [], outputs: []};
 }
 
-const COL = 260;
+const COL = 340;
 const ROW = 150;
 
 /**
