@@ -328,7 +328,6 @@ export default function App() {
       const res = await api.run(d.name, upTo ? [upTo] : null);
       setRun((r) => (r && r.id === res.run_id ? {...r, upTo: upTo || null}
         : {id: res.run_id, state: 'running', status: {}, upTo: upTo || null}));
-      say('info', upTo ? `Running up to "${upTo}"...` : 'Running the page...');
     } catch (e) {
       if (e instanceof ApiError && e.body.problems) {
         setRun({id: null, state: 'failed', status: {}, error: e.body.error,

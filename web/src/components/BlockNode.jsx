@@ -56,7 +56,7 @@ function BlockNode({data, selected}) {
           <span className={`dot dot-${status.state}`} />
           {STATE_TEXT[status.state] || status.state}
           {status.state === 'finished' && (
-            <span className="muted"> · {status.device} · {status.kernel || 'kernel'} · {Number(status.ms).toFixed(3)} ms</span>
+            <span className="muted"> · {status.device}{status.kernel ? ` · ${status.kernel}` : ''} · {Number(status.ms).toFixed(3)} ms</span>
           )}
           {status.state === 'failed' && <span className="err"> · {status.message}</span>}
         </div>
