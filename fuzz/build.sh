@@ -43,6 +43,6 @@ done
 # The server's router, JSON bodies and pages folder (apps/server without the lws layer).
 srv="$root/apps/server"
 # shellcheck disable=SC2086
-$CC $flags -D_GNU_SOURCE -I"$srv" -fsanitize=fuzzer "$root/fuzz/fuzz_router.c" "$srv/router.c" \
+$CC $flags -D_GNU_SOURCE -I"$srv" -fsanitize=fuzzer "$root/fuzz/fuzz_router.c" "$srv/router.c" "$srv/static.c" \
     "$srv/runs.c" "$srv/store.c" $objs $libs -o "$out/fuzz_router"
 echo "built $out/fuzz_page $out/fuzz_npy $out/fuzz_enuspace $out/fuzz_router"

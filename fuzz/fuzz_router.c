@@ -1,6 +1,6 @@
 /*
  * fuzz_router.c - libFuzzer target for the server's request router and JSON bodies
- * (apps/server/router.c, runs.c, store.c): everything `blockflow serve` does with a request
+ * (apps/server/router.c, runs.c, store.c, static.c): everything `blockflow serve` does with a request
  * after libwebsockets has framed it.
  *
  * Input: a request as text.

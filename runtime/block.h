@@ -50,6 +50,14 @@ enum {
     BF_ATTR_OPTIONAL = 1u << 0, /* may be absent and has no default (v.set == false) */
 };
 
+/*
+ * INT_LIST: the element count a non-empty value must have, kept in the flags' upper bits so
+ * the positional attribute tables keep their six fields. Only the catalogue reads it (editors
+ * size their list widgets from it); the block's own validation stays the one that refuses.
+ */
+#define BF_ATTR_LENGTH(n)     ((unsigned)(n) << 8)
+#define BF_ATTR_LENGTH_OF(fl) ((int)((fl) >> 8))
+
 typedef struct bf_attr_desc {
     const char *name;
     bf_attr_kind kind;

@@ -54,6 +54,8 @@ static cJSON *block_json(const bf_block_desc *d) {
             for (int k = 0; v && a->values[k]; k++)
                 cJSON_AddItemToArray(v, cJSON_CreateString(a->values[k]));
         }
+        if (BF_ATTR_LENGTH_OF(a->flags))
+            cJSON_AddNumberToObject(ja, "length", BF_ATTR_LENGTH_OF(a->flags));
         cJSON_AddStringToObject(ja, "doc", a->doc ? a->doc : "");
         cJSON_AddItemToArray(attrs, ja);
     }

@@ -897,8 +897,9 @@ static void get_tensor(srv_app *app, const char *run_id, const char *spec,
 static const char index_html[] =
     "<!doctype html><meta charset=utf-8><title>blockflow</title>\n"
     "<h1>blockflow serve</h1>\n"
-    "<p>The browser editor is not built yet (it comes with the next issue). Until then this\n"
-    "server speaks its JSON API under <code>/api/</code> and streams run events on\n"
+    "<p>The browser editor is not built. From the repository, run <code>make editor</code>\n"
+    "(or <code>make serve</code>, which builds it and starts this server), then reload.\n"
+    "Meanwhile the JSON API answers under <code>/api/</code> and run events stream on\n"
     "<code>/ws</code>; see the README's \"Serve\" section.</p>\n"
     "<p>If you opened this page without <code>?token=...</code>, use the URL that\n"
     "<code>blockflow serve</code> printed: API calls need the token.</p>\n";
@@ -956,7 +957,14 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
     const char *client = req->client && srv_name_ok(req->client) ? req->client : "";
     char seg[6][208];
     bool root = req->path && (!strcmp(req->path, "/") || !strcmp(req->path, "/index.html"));
-    if (srv_route_access(app, req, !root, res)) return;
+    /* the editor's own files hold no data: they need no token (the API they call does) */
+    bool asset = req->path && !strncmp(req->path, "/assets/", 8);
+    if (srv_route_access(app, req, !root && !asset, res)) return;
+    if (asset) {
+        if (strcmp(m, "GET") && strcmp(m, "HEAD")) goto method;
+        srv_static(app, req->path, res);
+        return;
+    }
     if (root) {
         char tok[128];
         if (strcmp(m, "GET") && strcmp(m, "HEAD")) {
@@ -966,6 +974,11 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
         if (query_get(req->query, "token", tok, sizeof(tok)) && srv_secret_eq(tok, app->token))
             snprintf(res->set_cookie, sizeof(res->set_cookie),
                      "blockflow_token=%s; Path=/; HttpOnly; SameSite=Strict", app->token);
+        if (app->have_web) {
+            srv_static(app, "/", res);
+            if (res->status == 200) return;
+            srv_response_free(res);
+        }
         res->status = 200;
         res->content_type = "text/html; charset=utf-8";
         res->body = strdup(index_html);
@@ -1008,6 +1021,20 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
         }
         srv_json(res, 200, strdup(text));
         bf_string_free(text);
+        return;
+    }
+    if (n == 2 && !strcmp(what, "files")) { /* the .npy files a Const may name */
+        if (!get) goto method;
+        char *list = srv_store_list_files_json(&app->store, ".npy");
+        if (!list) {
+            srv_error(res, 500, "io", "cannot list the pages folder");
+            return;
+        }
+        size_t len = strlen(list);
+        char *o = malloc(len + 16);
+        if (o) snprintf(o, len + 16, "{\"files\":%s}", list);
+        free(list);
+        srv_json(res, 200, o);
         return;
     }
     if (!strcmp(what, "pages")) {

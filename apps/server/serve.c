@@ -15,12 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 extern char **environ;
 
 static const char serve_usage[] =
     "usage: blockflow serve [--listen 127.0.0.1:8470] [--pages DIR] [--token TOKEN]\n"
-    "                       [--threads N] [--open] [LIMITS]\n"
+    "                       [--threads N] [--web DIR] [--open] [LIMITS]\n"
     "\n"
     "  --listen ADDR:PORT   address to listen on (default 127.0.0.1:8470; port 0: any free\n"
     "                       port). Anything but loopback exposes the server: see README.\n"
@@ -28,6 +29,8 @@ static const char serve_usage[] =
     "  --pages DIR          the pages folder (default: the current folder)\n"
     "  --token TOKEN        the access token (default: random at each start)\n"
     "  --threads N          kernel threads (default: CPU cores)\n"
+    "  --web DIR            the built editor (default: web/dist of this source tree, else\n"
+    "                       ../share/blockflow/web next to the program)\n"
     "  --open               open the URL in a browser\n"
     "\n"
     "limits (each breach is a 4xx JSON error naming the flag):\n"
@@ -123,6 +126,35 @@ static void random_token(char *out, size_t n) {
         snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
+/*
+ * Find and open the editor's files: --web DIR when given (a warning when unusable), else the
+ * source tree's web/dist (BF_WEB_DIR, set by CMake), else ../share/blockflow/web next to the
+ * program (an installed copy). Without any, / says how to build the editor.
+ */
+static void open_web(srv_app *app, const char *given) {
+    char why[600];
+    if (given) {
+        if (srv_web_open(app, given, why, sizeof(why)))
+            fprintf(stderr, "blockflow serve: --web: %s; serving the API only\n", why);
+        return;
+    }
+#ifdef BF_WEB_DIR
+    if (srv_web_open(app, BF_WEB_DIR, why, sizeof(why)) == 0) return;
+#endif
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 40);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            snprintf(slash, sizeof(exe) - (size_t)(slash - exe), "/../share/blockflow/web");
+            if (srv_web_open(app, exe, why, sizeof(why)) == 0) return;
+        }
+    }
+    fprintf(stderr, "blockflow serve: the editor is not built (run `make editor`); serving the "
+                    "API only\n");
+}
+
 static void open_browser(const char *url) {
     char *argv[] = {"xdg-open", (char *)url, NULL};
     pid_t pid;
@@ -133,7 +165,7 @@ static void open_browser(const char *url) {
 int bf_serve_main(int argc, char **argv);
 
 int bf_serve_main(int argc, char **argv) {
-    const char *listen = "127.0.0.1:8470", *pages = ".", *token = NULL;
+    const char *listen = "127.0.0.1:8470", *pages = ".", *token = NULL, *web = NULL;
     const char *allow[4];
     int n_allow = 0, open_url = 0;
     bf_config cfg;
@@ -162,6 +194,7 @@ int bf_serve_main(int argc, char **argv) {
         if (!strcmp(a, "--listen")) listen = v;
         else if (!strcmp(a, "--pages")) pages = v;
         else if (!strcmp(a, "--token")) token = v;
+        else if (!strcmp(a, "--web")) web = v;
         else if (!strcmp(a, "--allow-host") && n_allow < 4) allow[n_allow++] = v;
         else if (!strcmp(a, "--threads")) ok = parse_size(v, &u) && u <= 1024, cfg.threads = (int)u;
         else if (!strcmp(a, "--max-body")) ok = parse_size(v, &u), lim.max_body = u;
@@ -213,6 +246,7 @@ int bf_serve_main(int argc, char **argv) {
         fprintf(stderr, "blockflow serve: %s\n", why);
         return 1;
     }
+    open_web(&st.app, web);
     if (token) snprintf(st.app.token, sizeof(st.app.token), "%s", token);
     else random_token(st.app.token, sizeof(st.app.token));
     st.http = srv_http_start(&st.app, iface, port, v6, why, sizeof(why));
@@ -247,6 +281,7 @@ int bf_serve_main(int argc, char **argv) {
                                                              : "http://%s:%d/?token=%s",
                  shown, port, st.app.token);
         printf("blockflow serve: pages in %s\n", st.app.store.dir);
+        if (st.app.have_web) printf("blockflow serve: editor from %s\n", st.app.web_dir);
         printf("blockflow serve: listening on port %d; open\n    %s\n", port, url);
         fflush(stdout);
         if (open_url) open_browser(url);
@@ -254,6 +289,7 @@ int bf_serve_main(int argc, char **argv) {
     uv_run(&st.loop, UV_RUN_DEFAULT);
     srv_http_free(st.http);
     uv_run(&st.loop, UV_RUN_DEFAULT); /* whatever lws still closes */
+    srv_web_close(&st.app);
     srv_app_free(&st.app);
     if (uv_loop_close(&st.loop) != 0) fprintf(stderr, "blockflow serve: handles left open\n");
     if (!rc) fprintf(stderr, "blockflow serve: stopped\n");

@@ -98,6 +98,9 @@ int srv_store_delete(srv_store *st, const char *name);
 int srv_store_rename(srv_store *st, const char *from, const char *to);
 /* The sorted list of page names as a JSON array text (malloc'd). */
 char *srv_store_list_json(srv_store *st);
+/* The sorted names (with the extension) of the files ending in `ext`, e.g. ".npy": the files a
+ * page's `file` attribute may name, for the editor's file picker. JSON array text (malloc'd). */
+char *srv_store_list_files_json(srv_store *st, const char *ext);
 /* The revision of `len` bytes: 16 hex digits (FNV-1a 64) into rev[17]. */
 void srv_revision(const char *text, size_t len, char rev[17]);
 
@@ -146,6 +149,10 @@ struct srv_app {
     uv_timer_t idle_timer; /* closes idle open pages */
     bool handles_open;
     void (*on_drained)(srv_app *app); /* called when stopping and no run is left */
+    /* the built editor (static.c): web_fd is its folder when have_web */
+    bool have_web;
+    int web_fd;
+    char web_dir[4096];
 };
 
 /*
@@ -160,6 +167,21 @@ void srv_app_stop(srv_app *app);
 void srv_app_close_handles(srv_app *app);
 /* Join the workers and free everything (after the loop has finished). */
 void srv_app_free(srv_app *app);
+
+/* ---- the editor's files (static.c) --------------------------------------------------------- */
+/*
+ * Use `dir` (the editor's built files: index.html and assets/) for GET / and /assets/...
+ * Returns 0, or -1 with why filled when dir is not a folder holding index.html; the server
+ * then answers / with how to build the editor and still serves the API.
+ */
+int srv_web_open(srv_app *app, const char *dir, char *why, size_t n);
+void srv_web_close(srv_app *app);
+/*
+ * Answer GET `path` ("/" means index.html) from the editor's folder: each segment must pass
+ * srv_name_ok (so no "..", no hidden files), no segment may be a symbolic link, and only
+ * regular files are served, with their content type. 404 for anything else.
+ */
+void srv_static(srv_app *app, const char *path, srv_response *res);
 
 /* The router (router.c): answers one request. Never blocks on a kernel. */
 void srv_route(srv_app *app, const srv_request *req, srv_response *res);

@@ -173,7 +173,12 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-char *srv_store_list_json(srv_store *st) {
+/*
+ * The sorted names of the regular files in the folder ending in `ext` (links and names that
+ * fail srv_name_ok are left out), as a JSON array text; with `strip`, without the extension.
+ */
+static char *list_ext(srv_store *st, const char *ext, bool strip) {
+    size_t el = strlen(ext);
     int fd = dup(st->dirfd);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
@@ -186,13 +191,13 @@ char *srv_store_list_json(srv_store *st) {
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
-        if (len <= 5 || len > 105 || strcmp(e->d_name + len - 5, ".json")) continue;
+        if (len <= el || len > 100 + el || strcmp(e->d_name + len - el, ext)) continue;
         char name[128];
-        snprintf(name, sizeof(name), "%.*s", (int)(len - 5), e->d_name);
+        snprintf(name, sizeof(name), "%.*s", (int)(strip ? len - el : len), e->d_name);
         struct stat sb;
         if (!srv_name_ok(name) || fstatat(st->dirfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) ||
             !S_ISREG(sb.st_mode))
-            continue; /* links and odd names are not pages */
+            continue; /* links and odd names are not pages (nor files pages may name) */
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 32;
             char **nn = realloc(names, nc * sizeof(*nn));
@@ -224,4 +229,10 @@ void srv_revision(const char *text, size_t len, char rev[17]) {
         h *= 1099511628211ull;
     }
     snprintf(rev, 17, "%016llx", (unsigned long long)h);
+}
+
+char *srv_store_list_json(srv_store *st) { return list_ext(st, ".json", true); }
+
+char *srv_store_list_files_json(srv_store *st, const char *ext) {
+    return list_ext(st, ext, false);
 }

@@ -17,15 +17,15 @@ static const char *const padding_values[] = {"SAME", "VALID", "EXPLICIT", NULL};
 static const char *const format_values[] = {"NHWC", "NCHW", NULL};
 
 #define BF_CONV_COMMON_ATTRS                                                                    \
-    {"strides", BF_ATTR_INT_LIST, NULL, NULL, 0,                                                \
+    {"strides", BF_ATTR_INT_LIST, NULL, NULL, BF_ATTR_LENGTH(4),                                \
      "4 window strides in data_format order; N and C must be 1"},                              \
     {"padding", BF_ATTR_ENUM, NULL, padding_values, 0,                                          \
      "SAME (output = ceil(in/stride), odd pad pixel after), VALID (no padding) or EXPLICIT"},  \
-    {"explicit_paddings", BF_ATTR_INT_LIST, "[]", NULL, 0,                                      \
+    {"explicit_paddings", BF_ATTR_INT_LIST, "[]", NULL, BF_ATTR_LENGTH(8),                      \
      "EXPLICIT only: 8 values, (before, after) per dim in data_format order"},                 \
     {"data_format", BF_ATTR_ENUM, "\"NHWC\"", format_values, 0,                                 \
      "layout of the activations; filters are always [fh, fw, in, out]"},                       \
-    {"dilations", BF_ATTR_INT_LIST, "[1,1,1,1]", NULL, 0,                                       \
+    {"dilations", BF_ATTR_INT_LIST, "[1,1,1,1]", NULL, BF_ATTR_LENGTH(4),                       \
      "4 filter dilation rates in data_format order; N and C must be 1"}
 
 const bf_attr_desc bf_conv2d_attr_descs[BF_CONV2D_N_ATTRS] = {

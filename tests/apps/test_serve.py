@@ -654,6 +654,77 @@ class TestLimits(ServeCase):
         self.assertEqual(self.api("GET", "/api/health")[1]["open_pages"], 0)
 
 
+
+class TestEditorFiles(ServeCase):
+    """The built editor's files (--web DIR): served without the token, confined to the folder."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.web = tempfile.mkdtemp(prefix="bf-web-")
+        os.mkdir(os.path.join(cls.web, "assets"))
+        with open(os.path.join(cls.web, "index.html"), "w") as f:
+            f.write("<!doctype html><title>editor shell</title>")
+        with open(os.path.join(cls.web, "assets", "main.js"), "w") as f:
+            f.write("console.log(1)")
+        with open(os.path.join(cls.web, "assets", ".hidden.js"), "w") as f:
+            f.write("secret")
+        cls.outside = tempfile.mkdtemp(prefix="bf-out-")
+        with open(os.path.join(cls.outside, "x.js"), "w") as f:
+            f.write("outside")
+        os.symlink(os.path.join(cls.outside, "x.js"), os.path.join(cls.web, "assets", "link.js"))
+        os.symlink(cls.outside, os.path.join(cls.web, "assets", "dir"))
+        cls.extra = ("--web", cls.web)
+        super().setUpClass()
+        with open(os.path.join(cls.pages, "dy.npy"), "wb") as f:
+            f.write(npy_bytes([1, 2, 3, 4], [2, 2]))
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.web, ignore_errors=True)
+        shutil.rmtree(cls.outside, ignore_errors=True)
+
+    def test_shell_and_assets_without_token(self):
+        st, body, h = self.api("GET", "/?token=" + self.srv.token, token=False)
+        self.assertEqual(st, 200)
+        self.assertIn(b"editor shell", body)
+        self.assertTrue(h["content-type"].startswith("text/html"))
+        self.assertIn("HttpOnly", h.get("set-cookie", ""))
+        st, body, h = self.api("GET", "/assets/main.js", token=False)
+        self.assertEqual((st, body), (200, b"console.log(1)"))
+        self.assertTrue(h["content-type"].startswith("text/javascript"))
+        self.assertEqual(h["x-content-type-options"], "nosniff")
+        self.assertEqual(self.api("GET", "/api/pages", token=False)[0], 401)
+
+    def test_no_escape_from_the_folder(self):
+        for path in ("/assets/../index.html", "/assets/%2e%2e/index.html", "/assets/.hidden.js",
+                     "/assets/link.js", "/assets/dir/x.js", "/assets/",
+                     "/assets/nope.js", "/assets/a/b/c/d/e.js"):
+            st, body, _ = self.api("GET", path, token=False)
+            if st == 200:  # libwebsockets resolves ".." itself: still inside the folder
+                self.assertEqual(body, b"<!doctype html><title>editor shell</title>", path)
+            else:
+                self.assertIn(st, (400, 403, 404), path)
+            self.assertNotIn(b"outside", body if isinstance(body, bytes) else b"")
+            self.assertNotIn(b"secret", body if isinstance(body, bytes) else b"")
+        self.assertEqual(self.api("POST", "/assets/main.js", token=False)[0], 405)
+
+    def test_files_lists_npy(self):
+        st, body, _ = self.api("GET", "/api/files")
+        self.assertEqual(st, 200)
+        self.assertEqual(body["files"], ["dy.npy"])
+        self.assertEqual(self.api("GET", "/api/files", token=False)[0], 401)
+
+
+class TestEditorMissing(ServeCase):
+    extra = ("--web", "/nonexistent-editor-dir")
+
+    def test_root_says_how_to_build_and_api_works(self):
+        st, body, _ = self.api("GET", "/", token=False)
+        self.assertEqual(st, 200)
+        self.assertIn(b"make editor", body)
+        self.assertEqual(self.api("GET", "/api/pages")[0], 200)
+
 class TestShutdown(unittest.TestCase):
     def test_sigint_cancels_runs_and_exits(self):
         tmp = tempfile.mkdtemp(prefix="bf-serve-")

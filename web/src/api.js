@@ -1,0 +1,93 @@
+/*
+ * api.js - the HTTP API of `blockflow serve` (README "Serve"), as the editor calls it. The
+ * token travels in the HttpOnly cookie that opening /?token=... set, so no script ever holds
+ * it; X-Blockflow-Client names this tab's WebSocket so run events come here only.
+ */
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    const e = (body && body.error) || {};
+    super(e.message || `HTTP ${status}`);
+    this.status = status;
+    this.code = e.code || '';
+    this.body = body || {};
+  }
+}
+
+export class Api {
+  constructor() {
+    this.client = '';
+  }
+
+  async req(method, path, body) {
+    const headers = {};
+    if (this.client) headers['X-Blockflow-Client'] = this.client;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const r = await fetch(path, {
+      method, headers, credentials: 'same-origin',
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const type = r.headers.get('content-type') || '';
+    const data = type.startsWith('application/json') ? await r.json() : await r.text();
+    if (!r.ok) throw new ApiError(r.status, typeof data === 'object' ? data : {});
+    return data;
+  }
+
+  page(name) { return `/api/pages/${encodeURIComponent(name)}`; }
+
+  blocks() { return this.req('GET', '/api/blocks'); }
+  health() { return this.req('GET', '/api/health'); }
+  pages() { return this.req('GET', '/api/pages'); }
+  files() { return this.req('GET', '/api/files'); }
+  getPage(name, session = false) {
+    return this.req('GET', this.page(name) + (session ? '?view=session' : ''));
+  }
+  putPage(name, page, revision) { return this.req('PUT', this.page(name), {page, revision}); }
+  deletePage(name, revision) {
+    return this.req('DELETE', this.page(name) + (revision ? `?revision=${revision}` : ''));
+  }
+  rename(name, to) { return this.req('POST', this.page(name) + '/rename', {to}); }
+  duplicate(name, to) { return this.req('POST', this.page(name) + '/duplicate', {to}); }
+  open(name) { return this.req('POST', this.page(name) + '/open'); }
+  close(name) { return this.req('POST', this.page(name) + '/close'); }
+  edits(name, edits) { return this.req('POST', this.page(name) + '/edits', edits); }
+  check(name, page) { return this.req('POST', this.page(name) + '/check', page); }
+  run(name, fetchIds) {
+    return this.req('POST', this.page(name) + '/run', fetchIds ? {fetch: fetchIds} : {});
+  }
+  cancel(runId) { return this.req('POST', `/api/runs/${runId}/cancel`); }
+  tensorUrl(runId, spec, view, slice) {
+    let u = `/api/runs/${runId}/tensors/${encodeURIComponent(spec)}?view=${view}`;
+    if (slice !== undefined) u += `&slice=${encodeURIComponent(slice)}`;
+    return u;
+  }
+  tensor(runId, spec, view = 'summary', slice) {
+    return this.req('GET', this.tensorUrl(runId, spec, view, slice));
+  }
+}
+
+/**
+ * The run events WebSocket (GET /ws): calls onEvent(json) for each event and onHello(client)
+ * when the server names this tab; reconnects after a second when the socket drops.
+ */
+export function connectEvents({onHello, onEvent, onState}) {
+  let ws = null;
+  let stopped = false;
+  const open = () => {
+    const proto = location.protocol === 'https:' ? 'wss' : 'ws';
+    ws = new WebSocket(`${proto}://${location.host}/ws`);
+    ws.onopen = () => onState && onState('open');
+    ws.onmessage = (m) => {
+      let ev;
+      try { ev = JSON.parse(m.data); } catch (e) { return; }
+      if (ev.type === 'hello') onHello(ev.client);
+      else onEvent(ev);
+    };
+    ws.onclose = () => {
+      onState && onState('closed');
+      if (!stopped) setTimeout(open, 1000);
+    };
+  };
+  open();
+  return () => { stopped = true; if (ws) ws.close(); };
+}

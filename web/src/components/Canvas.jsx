@@ -1,0 +1,104 @@
+/* Canvas.jsx - the page as a React Flow graph: blocks (BlockNode), wires labelled with the
+ * dtype and shape they carry (WireEdge), drop target of the palette. Selection, moves,
+ * deletions and new wires are turned into edits by App. */
+import React, {useCallback, useEffect, useMemo, useState} from 'react';
+import {Background, Controls, ReactFlow, useReactFlow} from '@xyflow/react';
+import {pageToGraph} from '../model/page.js';
+import BlockNode from './BlockNode.jsx';
+import WireEdge from './WireEdge.jsx';
+
+const nodeTypes = {block: BlockNode};
+const edgeTypes = {wire: WireEdge};
+
+export default function Canvas({page, index, check, run, selected, onSelect, onConnect,
+                                onRemoveBlocks, onDisconnect, onMove, onDropBlock}) {
+  const flow = useReactFlow();
+  const [drag, setDrag] = useState(null); /* {id, x, y} while a block is dragged */
+  const [selEdges, setSelEdges] = useState([]);
+  const graph = useMemo(() => pageToGraph(page, index, check,
+                                          {status: run ? run.status : null}),
+                        [page, index, check, run]);
+  const nodes = graph.nodes.map((n) => ({
+    ...n,
+    position: drag && drag.id === n.id ? {x: drag.x, y: drag.y} : n.position,
+    selected: selected.includes(n.id),
+  }));
+  const edges = graph.edges.map((e) => ({...e, selected: selEdges.includes(e.id)}));
+
+  useEffect(() => {
+    const t = setTimeout(() => flow.fitView({padding: 0.2, maxZoom: 1.1}), 50);
+    return () => clearTimeout(t);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [page.name, page.blocks.length === 0]);
+
+  const onNodesChange = useCallback((changes) => {
+    let sel = null;
+    const removed = [];
+    for (const c of changes) {
+      if (c.type === 'position' && c.position) {
+        if (c.dragging) setDrag({id: c.id, ...c.position});
+      } else if (c.type === 'position' && c.dragging === false) {
+        setDrag((d) => {
+          if (d && d.id === c.id) onMove(c.id, {x: d.x, y: d.y});
+          return null;
+        });
+      } else if (c.type === 'select') {
+        sel = sel || new Set(selected);
+        if (c.selected) sel.add(c.id);
+        else sel.delete(c.id);
+      } else if (c.type === 'remove') {
+        removed.push(c.id);
+      }
+    }
+    if (removed.length) onRemoveBlocks(removed);
+    else if (sel) onSelect([...sel]);
+  }, [selected, onSelect, onMove, onRemoveBlocks]);
+
+  const onEdgesChange = useCallback((changes) => {
+    const cut = [];
+    let sel = null;
+    for (const c of changes) {
+      if (c.type === 'remove') {
+        const [block, port] = [c.id.slice(0, c.id.lastIndexOf('.')), c.id.slice(c.id.lastIndexOf('.') + 1)];
+        if (page.blocks.some((b) => b.id === block)) cut.push({block, port});
+      } else if (c.type === 'select') {
+        sel = sel || new Set(selEdges);
+        if (c.selected) sel.add(c.id);
+        else sel.delete(c.id);
+      }
+    }
+    if (cut.length) {
+      onDisconnect(cut);
+      setSelEdges([]);
+    } else if (sel) setSelEdges([...sel]);
+  }, [page, selEdges, onDisconnect]);
+
+  const onDrop = useCallback((e) => {
+    e.preventDefault();
+    const type = e.dataTransfer.getData('application/blockflow-type');
+    if (!type) return;
+    const pos = flow.screenToFlowPosition({x: e.clientX, y: e.clientY});
+    onDropBlock(type, {x: pos.x - 90, y: pos.y - 30});
+  }, [flow, onDropBlock]);
+
+  return (
+    <div className="canvas" onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move'; }}
+         onDrop={onDrop} data-testid="canvas">
+      <ReactFlow
+        nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes}
+        onNodesChange={onNodesChange} onEdgesChange={onEdgesChange} onConnect={onConnect}
+        deleteKeyCode={['Delete', 'Backspace']} multiSelectionKeyCode={['Shift', 'Meta', 'Control']}
+        minZoom={0.2} maxZoom={2.5} proOptions={{hideAttribution: true}}
+        onPaneClick={() => { onSelect([]); setSelEdges([]); }}
+        fitView
+      >
+        <Background gap={20} size={1} />
+        <Controls />
+      </ReactFlow>
+      {page.blocks.length === 0 && (
+        <div className="empty-hint">This page is empty. Drag a block from the left, e.g.
+          <b> Const</b> or <b>RandomNormal</b>, then a <b>Conv2DBackpropFilter</b>, and wire them.</div>
+      )}
+    </div>
+  );
+}

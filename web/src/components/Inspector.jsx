@@ -1,0 +1,117 @@
+/* Inspector.jsx - the right-hand panel. With a block selected: its id (rename), type and
+ * documentation, device, every attribute as a widget built from the catalogue, whether it is
+ * an output of the page, and its ports' inferred dtypes and shapes. Without one: the page's
+ * name and description, and how to get started. */
+import React, {useEffect, useState} from 'react';
+import {attrWidgets} from '../model/catalog.js';
+import {parseSource} from '../model/page.js';
+import AttrField from './AttrField.jsx';
+import DocToggle from './DocToggle.jsx';
+
+function TextCommit({label, value, onCommit, multiline, testid}) {
+  const [v, setV] = useState(value || '');
+  useEffect(() => setV(value || ''), [value]);
+  const commit = () => { if (v !== (value || '')) onCommit(v); };
+  const props = {value: v, 'aria-label': label, 'data-testid': testid,
+                 onChange: (e) => setV(e.target.value), onBlur: commit,
+                 onKeyDown: (e) => { if (e.key === 'Enter' && !multiline) commit(); }};
+  return multiline ? <textarea rows={4} {...props} /> : <input type="text" {...props} />;
+}
+
+export default function Inspector({page, index, check, block, files, onChange, onSelect,
+                                   onRefreshFiles}) {
+  if (!page || !index) {
+    return <aside className="inspector" aria-label="Inspector"><h2>Inspector</h2>
+      <p className="muted">Open a page to see its blocks here.</p></aside>;
+  }
+  if (!block) {
+    return (
+      <aside className="inspector" aria-label="Inspector">
+        <h2>Page</h2>
+        <label className="field">Name
+          <TextCommit label="Page name" value={page.name}
+                      onCommit={(name) => onChange([{op: 'set_name', name}])} />
+        </label>
+        <label className="field">Description
+          <TextCommit label="Page description" value={page.description} multiline
+                      onCommit={(description) => onChange([{op: 'set_description', description}])} />
+        </label>
+        <div className="howto">
+          <h3>How to</h3>
+          <ul>
+            <li><b>Select a block</b> to edit its attributes here.</li>
+            <li><b>Wire</b>: drag from an output dot (right side of a block) to an input dot (left side).</li>
+            <li>Each wire shows the <b>dtype[shape]</b> it carries; problems show in red.</li>
+            <li><b>Run</b> computes the page; select a block and open <b>Output</b> below to see its values.</li>
+            <li>Ctrl+S saves, Ctrl+Z / Ctrl+Shift+Z undo and redo, Delete removes, Ctrl+C / Ctrl+V copy.</li>
+          </ul>
+        </div>
+      </aside>
+    );
+  }
+  const entry = index.byType.get(block.type);
+  const widgets = attrWidgets(entry);
+  const info = check && check.blocks && check.blocks[block.id];
+  const problems = ((check && check.problems) || []).filter((p) => p.block === block.id);
+  const isOutput = (page.outputs || []).some((o) => parseSource(o).block === block.id);
+  return (
+    <aside className="inspector" aria-label="Inspector">
+      <h2>{block.type}</h2>
+      {entry && <DocToggle label={`About ${block.type}`}>
+        <code>{entry.synopsis}</code><p>{entry.doc}</p>
+      </DocToggle>}
+      <label className="field">Block id
+        <TextCommit label="Block id" value={block.id} testid="block-id"
+                    onCommit={(id) => { onChange([{op: 'rename_block', id: block.id, new_id: id}]); onSelect([id]); }} />
+      </label>
+      <label className="field">Device
+        <select value={block.device || 'auto'} aria-label="Device"
+                onChange={(e) => onChange([{op: 'set_device', block: block.id, device: e.target.value}])}>
+          <option value="auto">auto (GPU when present)</option>
+          <option value="cpu">cpu</option>
+          <option value="gpu">gpu</option>
+        </select>
+      </label>
+      <label className="check">
+        <input type="checkbox" checked={isOutput} onChange={(e) => {
+          const outs = (page.outputs || []).filter((o) => parseSource(o).block !== block.id);
+          onChange([{op: 'set_outputs', outputs: e.target.checked ? [...outs, block.id] : outs}]);
+        }} /> an output of the page (<code>blockflow run</code> saves it)
+      </label>
+      {widgets.length > 0 && <h3>Attributes</h3>}
+      {widgets.map((w) => (
+        <AttrField key={`${block.id}.${w.name}`} w={w} block={block}
+                   value={(block.attrs || {})[w.name]} files={files}
+                   problem={problems.find((p) => p.attr === w.name)}
+                   onRefreshFiles={onRefreshFiles}
+                   onCommit={(value) => onChange(
+                     [{op: 'set_attr', block: block.id, attr: w.name, value}],
+                     {key: `attr:${block.id}:${w.name}`})} />
+      ))}
+      {info && (
+        <>
+          <h3>Ports</h3>
+          <table className="ports-table">
+            <tbody>
+              {Object.entries(info.inputs || {}).map(([k, v]) => (
+                <tr key={`i${k}`}><td>in</td><td>{k}</td><td>{v.label}</td>
+                  <td className="muted">{v.source ? <>← {v.source}{' '}
+                    <button className="link" aria-label={`Disconnect ${k}`} title="Cut this wire"
+                            onClick={() => onChange([{op: 'disconnect', block: block.id, port: k}])}>✂</button>
+                  </> : 'unwired'}</td></tr>
+              ))}
+              {Object.entries(info.outputs || {}).map(([k, v]) => (
+                <tr key={`o${k}`}><td>out</td><td>{k}</td><td>{v.label}</td><td /></tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
+      {problems.length > 0 && (
+        <div className="problems-inline">
+          {problems.map((p, i) => <div key={i}>⚠ {p.message}</div>)}
+        </div>
+      )}
+    </aside>
+  );
+}

@@ -1,0 +1,22 @@
+/* Welcome.jsx - the first screen before a page is open: what this is, and the pages to open. */
+import React from 'react';
+
+export default function Welcome({pages, onOpen, onNew, ready}) {
+  return (
+    <div className="welcome">
+      <h1>blockflow editor</h1>
+      <p>A page is a graph of blocks: tensors flow along the wires, and each block computes
+        TensorFlow's convolution or gradient on them. Open a page to see it, change an
+        attribute and watch the shapes update, then <b>Run</b> it and inspect any block's output.</p>
+      {!ready && <p className="err">Connecting to the server…</p>}
+      <h2>Open a page</h2>
+      <ul className="page-list">
+        {pages.map((p) => (
+          <li key={p}><button onClick={() => onOpen(p)} data-page={p}>{p}</button></li>
+        ))}
+        {!pages.length && <li className="muted">The pages folder is empty.</li>}
+      </ul>
+      <button className="primary" onClick={onNew}>+ New page</button>
+    </div>
+  );
+}

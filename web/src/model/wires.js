@@ -1,0 +1,49 @@
+/*
+ * wires.js - whether a wire can be made, before it is sent: the source's inferred dtype (from
+ * the server's last check) must be one the target port accepts (from the catalogue), the
+ * target must not be the source itself, and the wire must not close a cycle. The server checks
+ * again after the edit; this only lets the editor refuse at once, with the reason.
+ */
+import {parseSource} from './page.js';
+
+function reaches(page, from, to) {
+  /* is `to` upstream of `from`? (walk inputs from `from`) */
+  const byId = new Map((page.blocks || []).map((b) => [b.id, b]));
+  const stack = [from];
+  const seen = new Set();
+  while (stack.length) {
+    const id = stack.pop();
+    if (id === to) return true;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    for (const src of Object.values((byId.get(id) || {}).inputs || {})) {
+      stack.push(parseSource(src).block);
+    }
+  }
+  return false;
+}
+
+/**
+ * {ok: true} or {ok: false, reason} for a wire from `source` block's output `sourcePort`
+ * into `target` block's input `targetPort`.
+ */
+export function checkWire(page, index, check, source, sourcePort, target, targetPort) {
+  if (source === target) return {ok: false, reason: 'a block cannot feed itself'};
+  const tb = (page.blocks || []).find((b) => b.id === target);
+  const entry = tb && index.byType.get(tb.type);
+  const port = entry && entry.inputs.find((p) => p.name === targetPort);
+  if (!port) return {ok: false, reason: `${tb ? tb.type : target} has no input "${targetPort}"`};
+  if (reaches(page, source, target)) {
+    return {ok: false, reason: `the wire would make a cycle: ${target} already feeds ${source}`};
+  }
+  const out = check && check.blocks && check.blocks[source] &&
+              check.blocks[source].outputs && check.blocks[source].outputs[sourcePort];
+  if (out && out.dtype && !port.dtypes.includes(out.dtype)) {
+    return {
+      ok: false,
+      reason: `${tb.type} takes ${port.dtypes.join(', ')} for "${targetPort}", but ` +
+              `${source}:${sourcePort} is ${out.dtype}`,
+    };
+  }
+  return {ok: true};
+}

@@ -1,0 +1,101 @@
+// Unit tests of src/model/page.js: page JSON <-> graph model, edits applied and diffed.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import {readFileSync} from 'node:fs';
+import {fileURLToPath} from 'node:url';
+import {indexCatalog} from '../src/model/catalog.js';
+import {applyEdits, copyBlocks, diffPages, layout, pageToGraph, parseSource,
+        pasteBlocks} from '../src/model/page.js';
+
+const read = (p) => JSON.parse(readFileSync(fileURLToPath(new URL(p, import.meta.url)), 'utf8'));
+const index = indexCatalog(read('../../graph_schemas/block_catalog.json'));
+const same = read('../../examples/filter_grad_same.json');
+const depthwise = read('../../examples/depthwise.json');
+
+test('sources name a block and maybe a port', () => {
+  assert.deepEqual(parseSource('dy'), {block: 'dy', port: null});
+  assert.deepEqual(parseSource('dy:output'), {block: 'dy', port: 'output'});
+});
+
+test('a page becomes nodes and labelled edges', () => {
+  const check = {ok: true, problems: [{block: 'dw', port: 'out_backprop', message: 'bad'}],
+                 blocks: {dw: {inputs: {input: {dtype: 'float32', shape: [1, 5, 5, 1],
+                                                label: 'float32[1,5,5,1]', source: 'x'}}}}};
+  const {nodes, edges} = pageToGraph(same, index, check);
+  assert.deepEqual(nodes.map((n) => n.id), ['x', 'fs', 'dy', 'dw']);
+  assert.equal(nodes[3].data.entry.type, 'Conv2DBackpropFilter');
+  assert.equal(nodes[3].data.problems.length, 1);
+  assert.equal(nodes[3].data.isOutput, true);
+  const e = edges.find((x) => x.id === 'dw.input');
+  assert.equal(e.source, 'x');
+  assert.equal(e.sourceHandle, 'out:output');
+  assert.equal(e.targetHandle, 'in:input');
+  assert.equal(e.data.label, 'float32[1,5,5,1]');
+  assert.equal(edges.find((x) => x.id === 'dw.out_backprop').data.problem, 'bad');
+  assert.equal(edges.length, 3);
+});
+
+test('layout: sources left, consumers right; ui positions are kept', () => {
+  const pos = layout(same);
+  assert.ok(pos.get('dw').x > pos.get('x').x);
+  assert.equal(pos.get('x').x, pos.get('dy').x);
+  const moved = applyEdits(same, [{op: 'set_ui', block: 'x', ui: {x: 7, y: 9}}]);
+  assert.deepEqual(layout(moved).get('x'), {x: 7, y: 9});
+});
+
+test('applyEdits mirrors the server, never mutating the input', () => {
+  const before = JSON.stringify(same);
+  let p = applyEdits(same, [{op: 'set_attr', block: 'dw', attr: 'strides', value: [1, 2, 2, 1]}]);
+  assert.deepEqual(p.blocks[3].attrs.strides, [1, 2, 2, 1]);
+  p = applyEdits(p, [{op: 'remove_block', id: 'x'}]);
+  assert.equal(p.blocks[2].inputs.input, undefined);
+  p = applyEdits(p, [{op: 'rename_block', id: 'dw', new_id: 'grad'}]);
+  assert.deepEqual(p.outputs, ['grad']);
+  p = applyEdits(p, [{op: 'set_attr', block: 'grad', attr: 'padding', value: null}]);
+  assert.equal(p.blocks[2].attrs.padding, undefined);
+  assert.throws(() => applyEdits(p, [{op: 'add_block', id: 'grad', type: 'Add'}]), /used by/);
+  assert.throws(() => applyEdits(p, [{op: 'connect', block: 'nope', port: 'x', source: 'fs'}]),
+                /no block "nope"/);
+  assert.equal(JSON.stringify(same), before);
+});
+
+const norm = (p) => ({...p, blocks: p.blocks.slice().sort((a, b) => a.id.localeCompare(b.id))});
+
+test('diffPages gives the edits that turn one page into the other', () => {
+  const pages = [same, depthwise];
+  const variants = [
+    (p) => applyEdits(p, [{op: 'set_attr', block: p.blocks.at(-1).id, attr: 'padding',
+                           value: 'VALID'}]),
+    (p) => applyEdits(p, [{op: 'remove_block', id: p.blocks[0].id}]),
+    (p) => applyEdits(p, [{op: 'add_block', id: 'extra', type: 'Identity', ui: {x: 1, y: 2}},
+                          {op: 'connect', block: 'extra', port: 'input', source: p.blocks[0].id},
+                          {op: 'set_outputs', outputs: ['extra']}]),
+    (p) => applyEdits(p, [{op: 'rename_block', id: p.blocks[0].id, new_id: 'renamed'}]),
+    (p) => applyEdits(p, [{op: 'set_name', name: 'other'}, {op: 'set_device',
+                           block: p.blocks[1].id, device: 'cpu'}]),
+    (p) => applyEdits(p, [{op: 'disconnect', block: p.blocks.at(-1).id,
+                           port: Object.keys(p.blocks.at(-1).inputs)[0]}]),
+  ];
+  for (const p of pages) {
+    for (const v of variants) {
+      const q = v(p);
+      /* blocks that are re-added land at the end, as the server appends them */
+      assert.deepEqual(norm(applyEdits(p, diffPages(p, q))), norm(q));
+      assert.deepEqual(norm(applyEdits(q, diffPages(q, p))), norm(p)); /* the undo */
+    }
+  }
+  assert.deepEqual(diffPages(same, same), []);
+});
+
+test('copy and paste keep inner wires and pick fresh ids', () => {
+  const frag = copyBlocks(same, ['x', 'dw']);
+  assert.deepEqual(frag.blocks.map((b) => b.id), ['x', 'dw']);
+  assert.deepEqual(frag.blocks[1].inputs, {input: 'x'});
+  const {page, ids} = pasteBlocks(same, frag);
+  assert.deepEqual(ids, ['x_copy', 'dw_copy']);
+  assert.equal(page.blocks.find((b) => b.id === 'dw_copy').inputs.input, 'x_copy');
+  assert.equal(page.blocks.length, 6);
+  const again = pasteBlocks(page, frag);
+  assert.deepEqual(again.ids, ['x_copy3', 'dw_copy3']);
+  assert.equal(new Set(again.page.blocks.map((b) => b.id)).size, 8);
+});
