@@ -237,6 +237,7 @@ static bf_status remove_block(bf_session *s, const char *id, bf_error *err) {
     memmove(&s->nodes[b], &s->nodes[b + 1], (size_t)(s->n - b - 1) * sizeof(snode));
     page->n_blocks--;
     s->n--;
+    bf_sess_cache_removed(s, b);
     return restructure(s, true, err);
 }
 
