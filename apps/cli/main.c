@@ -195,7 +195,7 @@ static int check_out_dir(const char *dir) {
     const char *what = dir;
     char parent[4096];
     if (stat(dir, &sb) != 0) {
-        if (errno != ENOENT) {
+        if (errno != ENOENT && errno != ENOTDIR) {
             fprintf(stderr, "blockflow: cannot use the output folder %s: %s\n", dir,
                     strerror(errno));
             return EXIT_OUTPUT;
