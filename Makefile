@@ -1,15 +1,18 @@
 # The two commands of the README, for a fresh Debian machine (as root, or with sudo):
 #   make run    install what is missing, build, and run an example page
 #   make test   install what is missing, build, and run every test (ctest)
+#   make install [PREFIX=/usr/local]   install the program, libblockflow.so, blockflow.h,
+#               blockflow.pc and the CMake package (with the Python package)
 # Both are quick when everything is already there. Extra CMake options: CMAKE_FLAGS="...".
 BUILD       ?= build
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 EXAMPLE     ?= examples/filter_grad_same.json
+PREFIX      ?= /usr/local
 DEPS        := gcc make cmake pkg-config libuv1-dev libcjson-dev check python3 python3-numpy \
                python3-pytest libwebsockets-dev
 
-.PHONY: all deps build run test clean
+.PHONY: all deps build run test install clean
 
 all: build
 
@@ -31,6 +34,9 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) out
