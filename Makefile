@@ -2,11 +2,14 @@
 #   make run    install what is missing, build, and run an example page
 #   make test   install what is missing, build, and run every test (ctest)
 #   make serve  install what is missing, build the library and the editor, start blockflow serve
+#   make install [PREFIX=/usr/local]   install the program, libblockflow.so, blockflow.h,
+#               blockflow.pc and the CMake package (with the Python package)
 # All are quick when everything is already there. Extra CMake options: CMAKE_FLAGS="...".
 BUILD       ?= build
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 EXAMPLE     ?= examples/filter_grad_same.json
+PREFIX      ?= /usr/local
 DEPS        := gcc make cmake pkg-config libuv1-dev libcjson-dev check python3 python3-numpy \
                python3-pytest libwebsockets-dev
 
@@ -16,7 +19,7 @@ DEPS        := gcc make cmake pkg-config libuv1-dev libcjson-dev check python3 p
 WEB_DEPS    := chromium
 SERVE_LISTEN ?= 127.0.0.1:8470
 
-.PHONY: all deps web-deps build editor serve run test clean
+.PHONY: all deps web-deps build editor serve run test install clean
 
 all: build
 
@@ -60,6 +63,9 @@ run: build
 
 test: build editor
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) out web/dist

@@ -221,7 +221,25 @@ typedef struct bf_config {
                                    whose results vary in the last bits (BF_CUDNN_DETERMINISTIC=0) */
     int cudnn_workspace_mb;     /* cap on cuDNN's workspace in MiB; 0 = 1024
                                    (BF_CUDNN_WORKSPACE_MB) */
+    uint64_t max_cache_bytes;   /* results a session keeps for incremental re-runs beyond those
+                                   it must keep; 0 = max_session_bytes / 2 (see below) */
+    int no_cache;               /* 1: keep no such result (max_cache_bytes becomes 0); for
+                                   programs that run a page once, as `blockflow run` */
 } bf_config;
+
+/*
+ * Memory of a run, and the result cache. A run frees an intermediate result as soon as the
+ * last block of the run that reads it has completed, unless the result is fetched by the run
+ * or is one of the page's outputs (those stay until the next run or edit, as
+ * bf_session_output promises). A freed result goes to the session's cache first: the cache
+ * keeps the most recently used results, up to max_cache_bytes, so that a re-run after an
+ * edit recomputes only what the edit affects; past the limit the least recently used result
+ * is freed. A block whose result was freed is not lost: a later run that needs it runs it
+ * again (and what it reads, as far back as needed). A run never fails because of the cache:
+ * when a block cannot get memory under max_session_bytes, the cache is emptied and the block
+ * tried again. Every byte a session holds (results, cache, constants, kernel workspaces)
+ * counts against max_session_bytes, and bf_session_peak_bytes reports the most it held.
+ */
 
 /* Fill `cfg` with the defaults (all zeros mean "default"). */
 BF_API void bf_config_init(bf_config *cfg);
@@ -492,7 +510,7 @@ BF_API bf_status bf_session_check_json(bf_session *s, char **out, bf_error *err)
  * date, independent blocks concurrently. `opts` may be NULL.
  * Errors: anything bf_session_check returns, plus BF_ECANCELED, BF_ETIMEDOUT, BF_EDEVICE,
  * BF_ENOMEM, BF_ELIMIT and kernel errors, each naming the block. After a failed run the
- * session stays usable; results of blocks that completed are kept.
+ * session stays usable; results of blocks that completed are kept as the cache allows.
  * The call blocks the calling thread until the run ends (its blocks run on libuv's thread
  * pool meanwhile). An event-loop program, such as the coming server, calls it from a worker
  * thread, forwards the on_event records to its loop, and cancels with bf_session_cancel().
@@ -514,6 +532,15 @@ BF_API void bf_session_cancel(bf_session *s);
  */
 BF_API const bf_tensor *bf_session_output(bf_session *s, const char *block_id,
                                           const char *port);
+/*
+ * The most tensor bytes the session held at once during its last run: its results, the
+ * cache, the constants' tensors and kernel workspaces, the same bytes that
+ * bf_config.max_session_bytes limits. Before the first run: what making the session took
+ * (the constants' tensors). Read it after bf_session_run returns.
+ */
+BF_API uint64_t bf_session_peak_bytes(const bf_session *s);
+/* Bytes of results the session keeps in its cache now (see bf_config.max_cache_bytes). */
+BF_API uint64_t bf_session_cached_bytes(const bf_session *s);
 /* Per-block report of the last run/check, in page order (0 <= i < block count). Borrowed. */
 BF_API const bf_block_stats *bf_session_block_stats(const bf_session *s, int i);
 /* Number of output ports of block i, and the name of port j (borrowed). */

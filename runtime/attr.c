@@ -387,8 +387,9 @@ static void parse_legacy_text(const bf_block_desc *desc, const char *text,
         while (kn && key[kn - 1] == '_') key[--kn] = '\0';
         int idx = find_attr(desc, key);
         if (idx < 0) {
-            bf_err(&e, BF_EATTR, "unknown_attr", "%s has no attribute \"%.40s\"", desc->type,
-                   key);
+            char dym[96];
+            bf_err(&e, BF_EATTR, "unknown_attr", "%s has no attribute \"%.40s\"%s", desc->type,
+                   key, bf_suggest_text(bf_suggest_attr(desc, key), dym, sizeof(dym)));
             bf_err_at(&e, NULL, key);
             report(rep, &e, "/attrs");
             continue;
@@ -450,8 +451,10 @@ bf_status bf_attrs_parse(const bf_block_desc *desc, const cJSON *attrs, bf_attr_
             int idx = find_attr(desc, j->string);
             if (idx < 0) {
                 if (!strncmp(j->string, "x-", 2)) continue; /* editors' own data */
-                bf_err(&e, BF_EATTR, "unknown_attr", "%s has no attribute \"%.40s\"",
-                       desc->type, j->string);
+                char dym[96];
+                bf_err(&e, BF_EATTR, "unknown_attr", "%s has no attribute \"%.40s\"%s",
+                       desc->type, j->string,
+                       bf_suggest_text(bf_suggest_attr(desc, j->string), dym, sizeof(dym)));
                 bf_err_at(&e, NULL, j->string);
                 report(rep, &e, suffix);
                 continue;

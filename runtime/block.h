@@ -234,6 +234,15 @@ const bf_block_desc *bf_registry_find(const char *type);
 int bf_registry_count(void);
 const bf_block_desc *bf_registry_at(int i);
 
+/* ---- "did you mean" (runtime/suggest.c) ---------------------------------------------- */
+
+/* The registered type, or the attribute of `desc`, nearest to a misspelt name (compared
+ * without case), or NULL when none is close enough to be a typo. Static strings. */
+const char *bf_suggest_type(const char *type);
+const char *bf_suggest_attr(const bf_block_desc *desc, const char *attr);
+/* " (did you mean \"NAME\"?)" in buf, or "" when name is NULL: the tail of a message. */
+const char *bf_suggest_text(const char *name, char *buf, size_t size);
+
 /* ---- helpers for block code (runtime/attr.c) ------------------------------------------ */
 
 /* True when every dim of `p` is known (rank >= 0 and all dims >= 0). */

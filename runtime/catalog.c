@@ -71,9 +71,12 @@ bf_status bf_block_catalog_json(const char *type, char **out, bf_error *err) {
     cJSON *root = NULL;
     if (type) {
         const bf_block_desc *d = bf_registry_find(type);
-        if (!d)
-            return bf_err(err, BF_ENOTFOUND, "unknown_block_type", "unknown block type \"%.60s\"",
-                          type);
+        if (!d) {
+            char dym[96];
+            return bf_err(err, BF_ENOTFOUND, "unknown_block_type", "unknown block type "
+                          "\"%.60s\"%s", type,
+                          bf_suggest_text(bf_suggest_type(type), dym, sizeof(dym)));
+        }
         root = block_json(d);
     } else {
         root = cJSON_CreateObject();
@@ -152,9 +155,12 @@ bf_status bf_block_catalog_text(const char *type, char **out, bf_error *err) {
     sbuf b = {0};
     if (type) {
         const bf_block_desc *d = bf_registry_find(type);
-        if (!d)
-            return bf_err(err, BF_ENOTFOUND, "unknown_block_type", "unknown block type \"%.60s\"",
-                          type);
+        if (!d) {
+            char dym[96];
+            return bf_err(err, BF_ENOTFOUND, "unknown_block_type", "unknown block type "
+                          "\"%.60s\"%s", type,
+                          bf_suggest_text(bf_suggest_type(type), dym, sizeof(dym)));
+        }
         text_block(&b, d, true);
     } else {
         for (int i = 0; i < bf_registry_count(); i++) text_block(&b, bf_registry_at(i), false);

@@ -33,6 +33,8 @@ bf_status bf_context_new(const bf_config *cfg, bf_context **out, bf_error *err) 
                       "bf_config");
     }
     if (!c->max_session_bytes) c->max_session_bytes = ram_bytes() / 2;
+    if (!c->max_cache_bytes) c->max_cache_bytes = c->max_session_bytes / 2;
+    if (c->no_cache) c->max_cache_bytes = 0;
     if (!c->max_tensor_elements) c->max_tensor_elements = BF_DEFAULT_MAX_ELEMENTS;
     if (!c->max_page_bytes) c->max_page_bytes = (uint64_t)64 << 20;
     if (!c->max_blocks) c->max_blocks = 100000;

@@ -116,9 +116,11 @@ static bf_status add_block_checked(bf_session *s, const char *id, const char *ty
         return page_err(s, err, BF_ESCHEMA, "duplicate_id", "the id \"%s\" is used by another "
                         "block", id);
     const bf_block_desc *desc = type ? bf_registry_find(type) : NULL;
+    char dym[96];
     if (!desc)
         return page_err(s, err, BF_ESCHEMA, "unknown_block_type", "unknown block type "
-                        "\"%.60s\"", type ? type : "(null)");
+                        "\"%.60s\"%s", type ? type : "(null)",
+                        bf_suggest_text(bf_suggest_type(type), dym, sizeof(dym)));
     int ordinal = 0, dev = device ? bf_page_parse_device(device, &ordinal) : BF_DEVICE_AUTO;
     if (dev < 0)
         return page_err(s, err, BF_ESCHEMA, "bad_device", "\"device\" must be \"auto\", "
@@ -237,6 +239,7 @@ static bf_status remove_block(bf_session *s, const char *id, bf_error *err) {
     memmove(&s->nodes[b], &s->nodes[b + 1], (size_t)(s->n - b - 1) * sizeof(snode));
     page->n_blocks--;
     s->n--;
+    bf_sess_cache_removed(s, b);
     return restructure(s, true, err);
 }
 
@@ -384,8 +387,10 @@ static bf_status set_attr(bf_session *s, const char *block_id, const char *attr,
     for (int i = 0; attr && i < d->n_attrs; i++)
         if (!strcmp(d->attrs[i].name, attr)) a = i;
     if (a < 0) {
-        bf_err(&e, BF_ENOTFOUND, "unknown_attr", "%s has no attribute \"%.40s\"", d->type,
-               attr ? attr : "(null)");
+        char dym[96];
+        bf_err(&e, BF_ENOTFOUND, "unknown_attr", "%s has no attribute \"%.40s\"%s", d->type,
+               attr ? attr : "(null)",
+               bf_suggest_text(attr ? bf_suggest_attr(d, attr) : NULL, dym, sizeof(dym)));
         bf_err_at(&e, NULL, attr);
         return block_err(s, b, &e, err);
     }

@@ -15,10 +15,12 @@
 #include "page.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- small helpers --------------------------------------------------------------------- */
 
@@ -271,8 +273,12 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
                                                       : NULL;
     if (!desc) {
         if (cJSON_IsString(jtype))
+        {
+            char dym[96];
             problem(L, BF_ESCHEMA, "unknown_block_type", id, NULL, NULL,
-                    "unknown block type \"%.60s\"", p2, jtype->valuestring);
+                    "unknown block type \"%.60s\"%s", p2, jtype->valuestring,
+                    bf_suggest_text(bf_suggest_type(jtype->valuestring), dym, sizeof(dym)));
+        }
         else
             problem(L, BF_ESCHEMA, "unknown_block_type", id, NULL, NULL,
                     "a block needs a \"type\" string", p2);
@@ -715,7 +721,10 @@ bf_status bf_page_load_file(bf_context *ctx, const char *path, bf_page **out, bf
     if (!ctx || !path) return bf_err(err, BF_EINVAL, "bad_argument", "ctx or path is NULL");
     bf_error e = {0};
     bf_strlcpy(e.page, path, sizeof(e.page));
-    FILE *f = fopen(path, "rb");
+    /* O_NONBLOCK: opening a FIFO nobody writes to must not hang (it is refused below). */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (fd >= 0 && !f) close(fd);
     struct stat sb;
     if (!f || fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         int saved = errno;

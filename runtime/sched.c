@@ -7,6 +7,12 @@
  * thread (STYLE R12). Inside a kernel, bf_parallel_for() splits the work over the context's
  * pool.
  *
+ * Memory: a run counts, for each result, the blocks of the run that read it (`uses`); when
+ * the last of them completes, the result is released to the session's cache (graph.c), unless
+ * the run fetches it or it is a page output. So a chain of blocks holds about two results at
+ * a time instead of all of them. A block that cannot get memory while the cache holds some is
+ * retried once the cache is emptied: the cache never makes a run fail.
+ *
  * A run checks the page first and refuses to start when a block it needs has a problem;
  * problems of blocks it does not need (an editor's half-wired corner) do not stop it. A
  * failed or cancelled run keeps the results of the blocks that completed, and the session
@@ -144,11 +150,42 @@ static void push_ready(bf_session *s, snode *n) {
     s->ready[s->n_ready++] = n->index;
 }
 
+/* Node n completed: each distinct source it read has one reader less, and a source no block of
+ * this run reads any more is released to the cache unless it is pinned. */
+static void release_sources(bf_session *s, snode *n) {
+    const bf_page_block *pb = n->pb;
+    for (int k = 0; k < pb->desc->n_inputs; k++) {
+        int src = pb->inputs[k].src_block, j = 0;
+        while (j < k && pb->inputs[j].src_block != src) j++;
+        if (src < 0 || j < k) continue; /* read twice: counted once */
+        snode *m = &s->nodes[src];
+        if (m->uses > 0 && --m->uses == 0 && !m->pinned) bf_sess_cache_put(s, m);
+    }
+}
+
+/* True when node n failed only for want of memory under the session's limit while the cache
+ * holds results: then the cache is emptied and n queued again. */
+static bool retry_without_cache(bf_session *s, snode *n) {
+    if (n->status != BF_ELIMIT || !n->err || strcmp(n->err->code, "memory_limit") != 0 ||
+        s->cache_used == 0 || atomic_load(&s->cancel) != 0)
+        return false;
+    bf_sess_drop_results(n);
+    bf_sess_cache_evict(s, 0);
+    bf_free(n->err);
+    n->err = NULL;
+    n->status = BF_OK;
+    n->stats.note[0] = '\0';
+    push_ready(s, n);
+    return true;
+}
+
 /*
  * Book-keeping after node n ran (on the loop thread): record its result, release its
- * consumers (those now complete become ready), or record the failure and stop the run.
+ * consumers (those now complete become ready) and the sources no one reads any more, or
+ * record the failure and stop the run.
  */
 static void complete(bf_session *s, snode *n) {
+    if (retry_without_cache(s, n)) return;
     n->stats.status = n->status;
     if (n->status == BF_OK) {
         n->valid = true;
@@ -157,12 +194,13 @@ static void complete(bf_session *s, snode *n) {
         if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_DONE, &n->stats, s->opts->user);
         for (int c = 0; c < n->n_consumers; c++) {
             snode *m = &s->nodes[n->consumers[c]];
-            if (m->needed && !m->scheduled) {
+            if (m->runs && !m->scheduled) {
                 for (int k = 0; k < m->pb->desc->n_inputs; k++)
                     if (m->pb->inputs[k].src_block == n->index) m->pending--;
                 if (m->pending == 0) push_ready(s, m);
             }
         }
+        release_sources(s, n);
         return;
     }
     bf_sess_drop_results(n);
@@ -228,6 +266,39 @@ static void drain(bf_session *s) {
 
 void bf_run_options_init(bf_run_options *o) { memset(o, 0, sizeof(*o)); }
 
+/*
+ * Bring the cache in line with this run. Before it (`starting`): pin the page's outputs and
+ * the fetches, count each result's readers among the blocks that run, take the pinned and
+ * the read results off the LRU list (a result in use is never evicted), then put the others
+ * back (results the previous run pinned), evicting past the limit. After it: every result left
+ * with readers (a failed or cancelled run) or unpinned goes to the cache.
+ */
+static void settle_cache(bf_session *s, bool starting) {
+    if (starting) {
+        for (int o = 0; o < s->page->n_outputs; o++) {
+            int b, p;
+            if (bf_page_resolve(s->page, s->page->outputs[o], &b, &p)) s->nodes[b].pinned = true;
+        }
+        for (int i = 0; i < s->n; i++) {
+            snode *n = &s->nodes[i];
+            n->pinned |= n->fetched != 0;
+            if (!n->runs) continue;
+            for (int k = 0; k < n->pb->desc->n_inputs; k++) {
+                int src = n->pb->inputs[k].src_block, j = 0;
+                while (j < k && n->pb->inputs[j].src_block != src) j++;
+                if (src >= 0 && j == k) s->nodes[src].uses++;
+            }
+        }
+        for (int i = 0; i < s->n; i++)
+            if (s->nodes[i].pinned || s->nodes[i].uses) bf_sess_cache_take(s, &s->nodes[i]);
+    }
+    for (int i = 0; i < s->n; i++) {
+        snode *n = &s->nodes[i];
+        if (!starting) n->uses = 0;
+        if (n->valid && !n->pinned && !n->uses && !n->cached) bf_sess_cache_put(s, n);
+    }
+}
+
 /* Make host copies of the fetched results that live on a GPU (intermediate results stay). */
 static bf_status download_fetches(bf_session *s, bf_error *err) {
     for (int i = 0; i < s->n; i++) {
@@ -281,11 +352,13 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
     atomic_store(&s->cancel, 0);
     s->run_status = BF_OK;
     memset(&s->run_err, 0, sizeof(s->run_err));
+    bf_budget_reset_peak(&s->budget);
     for (int i = 0; i < s->n; i++) {
         snode *n = &s->nodes[i];
-        n->needed = n->scheduled = false;
+        n->needed = n->scheduled = n->runs = n->pinned = false;
         n->fetched = 0;
         n->pending = 0;
+        n->uses = 0;
         n->stats.ran = n->stats.reused = 0;
         n->stats.status = BF_OK;
         n->stats.device[0] = '\0';
@@ -343,6 +416,8 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
             return BF_EINVAL;
         }
     }
+    settle_cache(s, true);
+    bf_budget_reset_peak(&s->budget);
     /* Placement and dependency counts, in topological order. */
     bf_port_info in[16];
     for (int k = 0; k < s->n_order; k++) {
@@ -353,6 +428,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
             if (opts->on_event) opts->on_event(BF_EVENT_BLOCK_REUSED, &n->stats, opts->user);
             continue;
         }
+        if (!n->runs) continue; /* upstream of a valid block: its result is not read again */
         bf_sess_gather_infos(s, n->index, in);
         bf_error e = {0};
         if ((st = bf_sess_place(s, n, in, &e))) {
@@ -373,7 +449,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
     s->n_ready = 0;
     for (int k = s->n_order - 1; k >= 0; k--) { /* popped in page order */
         snode *n = &s->nodes[s->order[k]];
-        if (n->needed && !n->valid && n->pending == 0) push_ready(s, n);
+        if (n->runs && n->pending == 0) push_ready(s, n);
     }
     drain(s);
     uv_run(&s->loop, UV_RUN_DEFAULT); /* until the last queued block completes */
@@ -393,9 +469,10 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
     }
     if (s->run_status == BF_OK) {
         for (int i = 0; i < s->n; i++)
-            BF_ASSERT(!s->nodes[i].needed || s->nodes[i].valid);
+            BF_ASSERT(!s->nodes[i].fetched || s->nodes[i].valid);
         s->run_status = download_fetches(s, &s->run_err);
     }
+    settle_cache(s, false);
     if (s->run_status != BF_OK) {
         bf_strlcpy(s->run_err.page, s->page->file, sizeof(s->run_err.page));
         if (err) *err = s->run_err;

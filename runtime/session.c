@@ -79,6 +79,9 @@ bf_status bf_session_new(bf_context *ctx, bf_page *page, bf_session **out, bf_er
     s->ctx = ctx;
     s->page = page;
     s->budget.limit = ctx->cfg.max_session_bytes;
+    s->no_cache = ctx->cfg.no_cache != 0;
+    s->cache_limit = s->no_cache ? 0 : ctx->cfg.max_cache_bytes;
+    s->lru_head = s->lru_tail = -1;
     atomic_init(&s->cancel, 0);
     if (!bf_sess_reserve(s, BF_MAX(page->n_blocks, 1))) goto oom;
     for (int i = 0; i < page->n_blocks; i++) {
@@ -126,6 +129,12 @@ const bf_tensor *bf_session_output(bf_session *s, const char *block_id, const ch
     return n->host_outs[p] ? n->host_outs[p] : (n->outs[p] && !n->outs[p]->device ? n->outs[p]
                                                                                   : NULL);
 }
+
+uint64_t bf_session_peak_bytes(const bf_session *s) {
+    return s ? atomic_load(&s->budget.peak) : 0;
+}
+
+uint64_t bf_session_cached_bytes(const bf_session *s) { return s ? s->cache_used : 0; }
 
 const bf_block_stats *bf_session_block_stats(const bf_session *s, int i) {
     return i >= 0 && i < s->n ? &s->nodes[i].stats : NULL;

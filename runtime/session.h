@@ -31,7 +31,7 @@ typedef struct snode {
     bool info_ok;              /* infer succeeded at the last check */
     bf_tensor **outs;          /* [n_outputs] cached results (host or device) */
     bf_tensor **host_outs;     /* [n_outputs] host copies of device results, for fetches */
-    bool valid;                /* outs are up to date */
+    bool valid;                /* outs are up to date (false once evicted from the cache) */
     bf_tensor *feed;           /* session-owned copy of the fed tensor */
     int *consumers;            /* nodes that read any output of this one */
     int n_consumers;
@@ -42,8 +42,17 @@ typedef struct snode {
     bf_device *dws_dev;
     bf_block_stats stats;
     bool ordered;              /* in the topological order (not on or behind a cycle) */
+    /* the result cache (graph.c): a valid node that is neither pinned nor read by a block of
+     * the current run sits on the session's LRU list, least recently used first */
+    bool cached;               /* on the LRU list */
+    int lru_prev, lru_next;    /* neighbours on the list, -1 at its ends */
+    uint64_t bytes;            /* bytes of outs and host_outs, counted while cached */
     /* per run */
-    bool needed, scheduled;
+    bool needed, scheduled;    /* needed: the fetches read it, directly or not */
+    bool runs;                 /* needed and not valid, and read by a fetch or a running block:
+                                  executed by this run */
+    bool pinned;               /* fetched by this run or a page output: never released */
+    int uses;                  /* blocks of this run still to read its outputs */
     uint32_t fetched;          /* bit p: output p is fetched by this run */
     int pending;               /* inputs not yet produced in this run */
     bf_device *dev;            /* NULL = CPU */
@@ -68,6 +77,10 @@ struct bf_session {
     int n_order;
     bool checked;              /* the nodes' info is up to date with the page */
     bf_budget budget;
+    uint64_t cache_limit;      /* bytes the LRU list may hold; 0 with no_cache */
+    bool no_cache;             /* bf_config.no_cache: release results as soon as they are read */
+    uint64_t cache_used;       /* bytes on the LRU list */
+    int lru_head, lru_tail;    /* least and most recently used, -1 when empty */
     atomic_int cancel;         /* 0 running, 1 cancelled, 2 timed out, 3 failed */
     gpu_state gpu[BF_MAX_GPUS];
     uv_mutex_t gpu_mu;         /* GPU work (kernels, copies, set-up) is serialised: a stream
@@ -95,13 +108,25 @@ bool bf_sess_node_alloc(bf_session *s, int i);
 void bf_sess_node_bind(bf_session *s, int i);
 /* Consumers and topological order from the page's links. False when out of memory. */
 bool bf_sess_graph_build(bf_session *s);
-/* Drop node n's cached results (frees its tensors). */
+/* Drop node n's cached results (frees its tensors, takes it off the LRU list). */
 void bf_sess_drop_results(snode *n);
-/* Invalidate node b and everything downstream. False when out of memory (then every result
- * is dropped, which is safe). */
+/* Invalidate node b and everything downstream, valid or not (an evicted node may sit between
+ * b and valid nodes). False when out of memory (then every result is dropped, which is safe). */
 bool bf_sess_invalidate(bf_session *s, int b);
-/* Mark b and everything it reads from as needed by this run. */
+/* Mark b and everything it reads from as needed by this run, and, walking only through nodes
+ * that are not valid, those that must execute (`runs`). */
 bf_status bf_sess_mark_needed(bf_session *s, int b, bf_error *err);
+/* Put valid node n on the LRU list as the most recently used (a no-op when it is on it), or
+ * free its results at once when the session keeps no cache; then evict the least recently
+ * used until the list fits the cache limit. */
+void bf_sess_cache_put(bf_session *s, snode *n);
+/* Take node n off the LRU list (it is in use, pinned or dropped). */
+void bf_sess_cache_take(bf_session *s, snode *n);
+/* Evict the least recently used results until the list holds at most `keep` bytes. Returns
+ * the bytes freed. */
+uint64_t bf_sess_cache_evict(bf_session *s, uint64_t keep);
+/* Node `b` left the nodes array (those after it moved down one): fix the list's links. */
+void bf_sess_cache_removed(bf_session *s, int b);
 /* Free what node n owns (its results, feed, workspaces, block state, arrays). */
 void bf_sess_node_free(bf_session *s, snode *n);
 /* Give nodes, order and ready room for `n` blocks. False when out of memory. */

@@ -105,9 +105,15 @@ bf_status bf_budget_charge(bf_budget *b, size_t bytes, bf_error *err) {
                           "needs %zu more bytes of tensor memory but the session limit is "
                           "%llu bytes with %llu in use (bf_config.max_session_bytes)",
                           bytes, (unsigned long long)b->limit, (unsigned long long)used);
-        if (atomic_compare_exchange_weak(&b->used, &used, used + bytes)) return BF_OK;
+        if (atomic_compare_exchange_weak(&b->used, &used, used + bytes)) break;
     }
+    uint64_t now = used + bytes, peak = atomic_load(&b->peak);
+    while (now > peak && !atomic_compare_exchange_weak(&b->peak, &peak, now)) {
+    }
+    return BF_OK;
 }
+
+void bf_budget_reset_peak(bf_budget *b) { atomic_store(&b->peak, atomic_load(&b->used)); }
 
 void bf_budget_release(bf_budget *b, size_t bytes) {
     if (b) atomic_fetch_sub(&b->used, bytes);

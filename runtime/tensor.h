@@ -13,9 +13,11 @@
 
 struct bf_device;
 
-/* A memory account: bytes in use and the ceiling. Shared by threads, hence atomic. */
+/* A memory account: bytes in use, the most in use at once since `peak` was last reset (the
+ * session resets it when a run starts), and the ceiling. Shared by threads, hence atomic. */
 typedef struct bf_budget {
     _Atomic uint64_t used;
+    _Atomic uint64_t peak;
     uint64_t limit;
 } bf_budget;
 
@@ -44,6 +46,8 @@ char *bf_shape_str(int rank, const int64_t *dims, char *buf, size_t size);
 /* Charge / release `bytes` on `b` (may be NULL). Charge fails with BF_ELIMIT past the limit. */
 bf_status bf_budget_charge(bf_budget *b, size_t bytes, bf_error *err);
 void bf_budget_release(bf_budget *b, size_t bytes);
+/* Start a new high-water mark at the bytes in use now. */
+void bf_budget_reset_peak(bf_budget *b);
 
 /*
  * Allocate a host tensor charged to `budget` (may be NULL). `zero` requests zero-filled data.

@@ -8,6 +8,7 @@
 #include "blockflow.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 
 enum {
     EXIT_OK = 0,
@@ -43,5 +44,54 @@ int cli_fail(const bf_error *e);
 int cli_explain(int argc, char **argv);
 int cli_gradcheck(int argc, char **argv);
 int cli_grad(int argc, char **argv);
+
+/* args.c: strict numbers. Each prints "blockflow: OPT "ARG": why" and returns false (or -1)
+ * on a bad value. Sizes (`suffix`) take K, M, G, T. */
+#define CLI_MAX_THREADS 1024
+bool cli_parse_u64(const char *opt, const char *arg, bool suffix, uint64_t min, uint64_t max,
+                   uint64_t *out);
+bool cli_parse_int(const char *opt, const char *arg, int min, int max, int *out);
+bool cli_parse_seconds(const char *opt, const char *arg, double *out);
+/* --threads: 0..CLI_MAX_THREADS, larger values capped with a message; -1 when bad. */
+int cli_parse_threads(const char *arg);
+/* --device auto|cpu|gpu; an unknown value names the accepted ones. */
+bool cli_parse_device(const char *arg, bf_device_kind *out);
+
+/* input.c: the page from PATH, "-" (standard input) or a stream; returns EXIT_OK,
+ * EXIT_INVALID (problems in diags/e, or printed when the page could not be read). */
+int cli_load_page(bf_context *ctx, const char *path, bf_page **page, bf_diags *diags,
+                  bf_error *e);
+/* --feed ID=FILE.npy or ID=FILE.npz[:KEY]: load and feed; returns an exit status, the error
+ * printed. */
+int cli_feed(bf_context *ctx, bf_session *s, const char *arg);
+
+/* print.c: `--print`. */
+void cli_print_tensor(const char *name, const bf_tensor *t);
+
+/* report.c: tables, words, progress and JSON. */
+#define CLI_TABLE_ROWS 40
+const char *cli_status_word(bf_status st);
+void cli_shape_text(int rank, const int64_t *dims, char *buf, size_t size);
+void cli_bytes_text(uint64_t bytes, char *buf, size_t size);
+int cli_id_width(const bf_page *page, int min);
+void cli_print_run_table(bf_session *s);
+typedef struct cli_progress {
+    bool enabled, drawn;
+    int done, started;
+    double t0, last;
+} cli_progress;
+void cli_progress_init(cli_progress *p, bf_session *s, bool enabled);
+void cli_progress_event(bf_event_kind kind, const bf_block_stats *st, void *user);
+void cli_progress_end(cli_progress *p);
+struct cJSON;
+struct cJSON *cli_problems_json(const bf_diags *d, const bf_error *e);
+struct cJSON *cli_run_json(bf_session *s, bf_status st, const bf_diags *d, const bf_error *e);
+/* Print `doc` on stdout and free it. */
+void cli_json_print(struct cJSON *doc);
+
+/* usage.c: the help text, from one table. */
+void cli_usage(FILE *f);
+int cli_help(const char *topic, FILE *f);
+void cli_usage_error(const char *cmd, const char *arg);
 
 #endif /* BF_CLI_H */

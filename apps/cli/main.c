@@ -1,11 +1,13 @@
 /*
- * main.c - the `blockflow` program: run, check, fmt, blocks and bench.
+ * main.c - the `blockflow` program: run, check, fmt, blocks, bench and help.
  *
  * Everything here is presentation: the library returns errors and results, and this file
  * prints them (errors one per line on stderr, as PAGE: block "id": port "p": message) and
  * writes result files. Exit codes are documented in `blockflow --help` and the README.
  */
 #include "cli.h"
+
+#include <cjson/cJSON.h>
 
 #include <errno.h>
 #include <stdbool.h>
@@ -21,51 +23,6 @@ int bf_bench_main(int argc, char **argv); /* bench/bench.c (the blockflow_bench 
 int bf_serve_main(int argc, char **argv); /* apps/server/serve.c */
 #endif
 
-static const char usage[] =
-    "usage: blockflow COMMAND [ARGS]\n"
-    "\n"
-    "commands:\n"
-    "  run PAGE [--feed ID=FILE.npy]... [--fetch ID[:PORT]]... [--out DIR] [--no-save]\n"
-    "           [--device auto|cpu|gpu] [--print] [--timeout SECONDS] [--threads N] [LIMITS]\n"
-    "      run the page; write each fetched tensor to DIR/ID.npy (DIR/ID.PORT.npy for a\n"
-    "      non-default port; DIR defaults to the current folder) and print a table per block\n"
-    "  check PAGE [LIMITS]\n"
-    "      validate the page and print the inferred dtype and shape of every port\n"
-    "  fmt PAGE... [--check | --in-place]\n"
-    "      print a page in canonical form; --check exits 1 when one is not, --in-place\n"
-    "      rewrites it\n"
-    "  blocks [--json] [TYPE]   the block catalogue\n"
-    "  explain PAGE BLOCK INDEX... [--port P] [--json] [--max-terms N]\n"
-    "      one output element of a convolution block: its value, the padding, and the\n"
-    "      terms of its sum (pairs of operand elements in the tensors' own layouts)\n"
-    "  gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
-    "           [--gpu]\n"
-    "      check a gradient block (or both gradients of a forward block) against float64\n"
-    "      central differences and the adjoint identity; exit 1 when it fails\n"
-    "  grad PAGE BLOCK [--dy SOURCE] [--in-place]\n"
-    "      add the gradient blocks of a Conv2D or DepthwiseConv2dNative block, as\n"
-    "      tf.gradients builds them; print the page (or rewrite it)\n"
-    "  bench [--cases FILE] [--ops LIST] [--threads N] [--json] [--device cpu|gpu]\n"
-    "      benchmark the convolution kernels (see bench/RESULTS.md)\n"
-    "  serve [--listen 127.0.0.1:8470] [--pages DIR] [--token TOKEN] [--threads N] [--open]\n"
-    "      the runtime over HTTP and WebSocket for the browser editor (serve --help)\n"
-    "  version\n"
-    "\n"
-    "limits (bf_config; sizes take K, M, G suffixes):\n"
-    "  --mem-limit BYTES      tensor memory of the run (default: half the RAM)\n"
-    "  --max-elements N       elements of one tensor (default 2^40)\n"
-    "  --max-blocks N         blocks in a page (default 100000)\n"
-    "  --max-page-bytes BYTES size of the page file (default 64M)\n"
-    "  --max-json-depth N     JSON nesting of the page (default 64)\n"
-    "  --confine-files        \"file\" attributes may only read inside the page's folder\n"
-    "\n"
-    "environment: BF_CUDNN_AUTOTUNE=1 (benchmark cuDNN's algorithms), BF_CUDNN_DETERMINISTIC=0\n"
-    "  (admit non-deterministic ones), BF_CUDNN_WORKSPACE_MB (cap on cuDNN's workspace)\n"
-    "\n"
-    "exit status: 0 success, 1 not canonical (fmt --check) or failed (gradcheck), 2 usage\n"
-    "             error, 3 invalid page or feed, 4 run-time failure, 5 results could not be\n"
-    "             written, 130 interrupted\n";
-
 static void print_error(const bf_error *e) { cli_print_error(e); }
 
 /* Print every record of `d`; when it holds none, `e`. */
@@ -73,56 +30,6 @@ static void print_diags(const bf_diags *d, const bf_error *e) {
     size_t n = bf_diags_count(d);
     for (size_t i = 0; i < n; i++) print_error(bf_diags_at(d, i));
     if (!bf_diags_errors(d) && e && e->status) print_error(e);
-}
-
-static void shape_text(int rank, const int64_t *dims, char *buf, size_t size) {
-    size_t n = (size_t)snprintf(buf, size, "[");
-    if (rank < 0) {
-        snprintf(buf, size, "?");
-        return;
-    }
-    for (int i = 0; i < rank && n < size; i++)
-        n += dims[i] < 0 ? (size_t)snprintf(buf + n, size - n, "%s?", i ? "," : "")
-                         : (size_t)snprintf(buf + n, size - n, "%s%lld", i ? "," : "",
-                                            (long long)dims[i]);
-    if (n < size) snprintf(buf + n, size - n, "]");
-}
-
-/* ---- small tensors as text (for teachers) ------------------------------------------------ */
-
-static void print_tensor(const char *name, const bf_tensor *t) {
-    int rank = bf_tensor_rank(t);
-    const int64_t *dims = bf_tensor_dims(t);
-    char s[128];
-    shape_text(rank, dims, s, sizeof(s));
-    printf("%s: %s %s\n", name, bf_dtype_name(bf_tensor_dtype(t)), s);
-    int64_t n = bf_tensor_numel(t);
-    if (n > 1024) {
-        printf("  (%lld elements: too many to print; read the .npy file)\n", (long long)n);
-        return;
-    }
-    /* Squeeze size-1 dims, then print the last two as a matrix per leading index. */
-    int64_t sq[BF_MAX_RANK];
-    int r = 0;
-    for (int i = 0; i < rank; i++)
-        if (dims[i] != 1) sq[r++] = dims[i];
-    int64_t cols = r >= 1 ? sq[r - 1] : 1, rows = r >= 2 ? sq[r - 2] : 1;
-    int64_t mats = (cols * rows) != 0 ? n / (cols * rows) : 0;
-    bool integral = bf_tensor_dtype(t) == BF_DTYPE_I32 || bf_tensor_dtype(t) == BF_DTYPE_I64;
-    for (int64_t m = 0; m < mats; m++) {
-        if (mats > 1) printf("  [%lld]\n", (long long)m);
-        for (int64_t i = 0; i < rows; i++) {
-            printf("   ");
-            for (int64_t j = 0; j < cols; j++) {
-                double v = bf_tensor_get_f64(t, (m * rows + i) * cols + j);
-                if (integral)
-                    printf(" %8lld", (long long)v);
-                else
-                    printf(" %11.6g", v);
-            }
-            printf("\n");
-        }
-    }
 }
 
 /* ---- run -------------------------------------------------------------------------------- */
@@ -135,40 +42,28 @@ static void on_sigint(int sig) {
     if (s) bf_session_cancel(s); /* an atomic store: async-signal-safe */
 }
 
-static bool parse_u64(const char *s, uint64_t *out) {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s) return false;
-    if (*end == 'K' || *end == 'k') v <<= 10, end++;
-    else if (*end == 'M' || *end == 'm') v <<= 20, end++;
-    else if (*end == 'G' || *end == 'g') v <<= 30, end++;
-    if (*end) return false;
-    *out = v;
-    return true;
-}
-
 /*
  * Parse a limit option at argv[*i] into cfg. Returns 1 when it was one (advancing *i past
  * its value), 0 when argv[*i] is no limit option, -1 on a bad value (message printed).
  */
 static int parse_limit(int argc, char **argv, int *i, bf_config *cfg) {
-    static const char *const names[] = {"--mem-limit", "--max-elements", "--max-blocks",
-                                        "--max-page-bytes", "--max-json-depth"};
+    static const struct {
+        const char *name;
+        uint64_t max;
+    } opts[] = {{"--mem-limit", UINT64_MAX},     {"--max-elements", (uint64_t)1 << 62},
+                {"--max-blocks", 1000000000},    {"--max-page-bytes", UINT64_MAX},
+                {"--max-json-depth", 1000000000}};
     if (!strcmp(argv[*i], "--confine-files")) {
         cfg->confine_files = 1;
         return 1;
     }
     int k = 0;
-    while (k < 5 && strcmp(argv[*i], names[k])) k++;
+    while (k < 5 && strcmp(argv[*i], opts[k].name)) k++;
     if (k == 5) return 0;
     uint64_t v;
-    if (*i + 1 >= argc || !parse_u64(argv[*i + 1], &v) || v == 0 ||
-        (k >= 2 && k != 3 && v > 1000000000)) {
-        fprintf(stderr, "blockflow: %s takes a positive number%s\n", names[k],
-                k == 0 || k == 3 ? " of bytes (e.g. 512M)" : "");
+    if (!cli_parse_u64(opts[k].name, *i + 1 < argc ? argv[*i + 1] : NULL, true, 1, opts[k].max,
+                       &v))
         return -1;
-    }
     switch (k) {
     case 0: cfg->max_session_bytes = v; break;
     case 1: cfg->max_tensor_elements = v; break;
@@ -255,43 +150,6 @@ static int write_outputs(bf_session *s, const char *dir, const char *const *fetc
     return ok ? EXIT_OK : EXIT_OUTPUT;
 }
 
-/* Width of the widest block id (at least `min`), for aligned tables. */
-static int id_width(const bf_page *page, int min) {
-    int w = min;
-    for (int i = 0; i < bf_page_block_count(page); i++) {
-        int n = (int)strlen(bf_page_block_id(page, i));
-        if (n > w) w = n;
-    }
-    return w;
-}
-
-static void print_table(bf_session *s, bool only_needed) {
-    const bf_page *page = bf_session_page(s);
-    int w = id_width(page, 5), shown = 0;
-    for (int i = 0; i < bf_page_block_count(page); i++) {
-        const bf_block_stats *st = bf_session_block_stats(s, i);
-        shown += !only_needed || st->ran || st->reused || st->status != BF_OK;
-    }
-    if (!shown) return;
-    printf("%-*s %-36s %-6s %-18s %9s  %s\n", w, "block", "type", "device", "shape", "ms",
-           "status");
-    for (int i = 0; i < bf_page_block_count(page); i++) {
-        const bf_block_stats *st = bf_session_block_stats(s, i);
-        if (only_needed && !st->ran && !st->reused && st->status == BF_OK) continue;
-        char shape[96] = "-";
-        if (st->n_outputs > 0) shape_text(st->rank[0], st->dims[0], shape, sizeof(shape));
-        const char *status = st->status ? bf_status_name(st->status)
-                             : st->reused ? "reused"
-                             : st->ran    ? "ran"
-                                          : "-";
-        char ms[32] = "-";
-        if (st->ran) snprintf(ms, sizeof(ms), "%.3f", st->ms);
-        printf("%-*s %-36s %-6s %-18s %9s  %s%s%s\n", w, st->id, st->type,
-               st->device[0] ? st->device : "-", shape, ms, status, st->note[0] ? "  " : "",
-               st->note);
-    }
-}
-
 /* What run and check share: a context, a diagnostics list, the page and its session. */
 typedef struct opened {
     bf_context *ctx;
@@ -313,8 +171,9 @@ static int open_page(const char *path, const bf_config *cfg, opened *o) {
         return EXIT_RUN;
     }
     bf_page *page = NULL;
-    if (bf_page_load_file(o->ctx, path, &page, o->diags, &o->e) ||
-        bf_session_new(o->ctx, page, &o->s, &o->e))
+    int rc = cli_load_page(o->ctx, path, &page, o->diags, &o->e);
+    if (rc) return rc;
+    if (bf_session_new(o->ctx, page, &o->s, &o->e))
         return EXIT_INVALID; /* bf_session_new frees the page on failure */
     return EXIT_OK;
 }
@@ -325,88 +184,198 @@ static void close_page(opened *o) {
     bf_context_free(o->ctx);
 }
 
-static int cmd_run(int argc, char **argv) {
-    const char *page_path = NULL, *out_dir = ".", *device = "auto";
+/*
+ * The output folder, checked before anything runs: it is a folder that can be written to, or
+ * it does not exist yet and its parent is one (it is created when the results are written,
+ * so an invalid page leaves no folder behind). Returns EXIT_OK or EXIT_OUTPUT (message
+ * printed).
+ */
+static int check_out_dir(const char *dir) {
+    struct stat sb;
+    const char *what = dir;
+    char parent[4096];
+    if (stat(dir, &sb) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR) {
+            fprintf(stderr, "blockflow: cannot use the output folder %s: %s\n", dir,
+                    strerror(errno));
+            return EXIT_OUTPUT;
+        }
+        snprintf(parent, sizeof(parent), "%s", dir);
+        size_t n = strlen(parent);
+        while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0';
+        char *slash = strrchr(parent, '/');
+        if (!slash) snprintf(parent, sizeof(parent), ".");
+        else if (slash == parent) slash[1] = '\0';
+        else *slash = '\0';
+        what = parent;
+        if (stat(parent, &sb) != 0) {
+            fprintf(stderr, "blockflow: cannot create the output folder %s: %s\n", dir,
+                    strerror(errno));
+            return EXIT_OUTPUT;
+        }
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "blockflow: cannot %s the output folder %s: %s is not a folder\n",
+                what == dir ? "use" : "create", dir, what);
+        return EXIT_OUTPUT;
+    }
+    if (access(what, W_OK | X_OK) != 0) {
+        fprintf(stderr, "blockflow: cannot %s the output folder %s: %s\n",
+                what == dir ? "write to" : "create", dir, strerror(errno));
+        return EXIT_OUTPUT;
+    }
+    return EXIT_OK;
+}
+
+/*
+ * The fetches in canonical form, once each: "dw:output" is "dw" when output is dw's first
+ * (default) port, so it names the same file, dw.npy. Refs naming no block are kept as given
+ * (the run reports them). `out` holds up to 64 strings of 256 bytes.
+ */
+static int canonical_fetches(bf_session *s, const char *const *in, int n, char out[][256]) {
+    const bf_page *page = bf_session_page(s);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        char ref[256];
+        snprintf(ref, sizeof(ref), "%s", in[i]);
+        char *colon = strrchr(ref, ':');
+        if (colon) {
+            *colon = '\0';
+            int b = bf_page_find_block(page, ref);
+            const char *first = b >= 0 ? bf_session_block_output_name(s, b, 0) : NULL;
+            if (!first || strcmp(first, colon + 1)) *colon = ':'; /* not the default port */
+        }
+        int j = 0;
+        while (j < m && strcmp(out[j], ref)) j++;
+        if (j == m) snprintf(out[m++], 256, "%s", ref);
+    }
+    return m;
+}
+
+typedef struct run_args {
+    const char *page, *out_dir;
     const char *feeds[64], *fetches[64];
-    int n_feeds = 0, n_fetches = 0, print = 0, save = 1;
-    double timeout = 0;
+    int n_feeds, n_fetches;
+    bool print, save, json, quiet;
+    double timeout;
+    bf_device_kind device;
     bf_config cfg;
-    bf_config_init(&cfg);
-    cli_config_from_env(&cfg);
+} run_args;
+
+/* Parse `run`'s arguments; returns EXIT_OK or EXIT_USAGE (message printed). */
+static int parse_run(int argc, char **argv, run_args *a) {
+    memset(a, 0, sizeof(*a));
+    a->out_dir = ".";
+    a->save = true;
+    a->device = BF_DEVICE_AUTO;
+    bf_config_init(&a->cfg);
+    cli_config_from_env(&a->cfg);
+    a->cfg.no_cache = 1; /* one run, no edits after it: nothing to keep for a re-run */
     for (int i = 1, lim; i < argc; i++) {
-        const char *a = argv[i];
+        const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--feed") && v && n_feeds < 64) feeds[n_feeds++] = argv[++i];
-        else if (!strcmp(a, "--fetch") && v && n_fetches < 64) fetches[n_fetches++] = argv[++i];
-        else if (!strcmp(a, "--out") && v) out_dir = argv[++i];
-        else if (!strcmp(a, "--device") && v) device = argv[++i];
-        else if (!strcmp(a, "--timeout") && v) timeout = atof(argv[++i]);
-        else if (!strcmp(a, "--threads") && v) cfg.threads = atoi(argv[++i]);
-        else if ((lim = parse_limit(argc, argv, &i, &cfg)) != 0) {
+        bool takes = !strcmp(o, "--feed") || !strcmp(o, "--fetch") || !strcmp(o, "--out") ||
+                     !strcmp(o, "--device") || !strcmp(o, "--timeout") ||
+                     !strcmp(o, "--threads") || !strcmp(o, "--cache-limit");
+        if (takes && !v) {
+            fprintf(stderr, "blockflow run: %s needs a value (blockflow help run)\n", o);
+            return EXIT_USAGE;
+        }
+        if ((!strcmp(o, "--feed") && a->n_feeds == 64) ||
+            (!strcmp(o, "--fetch") && a->n_fetches == 64)) {
+            fprintf(stderr, "blockflow run: at most 64 of %s\n", o);
+            return EXIT_USAGE;
+        }
+        if (!strcmp(o, "--feed")) a->feeds[a->n_feeds++] = argv[++i];
+        else if (!strcmp(o, "--fetch")) a->fetches[a->n_fetches++] = argv[++i];
+        else if (!strcmp(o, "--out")) a->out_dir = argv[++i];
+        else if (!strcmp(o, "--device")) {
+            if (!cli_parse_device(argv[++i], &a->device)) return EXIT_USAGE;
+        } else if (!strcmp(o, "--timeout")) {
+            if (!cli_parse_seconds(o, argv[++i], &a->timeout)) return EXIT_USAGE;
+        } else if (!strcmp(o, "--threads")) {
+            if ((a->cfg.threads = cli_parse_threads(argv[++i])) < 0) return EXIT_USAGE;
+        } else if (!strcmp(o, "--cache-limit")) {
+            uint64_t c;
+            if (!cli_parse_u64(o, argv[++i], true, 0, UINT64_MAX, &c)) return EXIT_USAGE;
+            a->cfg.no_cache = c == 0;
+            a->cfg.max_cache_bytes = c;
+        } else if ((lim = parse_limit(argc, argv, &i, &a->cfg)) != 0) {
             if (lim < 0) return EXIT_USAGE;
-        } else if (!strcmp(a, "--print")) print = 1;
-        else if (!strcmp(a, "--no-save")) save = 0;
-        else if (a[0] != '-' && !page_path) page_path = a;
+        } else if (!strcmp(o, "--print")) a->print = true;
+        else if (!strcmp(o, "--no-save")) a->save = false;
+        else if (!strcmp(o, "--json")) a->json = true;
+        else if (!strcmp(o, "--quiet") || !strcmp(o, "-q")) a->quiet = true;
+        else if ((o[0] != '-' || !strcmp(o, "-")) && !a->page) a->page = o;
         else {
-            fprintf(stderr, "blockflow run: unexpected argument \"%s\"\n\n%s", a, usage);
+            cli_usage_error("run", o);
             return EXIT_USAGE;
         }
     }
-    bf_device_kind dev = !strcmp(device, "cpu") ? BF_DEVICE_CPU
-                         : !strcmp(device, "gpu") ? BF_DEVICE_GPU
-                         : !strcmp(device, "auto") ? BF_DEVICE_AUTO
-                                                   : (bf_device_kind)-1;
-    if (!page_path || (int)dev < 0 || timeout < 0 || cfg.threads < 0) {
-        fprintf(stderr, "%s", usage);
+    if (!a->page) {
+        fprintf(stderr, "blockflow run: which page? (blockflow help run)\n");
         return EXIT_USAGE;
     }
+    return EXIT_OK;
+}
+
+static int cmd_run(int argc, char **argv) {
+    run_args a;
+    int rc = parse_run(argc, argv, &a);
+    if (rc) return rc;
+    if (a.save && (rc = check_out_dir(a.out_dir))) return rc;
     opened o;
-    int rc = open_page(page_path, &cfg, &o);
-    bf_context *ctx = o.ctx;
+    rc = open_page(a.page, &a.cfg, &o);
     bf_session *s = o.s;
     bf_diags *diags = o.diags;
     bf_error e = {0};
+    bf_status st = BF_OK;
+    cJSON *doc = NULL;
+    char fetches[64][256];
+    const char *names[64];
+    int nf = 0;
     if (rc) {
-        if (rc == EXIT_INVALID) print_diags(diags, &o.e);
+        if (rc == EXIT_INVALID && !a.json) print_diags(diags, &o.e);
+        st = o.e.status ? o.e.status : BF_EINVAL;
+        e = o.e;
         goto done;
     }
+    for (int i = 0; i < a.n_feeds; i++)
+        if ((rc = cli_feed(o.ctx, s, a.feeds[i]))) goto done;
     const bf_page *page = bf_session_page(s);
-    for (int i = 0; i < n_feeds; i++) {
-        char id[256];
-        snprintf(id, sizeof(id), "%s", feeds[i]);
-        char *eq = strchr(id, '=');
-        if (!eq) {
-            fprintf(stderr, "blockflow: --feed takes ID=FILE.npy, got \"%s\"\n", feeds[i]);
-            rc = EXIT_USAGE;
-            goto done;
-        }
-        *eq = '\0';
-        bf_tensor *t = NULL;
-        if (bf_tensor_load_npy(ctx, eq + 1, &t, &e) || bf_session_feed(s, id, t, &e)) {
-            print_error(&e);
-            bf_tensor_free(t);
-            rc = EXIT_INVALID;
-            goto done;
-        }
-        bf_tensor_free(t);
+    if (a.n_fetches) {
+        nf = canonical_fetches(s, a.fetches, a.n_fetches, fetches);
+    } else {
+        const char *outs[64];
+        int n = bf_page_output_count(page) < 64 ? bf_page_output_count(page) : 64;
+        for (int i = 0; i < n; i++) outs[i] = bf_page_output(page, i);
+        nf = canonical_fetches(s, outs, n, fetches);
     }
+    for (int i = 0; i < nf; i++) names[i] = fetches[i];
     bf_run_options opts;
     bf_run_options_init(&opts);
-    opts.fetches = n_fetches ? fetches : NULL;
-    opts.n_fetches = n_fetches;
-    opts.device = dev;
-    opts.timeout_s = timeout;
+    opts.fetches = a.n_fetches ? names : NULL;
+    opts.n_fetches = a.n_fetches ? nf : 0;
+    opts.device = a.device;
+    opts.timeout_s = a.timeout;
+    cli_progress progress;
+    cli_progress_init(&progress, s, !a.quiet && !a.json);
+    opts.on_event = cli_progress_event;
+    opts.user = &progress;
     running_session = s;
     signal(SIGINT, on_sigint);
-    bf_status st = bf_session_run(s, &opts, diags, &e);
+    st = bf_session_run(s, &opts, diags, &e);
     signal(SIGINT, SIG_DFL);
     running_session = NULL;
-    if (st == BF_OK || bf_diags_errors(diags) == 0 || st == BF_ECANCELED || st == BF_ETIMEDOUT)
-        print_table(s, true);
-    for (size_t i = 0; i < bf_diags_count(diags); i++)
-        if (bf_diags_at(diags, i)->status == BF_OK) print_error(bf_diags_at(diags, i));
+    cli_progress_end(&progress);
+    bool table = st == BF_OK || bf_diags_errors(diags) == 0 || st == BF_ECANCELED ||
+                 st == BF_ETIMEDOUT;
+    if (!a.json && !a.quiet && table) cli_print_run_table(s);
+    if (!a.json && !a.quiet)
+        for (size_t i = 0; i < bf_diags_count(diags); i++)
+            if (bf_diags_at(diags, i)->status == BF_OK) print_error(bf_diags_at(diags, i));
     if (st) {
-        print_diags(diags, &e);
+        if (!a.json) print_diags(diags, &e);
         bool invalid = st == BF_ESCHEMA || st == BF_EATTR || st == BF_ESHAPE ||
                        st == BF_EDTYPE || st == BF_EPARSE || st == BF_EINVAL;
         /* a shape error found only when running (values known late) is still a bad page */
@@ -416,53 +385,64 @@ static int cmd_run(int argc, char **argv) {
                        : EXIT_RUN;
         goto done;
     }
-    const char *const *names = n_fetches ? fetches : NULL;
-    const char *defaults[64];
-    int nf = n_fetches;
-    if (!names) {
-        nf = bf_page_output_count(page) < 64 ? bf_page_output_count(page) : 64;
-        for (int i = 0; i < nf; i++) defaults[i] = bf_page_output(page, i);
-        names = defaults;
-    }
-    if (print)
+    if (a.print && !a.json)
         for (int i = 0; i < nf; i++) {
             char id[256];
             snprintf(id, sizeof(id), "%s", names[i]);
             char *colon = strchr(id, ':');
             if (colon) *colon++ = '\0';
             const bf_tensor *t = bf_session_output(s, id, colon);
-            if (t) print_tensor(names[i], t);
+            if (t) cli_print_tensor(names[i], t);
         }
-    if (save) {
-        rc = write_outputs(s, out_dir, names, nf);
-        if (rc == EXIT_OK)
-            for (int i = 0; i < nf; i++) {
-                char f[4096];
-                fetch_file(out_dir, names[i], f, sizeof(f), "");
-                printf("wrote %s\n", f);
-            }
-    }
+    if (a.save) rc = write_outputs(s, a.out_dir, names, nf);
 done:
+    if (a.json) {
+        doc = cli_run_json(s, st, diags, &e);
+        cJSON *outs = cJSON_GetObjectItem(doc, "outputs");
+        for (int i = 0; a.save && rc == EXIT_OK && i < nf; i++) {
+            char f[4096];
+            fetch_file(a.out_dir, names[i], f, sizeof(f), "");
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "fetch", names[i]);
+            cJSON_AddStringToObject(x, "file", f);
+            cJSON_AddItemToArray(outs, x);
+        }
+        if (rc && st == BF_OK) { /* a feed or the files failed: already said on stderr */
+            cJSON_ReplaceItemInObject(doc, "ok", cJSON_CreateFalse());
+            cJSON_ReplaceItemInObject(doc, "status",
+                                      cJSON_CreateString(rc == EXIT_OUTPUT ? "not written"
+                                                                           : "invalid"));
+        }
+        cli_json_print(doc);
+    } else if (a.save && rc == EXIT_OK && st == BF_OK && !a.quiet) {
+        for (int i = 0; i < nf; i++) {
+            char f[4096];
+            fetch_file(a.out_dir, names[i], f, sizeof(f), "");
+            printf("wrote %s\n", f);
+        }
+    }
     close_page(&o);
     return rc;
 }
 
 static int cmd_check(int argc, char **argv) {
     const char *page_path = NULL;
+    bool json = false, quiet = false;
     bf_config cfg;
     bf_config_init(&cfg);
     cli_config_from_env(&cfg);
     for (int i = 1, lim; i < argc; i++) {
         if ((lim = parse_limit(argc, argv, &i, &cfg)) < 0) return EXIT_USAGE;
         if (lim) continue;
-        if (argv[i][0] == '-' || page_path) {
-            fprintf(stderr, "blockflow check: unexpected argument \"%s\"\n\n%s", argv[i], usage);
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) quiet = true;
+        else if ((argv[i][0] == '-' && strcmp(argv[i], "-")) || page_path) {
+            cli_usage_error("check", argv[i]);
             return EXIT_USAGE;
-        }
-        page_path = argv[i];
+        } else page_path = argv[i];
     }
     if (!page_path) {
-        fprintf(stderr, "%s", usage);
+        fprintf(stderr, "blockflow check: which page? (blockflow help check)\n");
         return EXIT_USAGE;
     }
     opened o;
@@ -474,16 +454,30 @@ static int cmd_check(int argc, char **argv) {
     bf_session *s = o.s;
     bf_diags *diags = o.diags;
     bf_error e = o.e;
-    bf_status st = rc ? e.status : bf_session_check(s, diags, &e);
-    if (s) {
+    bf_status st = rc ? (e.status ? e.status : BF_EINVAL) : bf_session_check(s, diags, &e);
+    if (json) {
+        char *text = NULL;
+        if (s && bf_session_check_json(s, &text, &e) == BF_OK) {
+            puts(text);
+        } else {
+            cJSON *doc = cJSON_CreateObject();
+            cJSON_AddBoolToObject(doc, "ok", false);
+            cJSON_AddItemToObject(doc, "problems", cli_problems_json(diags, &e));
+            cli_json_print(doc);
+        }
+        bf_string_free(text);
+        close_page(&o);
+        return st ? EXIT_INVALID : EXIT_OK;
+    }
+    if (s && !quiet) {
         const bf_page *page = bf_session_page(s);
-        int w = id_width(page, 5);
+        int w = cli_id_width(page, 5);
         printf("%-*s %-36s %-10s %-10s %s\n", w, "block", "type", "port", "dtype", "shape");
         for (int i = 0; i < bf_page_block_count(page); i++) {
             const bf_block_stats *bs = bf_session_block_stats(s, i);
             for (int p = 0; p < bs->n_outputs && p < 4; p++) {
                 char shape[96];
-                shape_text(bs->rank[p], bs->dims[p], shape, sizeof(shape));
+                cli_shape_text(bs->rank[p], bs->dims[p], shape, sizeof(shape));
                 printf("%-*s %-36s %-10s %-10s %s\n", w, p ? "" : bs->id, p ? "" : bs->type,
                        bf_session_block_output_name(s, i, p),
                        bs->dtype[p] ? bf_dtype_name(bs->dtype[p]) : "?", shape);
@@ -492,7 +486,7 @@ static int cmd_check(int argc, char **argv) {
     }
     print_diags(diags, &e);
     if (st) rc = EXIT_INVALID;
-    else printf("%s: ok\n", page_path);
+    else if (!quiet) printf("%s: ok\n", page_path);
     close_page(&o);
     return rc;
 }
@@ -504,7 +498,7 @@ static int cmd_blocks(int argc, char **argv) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (argv[i][0] != '-' && !type) type = argv[i];
         else {
-            fprintf(stderr, "%s", usage);
+            cli_usage_error("blocks", argv[i]);
             return EXIT_USAGE;
         }
     }
@@ -523,12 +517,16 @@ static int cmd_blocks(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-        !strcmp(argv[1], "help")) {
-        fputs(usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_USAGE : EXIT_OK;
+    if (argc < 2) {
+        cli_usage(stderr);
+        return EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) return cli_help(NULL, stdout);
+    if (!strcmp(cmd, "help")) return cli_help(argc > 2 ? argv[2] : NULL, stdout);
+    /* `blockflow run --help` is `blockflow help run` */
+    for (int i = 2; i < argc && strcmp(cmd, "serve") && strcmp(cmd, "bench"); i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return cli_help(cmd, stdout);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "fmt")) return cli_fmt(argc - 1, argv + 1);
@@ -549,6 +547,7 @@ int main(int argc, char **argv) {
         printf("blockflow %s\n", BF_VERSION_STRING);
         return EXIT_OK;
     }
-    fprintf(stderr, "blockflow: unknown command \"%s\"\n\n%s", cmd, usage);
+    fprintf(stderr, "blockflow: unknown command \"%s\"\n\n", cmd);
+    cli_usage(stderr);
     return EXIT_USAGE;
 }

@@ -52,6 +52,8 @@ class BfConfig(Structure):
         ("cudnn_autotune", c_int),
         ("cudnn_nondeterministic", c_int),
         ("cudnn_workspace_mb", c_int),
+        ("max_cache_bytes", c_uint64),
+        ("no_cache", c_int),
     ]
 
 

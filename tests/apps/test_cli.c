@@ -185,12 +185,15 @@ START_TEST(run_writes_results) {
     ck_assert(!staging);
     result_free(&r);
 
-    /* --fetch ID:PORT names the file ID.PORT.npy; --fetch ID names it ID.npy. */
-    r = RUN("run", sp("p.json"), "--out", sp("out2"), "--fetch", "i:output", "--fetch", "c");
+    /* --fetch ID names the file ID.npy, and so does ID:PORT when PORT is the default (first)
+     * port; a fetch given twice is one. */
+    r = RUN("run", sp("p.json"), "--out", sp("out2"), "--fetch", "i:output", "--fetch", "c",
+            "--fetch", "c", "--fetch", "i");
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-    expect_small_result(sp("out2/i.output.npy"));
+    expect_small_result(sp("out2/i.npy"));
     expect_small_result(sp("out2/c.npy"));
-    ck_assert(!exists(sp("out2/i.npy")));
+    ck_assert(!exists(sp("out2/i.output.npy")));
+    ck_assert_int_eq(count_lines(strstr(r.out, "wrote")), 2); /* one line per file */
     result_free(&r);
 
     /* --no-save writes nothing. */

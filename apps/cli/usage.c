@@ -1,0 +1,127 @@
+/*
+ * usage.c - the help text, one entry per command, and `blockflow help [TOPIC]`. `--help`, a
+ * usage error and `help TOPIC` print from this one table, so they cannot disagree; `help`
+ * without a topic prints the synopsis of every command and the shared sections.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct topic {
+    const char *name;
+    const char *synopsis; /* one or two lines under "commands:" */
+    const char *details;  /* `help NAME` adds this */
+} topic;
+
+static const topic topics[] = {
+    {"run",
+     "  run PAGE|- [--feed ID=FILE.npy|ID=FILE.npz:KEY]... [--fetch ID[:PORT]]... [--out DIR]\n"
+     "           [--no-save] [--device auto|cpu|gpu] [--print] [--json] [--quiet]\n"
+     "           [--timeout SECONDS] [--threads N] [--cache-limit BYTES] [LIMITS]\n"
+     "      run the page; write each fetched tensor to DIR/ID.npy (DIR/ID.PORT.npy for a\n"
+     "      non-default port; DIR defaults to the current folder) and print a table per block\n",
+     "  PAGE \"-\" reads the page from standard input (its \"file\" paths are then relative to\n"
+     "  the current folder); FIFOs and other streams are read up to --max-page-bytes.\n"
+     "  --feed ID=FILE      feed Placeholder ID from a .npy file, or one array of an .npz\n"
+     "                      archive (numpy.savez) with FILE.npz:KEY\n"
+     "  --fetch ID[:PORT]   compute and write this output (default: the page's outputs);\n"
+     "                      a fetch given twice is one\n"
+     "  --out DIR           where results go; checked (created, writable) before running\n"
+     "  --no-save           write no file\n"
+     "  --print             print the results: small ones whole, large ones as a summary\n"
+     "  --json              one JSON document on stdout: blocks, problems, output files\n"
+     "  --quiet             print only errors (no table, no progress line)\n"
+     "  --timeout SECONDS   stop the run after that long (exit 4)\n"
+     "  --threads N         kernel threads (default: the CPU cores; at most 1024)\n"
+     "  --cache-limit BYTES results kept for re-runs; a single run needs none (default 0)\n"
+     "  The table ends with the run's peak memory, the bytes --mem-limit counts.\n"},
+    {"check",
+     "  check PAGE|- [--json] [--quiet] [LIMITS]\n"
+     "      validate the page and print the inferred dtype and shape of every port\n",
+     "  --json    bf_session_check_json's document: ok, problems, every port's dtype and shape\n"
+     "  --quiet   print only the problems\n"},
+    {"fmt",
+     "  fmt PAGE... [--check | --in-place]\n"
+     "      print a page in canonical form; --check exits 1 when one is not, --in-place\n"
+     "      rewrites it\n",
+     NULL},
+    {"blocks", "  blocks [--json] [TYPE]   the block catalogue\n", NULL},
+    {"explain",
+     "  explain PAGE BLOCK INDEX... [--port P] [--json] [--max-terms N]\n"
+     "      one output element of a convolution block: its value, the padding, and the\n"
+     "      terms of its sum (pairs of operand elements in the tensors' own layouts)\n",
+     NULL},
+    {"gradcheck",
+     "  gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
+     "           [--gpu]\n"
+     "      check a gradient block (or both gradients of a forward block) against float64\n"
+     "      central differences and the adjoint identity; exit 1 when it fails\n",
+     NULL},
+    {"grad",
+     "  grad PAGE BLOCK [--dy SOURCE] [--in-place]\n"
+     "      add the gradient blocks of a Conv2D or DepthwiseConv2dNative block, as\n"
+     "      tf.gradients builds them; print the page (or rewrite it)\n",
+     NULL},
+    {"bench",
+     "  bench [--cases FILE] [--ops LIST] [--threads N] [--json] [--device cpu|gpu]\n"
+     "      benchmark the convolution kernels (see bench/RESULTS.md)\n",
+     NULL},
+    {"serve",
+     "  serve [--listen 127.0.0.1:8470] [--pages DIR] [--token TOKEN] [--threads N] [--open]\n"
+     "      the runtime over HTTP and WebSocket for the browser editor (serve --help)\n",
+     NULL},
+    {"help", "  help [TOPIC]   this text, or one command's in full (help run)\n", NULL},
+    {"version", "  version\n", NULL},
+};
+
+static const char limits[] =
+    "limits (bf_config; sizes take K, M, G suffixes):\n"
+    "  --mem-limit BYTES      tensor memory of the run (default: half the RAM)\n"
+    "  --max-elements N       elements of one tensor (default 2^40)\n"
+    "  --max-blocks N         blocks in a page (default 100000)\n"
+    "  --max-page-bytes BYTES size of the page file (default 64M)\n"
+    "  --max-json-depth N     JSON nesting of the page (default 64)\n"
+    "  --confine-files        \"file\" attributes may only read inside the page's folder\n";
+
+static const char tail[] =
+    "environment: BF_CUDNN_AUTOTUNE=1 (benchmark cuDNN's algorithms), BF_CUDNN_DETERMINISTIC=0\n"
+    "  (admit non-deterministic ones), BF_CUDNN_WORKSPACE_MB (cap on cuDNN's workspace)\n"
+    "\n"
+    "exit status: 0 success, 1 not canonical (fmt --check) or failed (gradcheck), 2 usage\n"
+    "             error, 3 invalid page or feed, 4 run-time failure, 5 results could not be\n"
+    "             written, 130 interrupted\n";
+
+void cli_usage(FILE *f) {
+    fputs("usage: blockflow COMMAND [ARGS]\n\ncommands:\n", f);
+    for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++) fputs(topics[i].synopsis, f);
+    fprintf(f, "\n%s\n%s", limits, tail);
+}
+
+int cli_help(const char *name, FILE *f) {
+    if (!name) {
+        cli_usage(f);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++) {
+        if (strcmp(name, topics[i].name)) continue;
+        fprintf(f, "usage:\n%s", topics[i].synopsis);
+        if (topics[i].details) fprintf(f, "\n%s", topics[i].details);
+        if (!strcmp(name, "run") || !strcmp(name, "check")) fprintf(f, "\n%s", limits);
+        return EXIT_OK;
+    }
+    if (!strcmp(name, "limits")) {
+        fputs(limits, f);
+        return EXIT_OK;
+    }
+    fprintf(stderr, "blockflow help: no topic \"%s\"; topics:", name);
+    for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++)
+        fprintf(stderr, " %s", topics[i].name);
+    fprintf(stderr, " limits\n");
+    return EXIT_USAGE;
+}
+
+void cli_usage_error(const char *cmd, const char *fmt_arg) {
+    fprintf(stderr, "blockflow %s: unexpected argument \"%s\" (blockflow help %s)\n", cmd,
+            fmt_arg, cmd);
+}
