@@ -88,10 +88,10 @@ static void result_free(result *r) {
 
 /* Run blockflow with `args` in the scratch folder; standard input from `in` (a path) or
  * /dev/null. Killed after 30 s (a hang fails the test instead of stalling it). */
-static result run_in(const char *in, const char *const *args) {
+static result run_prog(const char *prog, const char *in, const char *const *args) {
     const char *argv[40];
     int n = 0;
-    argv[n++] = bf_test_binary();
+    argv[n++] = prog;
     for (int i = 0; args[i] && n < 39; i++) argv[n++] = args[i];
     argv[n] = NULL;
     char out[512], err[512];
@@ -123,8 +123,19 @@ static result run_in(const char *in, const char *const *args) {
     return r;
 }
 
+static result run_in(const char *in, const char *const *args) {
+    return run_prog(bf_test_binary(), in, args);
+}
+
+static result run_with(const char *prog, const char *const *args) {
+    return run_prog(prog, NULL, args);
+}
+
 #define RUN(...) run_in(NULL, (const char *const[]){__VA_ARGS__, NULL})
 #define RUN_STDIN(in, ...) run_in(in, (const char *const[]){__VA_ARGS__, NULL})
+/* `cmd` on a pseudo-terminal: script(1) copies what the terminal showed to its stdout. */
+#define RUN_SCRIPT(cmd) \
+    run_with("/usr/bin/script", (const char *const[]){"-qefc", cmd, "/dev/null", NULL})
 
 #define HEAD "{\"format\":\"blockflow.page\",\"version\":1,"
 
@@ -617,6 +628,42 @@ START_TEST(help_topics_from_the_usage_text) {
 }
 END_TEST
 
+/* In a terminal, a run longer than half a second shows a progress line on stderr; not with
+ * --quiet, and never when stderr is not a terminal. The terminal is a pseudo-terminal made by
+ * script(1) (util-linux, on every Debian). */
+START_TEST(progress_line_in_a_terminal) {
+    if (access("/usr/bin/script", X_OK) != 0) return; /* bsdutils is essential on Debian */
+    /* a chain of 75 copies of a 32 MiB tensor: well over half a second, and about as slow
+     * under the sanitizers (memcpy) as without them */
+    static char page[32768];
+    int n = snprintf(page, sizeof(page), HEAD "\"blocks\":[{\"id\":\"b0\",\"type\":\"Const\","
+                     "\"attrs\":{\"value\":1.5,\"shape\":[2048,4096]}}");
+    for (int i = 1; i <= 75; i++)
+        n += snprintf(page + n, sizeof(page) - (size_t)n,
+                      ",{\"id\":\"b%d\",\"type\":\"Identity\",\"inputs\":{\"input\":\"b%d\"}}", i,
+                      i - 1);
+    snprintf(page + n, sizeof(page) - (size_t)n, "],\"outputs\":[\"b75\"]}");
+    write_file(sp("slow.json"), page);
+    char cmd[2048];
+    for (int quiet = 0; quiet < 2; quiet++) {
+        snprintf(cmd, sizeof(cmd), "%s run %s --threads 1 --no-save%s", bf_test_binary(),
+                 sp("slow.json"), quiet ? " --quiet" : "");
+        result r = RUN_SCRIPT(cmd);
+        ck_assert_msg(r.status == 0, "script: %d %s%s", r.status, r.out, r.err);
+        bool shown = strstr(r.out, " done, running b") != NULL;
+        ck_assert_msg(shown == !quiet, "progress %s with quiet=%d:\n%s", shown ? "shown" : "missing",
+                      quiet, r.out);
+        result_free(&r);
+    }
+    /* not a terminal: no progress line, no control characters */
+    result r = RUN("run", sp("slow.json"), "--threads", "1", "--no-save");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_null(strstr(r.err, "done, running"));
+    ck_assert_ptr_null(strchr(r.err, '\033'));
+    result_free(&r);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("cli_input");
     TCase *tc = tcase_create("headless");
@@ -633,6 +680,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, did_you_mean);
     tcase_add_test(tc, npz_feeds);
     tcase_add_test(tc, help_topics_from_the_usage_text);
+    tcase_add_test(tc, progress_line_in_a_terminal);
     suite_add_tcase(s, tc);
     return s;
 }
