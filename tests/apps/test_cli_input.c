@@ -7,8 +7,7 @@
  * `blockflow help TOPIC` from the same text as --help. Each case spawns $BF_BINARY in a
  * scratch folder (its current folder), with standard input from a file when given.
  */
-#define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np */
-#include "bf_test.h"
+#include "cli_harness.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -21,113 +20,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
-static char scratch[64];
-
-static void rm_tree(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char p[512];
-        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) rm_tree(p);
-        else unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
+/* Run `prog` with `args` in the scratch folder (its working folder); standard input from `in`
+ * (a path) or /dev/null. Killed after 30 s (a hang fails the test instead of stalling it). */
+static bf_result run_prog(const char *prog, const char *in, const char *const *args) {
+    bf_run_opts o = {
+        .prog = prog, .in = in ? in : "/dev/null", .dir = bf_scratch(), .timeout_s = 30};
+    return bf_run(&o, args);
 }
 
-static void setup(void) {
-    strcpy(scratch, "/tmp/bf_test_cli_input.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(scratch));
-}
-
-static void teardown(void) { rm_tree(scratch); }
-
-static const char *sp(const char *name) {
-    static char bufs[4][512];
-    static int k;
-    char *b = bufs[k++ & 3];
-    bf_test_path(b, 512, scratch, name);
-    return b;
-}
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(text, 1, strlen(text), f), strlen(text));
-    ck_assert_int_eq(fclose(f), 0);
-}
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = '\0';
-    return buf;
-}
-
-typedef struct result {
-    int status;
-    char *out, *err;
-} result;
-
-static void result_free(result *r) {
-    free(r->out);
-    free(r->err);
-}
-
-/* Run blockflow with `args` in the scratch folder; standard input from `in` (a path) or
- * /dev/null. Killed after 30 s (a hang fails the test instead of stalling it). */
-static result run_prog(const char *prog, const char *in, const char *const *args) {
-    const char *argv[40];
-    int n = 0;
-    argv[n++] = prog;
-    for (int i = 0; args[i] && n < 39; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    char out[512], err[512];
-    snprintf(out, sizeof(out), "%s", sp(".stdout"));
-    snprintf(err, sizeof(err), "%s", sp(".stderr"));
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, in ? in : "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addchdir_np(&fa, scratch);
-    pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    ck_assert_msg(rc == 0, "cannot start %s", argv[0]);
-    int ws = 0;
-    for (int t = 0; t < 3000; t++) {
-        if (waitpid(pid, &ws, WNOHANG) == pid) break;
-        if (t == 2999) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &ws, 0);
-            ck_abort_msg("blockflow %s hung", args[0]);
-        }
-        usleep(10000);
-    }
-    result r = {WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, read_file(out), read_file(err)};
-    unlink(out);
-    unlink(err);
-    return r;
-}
-
-static result run_in(const char *in, const char *const *args) {
+static bf_result run_in(const char *in, const char *const *args) {
     return run_prog(bf_test_binary(), in, args);
 }
 
-static result run_with(const char *prog, const char *const *args) {
+static bf_result run_with(const char *prog, const char *const *args) {
     return run_prog(prog, NULL, args);
 }
 
@@ -165,7 +70,7 @@ static double first_value(const char *path) {
 /* ---- strict numbers and names ---------------------------------------------------------------- */
 
 START_TEST(numbers_are_parsed_strictly) {
-    write_file(sp("p.json"), small_page);
+    bf_write_file(bf_sp("p.json"), small_page);
     static const struct {
         const char *opt, *val, *says;
     } cases[] = {
@@ -182,62 +87,63 @@ START_TEST(numbers_are_parsed_strictly) {
         {"--cache-limit", "lots", "--cache-limit \"lots\""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        result r = RUN("run", "p.json", "--no-save", cases[i].opt, cases[i].val);
+        bf_result r = RUN("run", "p.json", "--no-save", cases[i].opt, cases[i].val);
         ck_assert_msg(r.status == 2, "%s %s: exit %d", cases[i].opt, cases[i].val, r.status);
         ck_assert_msg(strstr(r.err, cases[i].says), "%s %s: %s", cases[i].opt, cases[i].val,
                       r.err);
         ck_assert_str_eq(r.out, ""); /* nothing ran */
-        result_free(&r);
+        bf_result_free(&r);
     }
     /* a value missing at the end */
-    result r = RUN("run", "p.json", "--timeout");
+    bf_result r = RUN("run", "p.json", "--timeout");
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "--timeout needs a value"));
-    result_free(&r);
+    bf_result_free(&r);
     /* too many threads: capped, with a message, and the run goes on */
     r = RUN("run", "p.json", "--no-save", "--threads", "1000000");
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert_ptr_nonnull(strstr(r.err, "--threads 1000000: using 1024"));
-    result_free(&r);
+    bf_result_free(&r);
     /* an unknown device names the accepted values, without the whole usage */
     r = RUN("run", "p.json", "--device", "tpu");
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "--device \"tpu\": must be one of auto, cpu, gpu"));
     ck_assert_ptr_null(strstr(r.err, "usage:"));
-    result_free(&r);
+    bf_result_free(&r);
 }
 END_TEST
 
-/* ---- the output folder, before anything runs -------------------------------------------------- */
+/* ---- the output folder, before anything runs --------------------------------------------------
+ */
 
 START_TEST(output_folder_checked_before_running) {
-    write_file(sp("p.json"), small_page);
-    write_file(sp("plain"), "x");
-    result r = RUN("run", "p.json", "--out", "plain/sub");
+    bf_write_file(bf_sp("p.json"), small_page);
+    bf_write_file(bf_sp("plain"), "x");
+    bf_result r = RUN("run", "p.json", "--out", "plain/sub");
     ck_assert_int_eq(r.status, 5);
     ck_assert_ptr_nonnull(strstr(r.err, "plain is not a folder"));
     ck_assert_str_eq(r.out, ""); /* no table: nothing ran */
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("run", "p.json", "--out", "plain");
     ck_assert_int_eq(r.status, 5);
     ck_assert_str_eq(r.out, "");
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("run", "p.json", "--out", "no/such/deep");
     ck_assert_int_eq(r.status, 5);
     ck_assert_str_eq(r.out, "");
-    result_free(&r);
+    bf_result_free(&r);
     if (geteuid() != 0) { /* root may write anywhere */
-        ck_assert_int_eq(mkdir(sp("ro"), 0555), 0);
+        ck_assert_int_eq(mkdir(bf_sp("ro"), 0555), 0);
         r = RUN("run", "p.json", "--out", "ro");
         ck_assert_int_eq(r.status, 5);
         ck_assert_str_eq(r.out, "");
-        result_free(&r);
+        bf_result_free(&r);
     }
     /* a folder that does not exist yet but can be: created when writing */
     r = RUN("run", "p.json", "--out", "new");
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert_double_eq(first_value(sp("new/i.npy")), 1.5);
-    result_free(&r);
+    ck_assert_double_eq(first_value(bf_sp("new/i.npy")), 1.5);
+    bf_result_free(&r);
 }
 END_TEST
 
@@ -252,8 +158,8 @@ START_TEST(ids_that_are_not_file_names_are_page_errors) {
                  HEAD "\"blocks\":[{\"id\":\"%s\",\"type\":\"Const\",\"attrs\":{\"value\":1}}],"
                       "\"outputs\":[]}",
                  ids[i]);
-        write_file(sp("bad.json"), page);
-        result r = RUN("check", "bad.json", "--json");
+        bf_write_file(bf_sp("bad.json"), page);
+        bf_result r = RUN("check", "bad.json", "--json");
         ck_assert_msg(r.status == 3, "id %s: exit %d", ids[i], r.status);
         cJSON *doc = cJSON_Parse(r.out);
         ck_assert_msg(doc != NULL, "id %s: not JSON: %s", ids[i], r.out);
@@ -262,61 +168,62 @@ START_TEST(ids_that_are_not_file_names_are_page_errors) {
         ck_assert_str_eq(cJSON_GetObjectItem(p, "code")->valuestring, "bad_id");
         ck_assert_str_eq(cJSON_GetObjectItem(p, "pointer")->valuestring, "/blocks/0/id");
         cJSON_Delete(doc);
-        result_free(&r);
+        bf_result_free(&r);
         /* and `run` writes nothing */
         r = RUN("run", "bad.json", "--out", "o");
         ck_assert_int_eq(r.status, 3);
         ck_assert_ptr_nonnull(strstr(r.err, "an id"));
-        result_free(&r);
+        bf_result_free(&r);
     }
     struct stat sb;
-    ck_assert_int_ne(stat(sp("evil.npy"), &sb), 0);
-    ck_assert_int_ne(stat(sp("o"), &sb), 0);
+    ck_assert_int_ne(stat(bf_sp("evil.npy"), &sb), 0);
+    ck_assert_int_ne(stat(bf_sp("o"), &sb), 0);
     /* the rule is in the page schema */
     char path[512];
     bf_test_path(path, sizeof(path), bf_test_source_dir(), "graph_schemas/page.schema.json");
-    char *schema = read_file(path);
+    char *schema = bf_read_file(path, NULL);
     ck_assert_ptr_nonnull(schema);
     ck_assert_ptr_nonnull(strstr(schema, "\"pattern\""));
     free(schema);
 }
 END_TEST
 
-/* ---- pages from standard input and streams ---------------------------------------------------- */
+/* ---- pages from standard input and streams ----------------------------------------------------
+ */
 
 START_TEST(pages_from_stdin_and_fifos) {
     /* standard input: `file` paths relative to the current folder */
     int64_t dims[2] = {2, 2};
-    save_tensor(sp("x.npy"), 2, dims, 7);
-    write_file(sp("in.json"), HEAD "\"blocks\":[{\"id\":\"k\",\"type\":\"Const\",\"attrs\":"
+    save_tensor(bf_sp("x.npy"), 2, dims, 7);
+    bf_write_file(bf_sp("in.json"), HEAD "\"blocks\":[{\"id\":\"k\",\"type\":\"Const\",\"attrs\":"
                                    "{\"file\":\"x.npy\"}}],\"outputs\":[\"k\"]}");
-    result r = RUN_STDIN(sp("in.json"), "run", "-", "--out", "o");
+    bf_result r = RUN_STDIN(bf_sp("in.json"), "run", "-", "--out", "o");
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert_double_eq(first_value(sp("o/k.npy")), 7);
-    result_free(&r);
-    r = RUN_STDIN(sp("in.json"), "check", "-");
+    ck_assert_double_eq(first_value(bf_sp("o/k.npy")), 7);
+    bf_result_free(&r);
+    r = RUN_STDIN(bf_sp("in.json"), "check", "-");
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "-: ok"));
-    result_free(&r);
+    bf_result_free(&r);
     /* a page on stdin over the size limit */
-    r = RUN_STDIN(sp("in.json"), "check", "-", "--max-page-bytes", "20");
+    r = RUN_STDIN(bf_sp("in.json"), "check", "-", "--max-page-bytes", "20");
     ck_assert_int_eq(r.status, 3);
     ck_assert_ptr_nonnull(strstr(r.err, "larger than the limit"));
-    result_free(&r);
+    bf_result_free(&r);
     /* an empty stdin: an invalid page, not a hang */
     r = RUN("check", "-");
     ck_assert_int_eq(r.status, 3);
-    result_free(&r);
+    bf_result_free(&r);
 
     /* a FIFO nobody writes to: opens at once, reads as empty */
-    ck_assert_int_eq(mkfifo(sp("fifo"), 0600), 0);
+    ck_assert_int_eq(mkfifo(bf_sp("fifo"), 0600), 0);
     r = RUN("check", "fifo");
     ck_assert_int_eq(r.status, 3);
-    result_free(&r);
+    bf_result_free(&r);
     /* a FIFO with a writer: read as a stream */
     pid_t w = fork();
     if (w == 0) {
-        int fd = open(sp("fifo"), O_WRONLY);
+        int fd = open(bf_sp("fifo"), O_WRONLY);
         if (fd >= 0) {
             const char *p = small_page;
             ssize_t n = write(fd, p, strlen(p));
@@ -329,21 +236,21 @@ START_TEST(pages_from_stdin_and_fifos) {
     r = RUN("run", "fifo", "--out", "f");
     waitpid(w, NULL, 0);
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert_double_eq(first_value(sp("f/i.npy")), 1.5);
-    result_free(&r);
+    ck_assert_double_eq(first_value(bf_sp("f/i.npy")), 1.5);
+    bf_result_free(&r);
     /* a character device is read with the limit applied */
     r = RUN("check", "/dev/zero", "--max-page-bytes", "1M");
     ck_assert_int_eq(r.status, 3);
     ck_assert_ptr_nonnull(strstr(r.err, "larger than the limit"));
-    result_free(&r);
+    bf_result_free(&r);
 }
 END_TEST
 
 /* ---- --json and --quiet ---------------------------------------------------------------------- */
 
 START_TEST(json_and_quiet) {
-    write_file(sp("p.json"), small_page);
-    result r = RUN("run", "p.json", "--json", "--out", "o");
+    bf_write_file(bf_sp("p.json"), small_page);
+    bf_result r = RUN("run", "p.json", "--json", "--out", "o");
     ck_assert_msg(r.status == 0, "%s", r.err);
     cJSON *doc = cJSON_Parse(r.out);
     ck_assert_msg(doc != NULL, "not one JSON document: %s", r.out);
@@ -358,10 +265,10 @@ START_TEST(json_and_quiet) {
     ck_assert_str_eq(cJSON_GetObjectItem(o, "file")->valuestring, "o/i.npy");
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "problems")), 0);
     cJSON_Delete(doc);
-    result_free(&r);
+    bf_result_free(&r);
 
     /* a failing page: still one document, with its problems */
-    write_file(sp("bad.json"), HEAD "\"blocks\":[{\"id\":\"i\",\"type\":\"Identity\"}],"
+    bf_write_file(bf_sp("bad.json"), HEAD "\"blocks\":[{\"id\":\"i\",\"type\":\"Identity\"}],"
                                     "\"outputs\":[\"i\"]}");
     r = RUN("run", "bad.json", "--json", "--no-save");
     ck_assert_int_eq(r.status, 3);
@@ -371,7 +278,7 @@ START_TEST(json_and_quiet) {
     cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "problems"), 0);
     ck_assert_str_eq(cJSON_GetObjectItem(p, "block")->valuestring, "i");
     cJSON_Delete(doc);
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("check", "p.json", "--json");
     ck_assert_int_eq(r.status, 0);
     doc = cJSON_Parse(r.out);
@@ -379,28 +286,29 @@ START_TEST(json_and_quiet) {
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(doc, "ok")));
     ck_assert_ptr_nonnull(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "blocks"), "i"));
     cJSON_Delete(doc);
-    result_free(&r);
+    bf_result_free(&r);
 
     /* --quiet: nothing but errors */
     r = RUN("run", "p.json", "--quiet", "--out", "q");
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(r.out, "");
     ck_assert_str_eq(r.err, "");
-    ck_assert_double_eq(first_value(sp("q/i.npy")), 1.5);
-    result_free(&r);
+    ck_assert_double_eq(first_value(bf_sp("q/i.npy")), 1.5);
+    bf_result_free(&r);
     r = RUN("check", "p.json", "-q");
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(r.out, "");
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("run", "bad.json", "--quiet", "--no-save");
     ck_assert_int_eq(r.status, 3);
     ck_assert_str_eq(r.out, "");
     ck_assert_str_ne(r.err, "");
-    result_free(&r);
+    bf_result_free(&r);
 }
 END_TEST
 
-/* ---- large pages, the footer, status words ----------------------------------------------------- */
+/* ---- large pages, the footer, status words -----------------------------------------------------
+ */
 
 START_TEST(large_tables_are_summarised) {
     enum { N = 100 };
@@ -416,9 +324,9 @@ START_TEST(large_tables_are_summarised) {
     /* "c0" -> "c" */
     char *c0 = strstr(page, "\"c0\"");
     memmove(c0 + 2, c0 + 3, strlen(c0 + 3) + 1);
-    write_file(sp("big.json"), page);
+    bf_write_file(bf_sp("big.json"), page);
     free(page);
-    result r = RUN("run", "big.json", "--no-save");
+    bf_result r = RUN("run", "big.json", "--no-save");
     ck_assert_msg(r.status == 0, "%s", r.err);
     int lines = 0;
     for (const char *s = r.out; *s; s++) lines += *s == '\n';
@@ -426,43 +334,44 @@ START_TEST(large_tables_are_summarised) {
     ck_assert_ptr_nonnull(strstr(r.out, "more blocks not shown"));
     ck_assert_ptr_nonnull(strstr(r.out, "101 blocks"));
     ck_assert_ptr_nonnull(strstr(r.out, "peak memory"));
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("run", "big.json", "--no-save", "--json");
     cJSON *doc = cJSON_Parse(r.out);
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "blocks")), N + 1);
     cJSON_Delete(doc);
-    result_free(&r);
+    bf_result_free(&r);
 }
 END_TEST
 
 START_TEST(status_words_not_codes) {
-    write_file(sp("slow.json"),
+    bf_write_file(bf_sp("slow.json"),
                HEAD "\"blocks\":[{\"id\":\"r\",\"type\":\"RandomNormal\",\"attrs\":{\"shape\":"
                     "[64,64,64,64],\"seed\":1}},{\"id\":\"f\",\"type\":\"RandomNormal\","
                     "\"attrs\":{\"shape\":[5,5,64,64],\"seed\":2}},{\"id\":\"c\",\"type\":"
                     "\"Conv2D\",\"inputs\":{\"input\":\"r\",\"filter\":\"f\"},\"attrs\":"
                     "{\"strides\":[1,1,1,1],\"padding\":\"SAME\"}}],\"outputs\":[\"c\"]}");
-    result r = RUN("run", "slow.json", "--no-save", "--timeout", "0.05", "--threads", "1");
+    bf_result r = RUN("run", "slow.json", "--no-save", "--timeout", "0.05", "--threads", "1");
     ck_assert_int_eq(r.status, 4);
     ck_assert_ptr_null(strstr(r.out, "ECANCELED"));
     ck_assert_ptr_null(strstr(r.out, "ETIMEDOUT"));
     ck_assert_msg(strstr(r.out, "cancelled") || strstr(r.out, "timed out"), "%s", r.out);
-    result_free(&r);
+    bf_result_free(&r);
 }
 END_TEST
 
-/* ---- --print ----------------------------------------------------------------------------------- */
+/* ---- --print -----------------------------------------------------------------------------------
+ */
 
 START_TEST(print_by_real_indices_and_summaries) {
     int64_t d4[4] = {2, 2, 2, 3};
-    save_tensor(sp("small.npy"), 4, d4, 0);
+    save_tensor(bf_sp("small.npy"), 4, d4, 0);
     int64_t d2[2] = {100, 50};
-    save_tensor(sp("large.npy"), 2, d2, 0);
-    write_file(sp("p.json"), HEAD "\"blocks\":[{\"id\":\"s\",\"type\":\"Const\",\"attrs\":"
+    save_tensor(bf_sp("large.npy"), 2, d2, 0);
+    bf_write_file(bf_sp("p.json"), HEAD "\"blocks\":[{\"id\":\"s\",\"type\":\"Const\",\"attrs\":"
                                   "{\"file\":\"small.npy\"}},{\"id\":\"l\",\"type\":\"Const\","
                                   "\"attrs\":{\"file\":\"large.npy\"}}],"
                                   "\"outputs\":[\"s\",\"l\"]}");
-    result r = RUN("run", "p.json", "--no-save", "--print");
+    bf_result r = RUN("run", "p.json", "--no-save", "--print");
     ck_assert_msg(r.status == 0, "%s", r.err);
     /* four 2x3 grids, labelled with their real indices */
     ck_assert_ptr_nonnull(strstr(r.out, "s: float32 [2,2,2,3]"));
@@ -478,36 +387,39 @@ START_TEST(print_by_real_indices_and_summaries) {
     ck_assert_ptr_nonnull(strstr(r.out, "NaN 0  Inf 0"));
     ck_assert_ptr_nonnull(strstr(r.out, "4999"));
     ck_assert_ptr_nonnull(strstr(r.out, "..."));
-    result_free(&r);
+    bf_result_free(&r);
 }
 END_TEST
 
-/* ---- did you mean ------------------------------------------------------------------------------ */
+/* ---- did you mean ------------------------------------------------------------------------------
+ */
 
 START_TEST(did_you_mean) {
-    write_file(sp("t.json"), HEAD "\"blocks\":[{\"id\":\"c\",\"type\":\"conv2d\"}]}");
-    result r = RUN("check", "t.json");
+    bf_write_file(bf_sp("t.json"), HEAD "\"blocks\":[{\"id\":\"c\",\"type\":\"conv2d\"}]}");
+    bf_result r = RUN("check", "t.json");
     ck_assert_int_eq(r.status, 3);
-    ck_assert_ptr_nonnull(strstr(r.err, "unknown block type \"conv2d\" (did you mean \"Conv2D\"?)"));
-    result_free(&r);
-    write_file(sp("a.json"), HEAD "\"blocks\":[{\"id\":\"c\",\"type\":\"Const\",\"attrs\":"
+    ck_assert_ptr_nonnull(
+        strstr(r.err, "unknown block type \"conv2d\" (did you mean \"Conv2D\"?)"));
+    bf_result_free(&r);
+    bf_write_file(bf_sp("a.json"), HEAD "\"blocks\":[{\"id\":\"c\",\"type\":\"Const\",\"attrs\":"
                                   "{\"valeu\":1}}]}");
     r = RUN("check", "a.json");
     ck_assert_int_eq(r.status, 3);
     ck_assert_ptr_nonnull(strstr(r.err, "(did you mean \"value\"?)"));
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("blocks", "IDENTITY");
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "(did you mean \"Identity\"?)"));
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("blocks", "Zzzzzzzzzz");
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_null(strstr(r.err, "did you mean"));
-    result_free(&r);
+    bf_result_free(&r);
 }
 END_TEST
 
-/* ---- .npz feeds -------------------------------------------------------------------------------- */
+/* ---- .npz feeds --------------------------------------------------------------------------------
+ */
 
 static void put16(FILE *f, unsigned v) {
     fputc((int)(v & 255), f);
@@ -524,7 +436,7 @@ static void write_npz(const char *path, const char *const *names, const char *co
     FILE *f = fopen(path, "wb");
     uint32_t offs[8], sizes[8];
     for (int i = 0; i < n; i++) {
-        char *data = read_file(files[i]);
+        char *data = bf_read_file(files[i], NULL);
         struct stat sb;
         stat(files[i], &sb);
         offs[i] = (uint32_t)ftell(f);
@@ -552,54 +464,55 @@ static void write_npz(const char *path, const char *const *names, const char *co
 
 START_TEST(npz_feeds) {
     int64_t d[2] = {2, 2};
-    save_tensor(sp("a.npy"), 2, d, 10);
-    save_tensor(sp("b.npy"), 2, d, 20);
+    save_tensor(bf_sp("a.npy"), 2, d, 10);
+    save_tensor(bf_sp("b.npy"), 2, d, 20);
     char fa[512], fb[512];
-    snprintf(fa, sizeof(fa), "%s", sp("a.npy"));
-    snprintf(fb, sizeof(fb), "%s", sp("b.npy"));
-    write_npz(sp("two.npz"), (const char *const[]){"a.npy", "b.npy"},
+    snprintf(fa, sizeof(fa), "%s", bf_sp("a.npy"));
+    snprintf(fb, sizeof(fb), "%s", bf_sp("b.npy"));
+    write_npz(bf_sp("two.npz"), (const char *const[]){"a.npy", "b.npy"},
               (const char *const[]){fa, fb}, 2);
-    write_npz(sp("one.npz"), (const char *const[]){"only.npy"}, (const char *const[]){fb}, 1);
-    write_file(sp("f.json"),
+    write_npz(bf_sp("one.npz"), (const char *const[]){"only.npy"}, (const char *const[]){fb}, 1);
+    bf_write_file(bf_sp("f.json"),
                HEAD "\"blocks\":[{\"id\":\"p\",\"type\":\"Placeholder\",\"attrs\":{\"shape\":"
                     "[2,2]}},{\"id\":\"y\",\"type\":\"Identity\",\"inputs\":{\"input\":\"p\"}}],"
                     "\"outputs\":[\"y\"]}");
-    result r = RUN("run", "f.json", "--feed", "p=two.npz:b", "--out", "o");
+    bf_result r = RUN("run", "f.json", "--feed", "p=two.npz:b", "--out", "o");
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert_double_eq(first_value(sp("o/y.npy")), 20);
-    result_free(&r);
+    ck_assert_double_eq(first_value(bf_sp("o/y.npy")), 20);
+    bf_result_free(&r);
     r = RUN("run", "f.json", "--feed", "p=two.npz:a", "--out", "o");
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert_double_eq(first_value(sp("o/y.npy")), 10);
-    result_free(&r);
+    ck_assert_double_eq(first_value(bf_sp("o/y.npy")), 10);
+    bf_result_free(&r);
     /* an archive of one array needs no key */
     r = RUN("run", "f.json", "--feed", "p=one.npz", "--out", "o");
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert_double_eq(first_value(sp("o/y.npy")), 20);
-    result_free(&r);
+    ck_assert_double_eq(first_value(bf_sp("o/y.npy")), 20);
+    bf_result_free(&r);
     /* a missing key lists the keys; several arrays need one */
     r = RUN("run", "f.json", "--feed", "p=two.npz:c", "--no-save");
     ck_assert_int_eq(r.status, 3);
     ck_assert_ptr_nonnull(strstr(r.err, "has no array \"c\" (keys: a, b)"));
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("run", "f.json", "--feed", "p=two.npz", "--no-save");
     ck_assert_int_eq(r.status, 3);
     ck_assert_ptr_nonnull(strstr(r.err, "holds several arrays"));
-    result_free(&r);
-    write_file(sp("junk.npz"), "not a zip at all, not at all, no.");
+    bf_result_free(&r);
+    bf_write_file(bf_sp("junk.npz"), "not a zip at all, not at all, no.");
     r = RUN("run", "f.json", "--feed", "p=junk.npz:a", "--no-save");
     ck_assert_int_eq(r.status, 3);
     ck_assert_ptr_nonnull(strstr(r.err, "not an .npz file"));
-    result_free(&r);
+    bf_result_free(&r);
 }
 END_TEST
 
-/* ---- help ---------------------------------------------------------------------------------------- */
+/* ---- help
+ * ---------------------------------------------------------------------------------------- */
 
 START_TEST(help_topics_from_the_usage_text) {
-    result all = RUN("--help");
+    bf_result all = RUN("--help");
     ck_assert_int_eq(all.status, 0);
-    result r = RUN("help", "run");
+    bf_result r = RUN("help", "run");
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "--cache-limit"));
     ck_assert_ptr_nonnull(strstr(r.out, "--json"));
@@ -611,20 +524,20 @@ START_TEST(help_topics_from_the_usage_text) {
     char entry[2048];
     snprintf(entry, sizeof(entry), "%.*s", (int)(end - syn), syn);
     ck_assert_ptr_nonnull(strstr(all.out, entry));
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("run", "--help");
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "--cache-limit"));
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("help", "check");
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "check PAGE"));
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("help", "nope");
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "topics: run check"));
-    result_free(&r);
-    result_free(&all);
+    bf_result_free(&r);
+    bf_result_free(&all);
 }
 END_TEST
 
@@ -643,24 +556,24 @@ START_TEST(progress_line_in_a_terminal) {
                       ",{\"id\":\"b%d\",\"type\":\"Identity\",\"inputs\":{\"input\":\"b%d\"}}", i,
                       i - 1);
     snprintf(page + n, sizeof(page) - (size_t)n, "],\"outputs\":[\"b75\"]}");
-    write_file(sp("slow.json"), page);
+    bf_write_file(bf_sp("slow.json"), page);
     char cmd[2048];
     for (int quiet = 0; quiet < 2; quiet++) {
         snprintf(cmd, sizeof(cmd), "%s run %s --threads 1 --no-save%s", bf_test_binary(),
-                 sp("slow.json"), quiet ? " --quiet" : "");
-        result r = RUN_SCRIPT(cmd);
+                 bf_sp("slow.json"), quiet ? " --quiet" : "");
+        bf_result r = RUN_SCRIPT(cmd);
         ck_assert_msg(r.status == 0, "script: %d %s%s", r.status, r.out, r.err);
         bool shown = strstr(r.out, " done, running b") != NULL;
-        ck_assert_msg(shown == !quiet, "progress %s with quiet=%d:\n%s", shown ? "shown" : "missing",
-                      quiet, r.out);
-        result_free(&r);
+        ck_assert_msg(shown == !quiet, "progress %s with quiet=%d:\n%s",
+                      shown ? "shown" : "missing", quiet, r.out);
+        bf_result_free(&r);
     }
     /* not a terminal: no progress line, no control characters */
-    result r = RUN("run", sp("slow.json"), "--threads", "1", "--no-save");
+    bf_result r = RUN("run", bf_sp("slow.json"), "--threads", "1", "--no-save");
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_null(strstr(r.err, "done, running"));
     ck_assert_ptr_null(strchr(r.err, '\033'));
-    result_free(&r);
+    bf_result_free(&r);
 }
 END_TEST
 
@@ -668,7 +581,7 @@ static Suite *suite(void) {
     Suite *s = suite_create("cli_input");
     TCase *tc = tcase_create("headless");
     tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, bf_scratch_setup, bf_scratch_teardown);
     tcase_add_test(tc, numbers_are_parsed_strictly);
     tcase_add_test(tc, output_folder_checked_before_running);
     tcase_add_test(tc, ids_that_are_not_file_names_are_page_errors);
