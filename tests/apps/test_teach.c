@@ -15,84 +15,17 @@
  *   reference written here from the definition; `grad --in-place` then `run --feed` does too;
  * - usage and error paths of the three verbs.
  */
-#include "bf_test.h"
+#include "cli_harness.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
-#include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-extern char **environ;
-
-static char scratch[64];
-
-static void scratch_setup(void) {
-    strcpy(scratch, "/tmp/bf_test_teach.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(scratch));
-}
-
-static void scratch_teardown(void) {
-    DIR *d = opendir(scratch);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        char p[512];
-        snprintf(p, sizeof(p), "%s/%s", scratch, e->d_name);
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlink(p);
-    }
-    if (d) closedir(d);
-    rmdir(scratch);
-}
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = '\0';
-    return buf;
-}
-
-typedef struct result {
-    int status;
-    char *out, *err;
-} result;
-
-static result run_args(const char *const *args) {
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = bf_test_binary();
-    for (int i = 0; args[i] && n < 31; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    char o[128], e[128];
-    snprintf(o, sizeof(o), "%s/.stdout", scratch);
-    snprintf(e, sizeof(e), "%s/.stderr", scratch);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, o, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    ck_assert_int_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    int ws = 0;
-    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
-    result r = {WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, read_file(o), read_file(e)};
-    ck_assert_ptr_nonnull(r.out);
-    ck_assert_ptr_nonnull(r.err);
-    return r;
-}
-#define RUN(...) run_args((const char *const[]){__VA_ARGS__, NULL})
-
-static void result_free(result *r) { free(r->out), free(r->err); }
+/* Run blockflow with `args` (NULL-terminated) from the test's own folder, with its standard
+ * input, capturing its output (no time limit). */
+#define RUN(...) bf_run(NULL, (const char *const[]){__VA_ARGS__, NULL})
 
 /* ---- sessions ------------------------------------------------------------------------------- */
 
@@ -173,7 +106,8 @@ static void check_explain(const cJSON *r, const char *what) {
         n++;
     }
     ck_assert_msg(truncated ? n < num(r, "n_terms") : n == num(r, "n_terms"), "%s", what);
-    if (!truncated) ck_assert_msg(fabs(sum - num(r, "sum")) <= 1e-12 * num(r, "abs_sum"), "%s", what);
+    if (!truncated)
+        ck_assert_msg(fabs(sum - num(r, "sum")) <= 1e-12 * num(r, "abs_sum"), "%s", what);
     ck_assert_msg(fabs(num(r, "sum") - num(r, "value")) <= tol * num(r, "abs_sum") + 1e-300,
                   "%s: sum %.17g, value %.17g", what, num(r, "sum"), num(r, "value"));
     const cJSON *pad = cJSON_GetObjectItem(r, "padding");
@@ -181,7 +115,8 @@ static void check_explain(const cJSON *r, const char *what) {
               num(pad, "right") >= 0);
 }
 
-/* ---- explain ---------------------------------------------------------------------------------- */
+/* ---- explain ----------------------------------------------------------------------------------
+ */
 
 START_TEST(explain_every_element_of_every_teaching_page) {
     char pages[32][256];
@@ -241,19 +176,19 @@ START_TEST(explain_json_from_the_program) {
         for (int b = 0; b < bf_page_block_count(page); b++) {
             if (!is_conv(bf_page_block_type(page, b))) continue;
             const char *id = bf_page_block_id(page, b);
-            result r = RUN("explain", pages[p], id, "0", "0", "0", "0", "--json");
+            bf_result r = RUN("explain", pages[p], id, "0", "0", "0", "0", "--json");
             ck_assert_msg(r.status == 0, "%s %s: %s", pages[p], id, r.err);
             cJSON *j = cJSON_Parse(r.out);
             ck_assert_ptr_nonnull(j);
             check_explain(j, pages[p]);
             ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "index")), 4);
             cJSON_Delete(j);
-            result_free(&r);
-            result t = RUN("explain", pages[p], id, "0", "0", "0", "0");
+            bf_result_free(&r);
+            bf_result t = RUN("explain", pages[p], id, "0", "0", "0", "0");
             ck_assert_int_eq(t.status, 0);
             ck_assert_ptr_nonnull(strstr(t.out, "sum of products"));
             ck_assert_ptr_nonnull(strstr(t.out, "padding "));
-            result_free(&t);
+            bf_result_free(&t);
         }
         close_opened(&o);
     }
@@ -263,7 +198,7 @@ END_TEST
 START_TEST(explain_marks_same_odd_pixel) {
     char path[512];
     snprintf(path, sizeof(path), "%s/examples/teach/valid_vs_same.json", bf_test_source_dir());
-    result r = RUN("explain", path, "same", "0", "4", "4", "0", "--json");
+    bf_result r = RUN("explain", path, "same", "0", "4", "4", "0", "--json");
     ck_assert_int_eq(r.status, 0);
     cJSON *j = cJSON_Parse(r.out);
     const cJSON *pad = cJSON_GetObjectItem(j, "padding");
@@ -275,37 +210,38 @@ START_TEST(explain_marks_same_odd_pixel) {
     ck_assert_int_eq((int)num(j, "n_padded"), 3);
     ck_assert_double_eq(num(j, "value"), 25);
     cJSON_Delete(j);
-    result_free(&r);
-    result t = RUN("explain", path, "same", "0", "4", "4", "0");
+    bf_result_free(&r);
+    bf_result t = RUN("explain", path, "same", "0", "4", "4", "0");
     ck_assert_ptr_nonnull(strstr(t.out, "bottom 1 (SAME's odd pixel)"));
-    result_free(&t);
+    bf_result_free(&t);
 }
 END_TEST
 
 START_TEST(explain_errors) {
     char path[512];
     snprintf(path, sizeof(path), "%s/examples/teach/valid_vs_same.json", bf_test_source_dir());
-    result r = RUN("explain", path, "same", "0", "5", "0", "0");
+    bf_result r = RUN("explain", path, "same", "0", "5", "0", "0");
     ck_assert_int_eq(r.status, 2); /* outside the output */
     ck_assert_ptr_nonnull(strstr(r.err, "outside"));
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("explain", path, "same", "0", "0");
     ck_assert_int_eq(r.status, 2); /* wrong rank */
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("explain", path, "x", "0", "0", "0", "0");
     ck_assert_int_eq(r.status, 2); /* a Const has no teaching view */
     ck_assert_ptr_nonnull(strstr(r.err, "no teaching view"));
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("explain", path, "nothere", "0", "0", "0", "0");
     ck_assert_int_eq(r.status, 2);
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("explain", path, "same");
     ck_assert_int_eq(r.status, 2);
-    result_free(&r);
+    bf_result_free(&r);
 }
 END_TEST
 
-/* ---- gradcheck -------------------------------------------------------------------------------- */
+/* ---- gradcheck --------------------------------------------------------------------------------
+ */
 
 START_TEST(gradcheck_passes_on_teaching_pages) {
     char pages[32][256];
@@ -352,11 +288,11 @@ END_TEST
 START_TEST(gradcheck_fails_on_wrong_padding) {
     char path[512];
     snprintf(path, sizeof(path), "%s/tests/data/teach_wrong_padding.json", bf_test_source_dir());
-    result r = RUN("gradcheck", path, "dw");
+    bf_result r = RUN("gradcheck", path, "dw");
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.out, "FAIL"));
     ck_assert_ptr_nonnull(strstr(r.out, "against forward block conv"));
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("gradcheck", path, "dw", "--json");
     ck_assert_int_eq(r.status, 1);
     cJSON *j = cJSON_Parse(r.out);
@@ -366,15 +302,15 @@ START_TEST(gradcheck_fails_on_wrong_padding) {
     ck_assert(num(c, "max_rel_error") > 1e-2);
     ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "adjoint"), "pass")));
     cJSON_Delete(j);
-    result_free(&r);
+    bf_result_free(&r);
     /* the forward block itself is fine */
     r = RUN("gradcheck", path, "conv");
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "PASS"));
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("gradcheck", path, "x");
     ck_assert_int_eq(r.status, 2);
-    result_free(&r);
+    bf_result_free(&r);
 }
 END_TEST
 
@@ -406,8 +342,9 @@ static void autograd(const geo *g, const double *x, const double *w, const doubl
                                 int64_t iw = ow * g->sw - g->pl + kw * g->dwl;
                                 if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W) continue;
                                 int64_t c = g->dw ? co / g->M : ci;
-                                int64_t fi = g->dw ? ((kh * g->KW + kw) * g->C + c) * g->M + co % g->M
-                                                   : ((kh * g->KW + kw) * g->C + ci) * g->O + co;
+                                int64_t fi = g->dw
+                                                 ? ((kh * g->KW + kw) * g->C + c) * g->M + co % g->M
+                                                 : ((kh * g->KW + kw) * g->C + ci) * g->O + co;
                                 int64_t xi = act(g, g->H, g->W, g->C, n, ih, iw, c);
                                 int64_t yi = act(g, g->OH, g->OW, g->O, n, oh, ow, co);
                                 dx[xi] += w[fi] * dy[yi];
@@ -491,8 +428,9 @@ static void grad_case(const geo *g, const char *attrs) {
     ck_assert_int_eq(bf_session_add_gradients(o.s, "conv", "conv_dy", &created, &e), BF_OK);
     c = cJSON_Parse(created);
     ck_assert_str_eq(cJSON_GetObjectItem(c, "dy")->valuestring, "conv_dy");
-    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "gradients"), "filter")->valuestring,
-                     "conv_grad_filter_2");
+    ck_assert_str_eq(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(c, "gradients"), "filter")->valuestring,
+        "conv_grad_filter_2");
     cJSON_Delete(c);
     bf_string_free(created);
     /* errors */
@@ -525,48 +463,46 @@ END_TEST
 START_TEST(grad_verb_in_place_then_run) {
     char src[512], dst[512], dyf[512], out[512];
     snprintf(src, sizeof(src), "%s/examples/teach/dilation2.json", bf_test_source_dir());
-    snprintf(dst, sizeof(dst), "%s/page.json", scratch);
-    char *text = read_file(src);
-    FILE *f = fopen(dst, "w");
-    fputs(text, f);
-    fclose(f);
+    snprintf(dst, sizeof(dst), "%s/page.json", bf_scratch());
+    char *text = bf_read_file(src, NULL);
+    bf_write_file(dst, text);
     free(text);
-    result r = RUN("grad", dst, "y");
+    bf_result r = RUN("grad", dst, "y");
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "\"y_grad_filter\""));
     ck_assert_ptr_nonnull(strstr(r.err, "added:"));
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("grad", dst, "y", "--dy", "dy", "--in-place");
     ck_assert_int_eq(r.status, 0);
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("fmt", "--check", dst);
     ck_assert_int_eq(r.status, 0);
-    result_free(&r);
-    snprintf(out, sizeof(out), "%s", scratch);
+    bf_result_free(&r);
+    snprintf(out, sizeof(out), "%s", bf_scratch());
     r = RUN("run", dst, "--fetch", "y_grad_filter", "--fetch", "dw", "--out", out);
     ck_assert_msg(r.status == 0, "%s", r.err);
-    result_free(&r);
-    snprintf(dyf, sizeof(dyf), "%s/y_grad_filter.npy", scratch);
+    bf_result_free(&r);
+    snprintf(dyf, sizeof(dyf), "%s/y_grad_filter.npy", bf_scratch());
     char dwf[512];
-    snprintf(dwf, sizeof(dwf), "%s/dw.npy", scratch);
-    char *a = read_file(dyf), *b = read_file(dwf);
+    snprintf(dwf, sizeof(dwf), "%s/dw.npy", bf_scratch());
+    char *a = bf_read_file(dyf, NULL), *b = bf_read_file(dwf, NULL);
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(b);
     ck_assert_str_eq(a + 128, b + 128); /* same data (the headers are 128 bytes) */
     free(a), free(b);
     r = RUN("gradcheck", dst, "y_grad_input");
     ck_assert_int_eq(r.status, 0);
-    result_free(&r);
+    bf_result_free(&r);
     r = RUN("grad", dst, "dw");
     ck_assert_int_eq(r.status, 2);
-    result_free(&r);
+    bf_result_free(&r);
 }
 END_TEST
 
 static Suite *suite(void) {
     Suite *s = suite_create("teach");
     TCase *tc = tcase_create("teach");
-    tcase_add_checked_fixture(tc, scratch_setup, scratch_teardown);
+    tcase_add_checked_fixture(tc, bf_scratch_setup, bf_scratch_teardown);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, explain_every_element_of_every_teaching_page);
     tcase_add_test(tc, explain_json_from_the_program);
