@@ -34,19 +34,6 @@
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static char scratch[64];
-
-static void scratch_setup(void) {
-    strcpy(scratch, "/tmp/bf_test_hostile.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(scratch));
-}
-
-static void scratch_teardown(void) {
-    char cmd[200];
-    snprintf(cmd, sizeof(cmd), "chmod -R u+rwx %s; rm -rf %s", scratch, scratch);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", scratch);
-}
-
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -65,26 +52,10 @@ static bf_status open_page(bf_context *ctx, const char *json, bf_session **s, bf
     bf_page *page = NULL;
     *s = NULL;
     memset(err, 0, sizeof(*err));
-    bf_status st = bf_page_load_string(ctx, json, strlen(json), "t.json", scratch, &page, NULL,
-                                       err);
+    bf_status st = bf_page_load_string(ctx, json, strlen(json), "t.json", bf_scratch(), &page,
+                                       NULL, err);
     if (st == BF_OK) st = bf_session_new(ctx, page, s, err);
     return st;
-}
-
-static void write_file(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
-    fclose(f);
-}
-
-static char *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(1 << 20);
-    *n = fread(buf, 1, 1 << 20, f);
-    fclose(f);
-    return buf;
 }
 
 #define PAGE_HEAD "{\"format\": \"blockflow.page\", \"version\": 1, "
@@ -209,9 +180,9 @@ END_TEST
 
 START_TEST(npy_header_claims_4gib) {
     char path[128];
-    snprintf(path, sizeof(path), "%s/big.npy", scratch);
+    snprintf(path, sizeof(path), "%s/big.npy", bf_scratch());
     static const char v2[] = "\x93NUMPY\x02\x00\xff\xff\xff\xff{'descr': '<f4', ";
-    write_file(path, v2, sizeof(v2) - 1);
+    bf_write_bytes(path, v2, sizeof(v2) - 1);
     bf_tensor *t = (bf_tensor *)1;
     bf_error e;
     ck_assert_int_eq(bf_tensor_load_npy(NULL, path, &t, &e), BF_ELIMIT);
@@ -500,7 +471,7 @@ static int run_cli(const char *const *args, long fsize, double sigint_after, dou
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         char out[128];
-        snprintf(out, sizeof(out), "%s/cli.log", scratch);
+        snprintf(out, sizeof(out), "%s/cli.log", bf_scratch());
         if (!freopen(out, "w", stdout) || !freopen(out, "a", stderr)) _exit(120);
         if (fsize > 0) {
             signal(SIGXFSZ, SIG_IGN);
@@ -529,8 +500,8 @@ static int run_cli(const char *const *args, long fsize, double sigint_after, dou
 }
 
 static void write_page(const char *name, const char *json, char *path, size_t size) {
-    snprintf(path, size, "%s/%s", scratch, name);
-    write_file(path, json, strlen(json));
+    snprintf(path, size, "%s/%s", bf_scratch(), name);
+    bf_write_bytes(path, json, strlen(json));
 }
 
 START_TEST(cli_output_folder_cannot_be_made) {
@@ -538,8 +509,8 @@ START_TEST(cli_output_folder_cannot_be_made) {
     write_page("p.json", PAGE_HEAD "\"blocks\": [{\"id\": \"c\", \"type\": \"Const\", "
                          "\"attrs\": {\"value\": [1, 2]}}], \"outputs\": [\"c\"]}",
                page, sizeof(page));
-    snprintf(file, sizeof(file), "%s/plain", scratch);
-    write_file(file, "x", 1);
+    snprintf(file, sizeof(file), "%s/plain", bf_scratch());
+    bf_write_bytes(file, "x", 1);
     snprintf(out, sizeof(out), "%s/sub", file); /* its parent is a regular file */
     const char *args[] = {"run", page, "--out", out, NULL};
     ck_assert_int_eq(run_cli(args, 0, 0, NULL), 5);
@@ -553,19 +524,19 @@ START_TEST(cli_disk_full_keeps_older_results) {
                          "\"RandomNormal\", \"attrs\": {\"shape\": [100000]}}], "
                          "\"outputs\": [\"c\", \"r\"]}",
                page, sizeof(page));
-    snprintf(dir, sizeof(dir), "%s/out", scratch);
+    snprintf(dir, sizeof(dir), "%s/out", bf_scratch());
     ck_assert_int_eq(mkdir(dir, 0777), 0);
     const char *older[] = {"c.npy", "r.npy"};
     for (int i = 0; i < 2; i++) {
         snprintf(old, sizeof(old), "%s/%s", dir, older[i]);
-        write_file(old, "OLD RESULT", 10);
+        bf_write_bytes(old, "OLD RESULT", 10);
     }
     const char *args[] = {"run", page, "--out", dir, NULL};
     ck_assert_int_eq(run_cli(args, 64 * 1024, 0, NULL), 5); /* r.npy needs 400 KB */
     for (int i = 0; i < 2; i++) {
         size_t n;
         snprintf(old, sizeof(old), "%s/%s", dir, older[i]);
-        char *data = read_all(old, &n);
+        char *data = bf_read_file(old, &n);
         ck_assert_ptr_nonnull(data);
         ck_assert_uint_eq(n, 10);
         ck_assert_int_eq(memcmp(data, "OLD RESULT", 10), 0);
@@ -748,7 +719,7 @@ START_TEST(nan_and_inf_pass_through) {
     ck_assert_int_eq(bf_tensor_new(NULL, dt, 1, dims, &src, &e), BF_OK);
     for (int i = 0; i < 5; i++) ck_assert_int_eq(bf_tensor_set_f64(src, i, vals[i], &e), BF_OK);
     char path[128];
-    snprintf(path, sizeof(path), "%s/x.npy", scratch);
+    snprintf(path, sizeof(path), "%s/x.npy", bf_scratch());
     ck_assert_int_eq(bf_tensor_save_npy(src, path, &e), BF_OK);
     ck_assert_int_eq(bf_tensor_load_npy(NULL, path, &loaded, &e), BF_OK);
     bf_dtype fed = bf_tensor_dtype(loaded); /* bfloat16 comes back as float32 */
@@ -847,7 +818,7 @@ static Suite *suite(void) {
     Suite *s = suite_create("hostile");
     TCase *tc = tcase_create("limits");
     tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, scratch_setup, scratch_teardown);
+    tcase_add_checked_fixture(tc, bf_scratch_setup, bf_scratch_teardown);
     tcase_add_test(tc, million_blocks_over_default_limit);
     tcase_add_test(tc, chain_100k_blocks_checks);
     tcase_add_test(tc, chain_10k_blocks_runs);
@@ -863,7 +834,7 @@ static Suite *suite(void) {
 
     tc = tcase_create("faults");
     tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, scratch_setup, scratch_teardown);
+    tcase_add_checked_fixture(tc, bf_scratch_setup, bf_scratch_teardown);
     tcase_add_test(tc, out_of_memory_loop);
     tcase_add_test(tc, cli_output_folder_cannot_be_made);
     tcase_add_test(tc, cli_disk_full_keeps_older_results);
@@ -874,13 +845,13 @@ static Suite *suite(void) {
 
     tc = tcase_create("threads");
     tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, scratch_setup, scratch_teardown);
+    tcase_add_checked_fixture(tc, bf_scratch_setup, bf_scratch_teardown);
     tcase_add_test(tc, parallel_sessions_identical);
     tcase_add_test(tc, runs_with_cancellations_from_another_thread);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("numbers");
-    tcase_add_checked_fixture(tc, scratch_setup, scratch_teardown);
+    tcase_add_checked_fixture(tc, bf_scratch_setup, bf_scratch_teardown);
     tcase_add_loop_test(tc, nan_and_inf_pass_through, 0, BF_COUNT(float_dtypes));
     tcase_add_test(tc, half_and_bfloat16_overflow_to_inf);
     suite_add_tcase(s, tc);
