@@ -12,22 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s) s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 START_TEST(registry_is_sorted_and_unique) {
     int n = bf_block_type_count();
     ck_assert_int_ge(n, 5);
@@ -68,7 +52,7 @@ END_TEST
 START_TEST(committed_catalog_is_current) {
     char path[4096], *printed = NULL;
     snprintf(path, sizeof(path), "%s/graph_schemas/block_catalog.json", bf_test_source_dir());
-    char *committed = read_file(path);
+    char *committed = bf_read_file(path, NULL);
     ck_assert_msg(committed != NULL, "cannot read %s", path);
     ck_assert_int_eq(bf_block_catalog_json(NULL, &printed, NULL), BF_OK);
     size_t n = strlen(committed);
