@@ -11,95 +11,16 @@
  * and every (n, oh, ow, co, kh, kw, j) of the domain is visited once, each in-bounds tuple
  * dropped into the bucket of the y, dW and dX element it contributes to.
  */
+#include "conv_geo.h"
 #include "conv_harness.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
 
-typedef struct cfg {
-    int dw, nchw;
-    int64_t N, H, W, C;
-    int64_t KH, KW, F2, F3; /* filter: conv [KH,KW,Cg,O]; depthwise [KH,KW,C,M] */
-    int64_t G, O;
-    int64_t sh, sw, dh, dwl;
-    int pad; /* 0 SAME, 1 VALID, 2 EXPLICIT */
-    int64_t ep[4];
-    int64_t OH, OW, pt, pl;
-} cfg;
-
-static int out_dim(int pad, int64_t in, int64_t k, int64_t s, int64_t d, int64_t b, int64_t a,
-                   int64_t *out, int64_t *before) {
-    int64_t e = (k - 1) * d + 1;
-    if (pad == 0) {
-        *out = (in + s - 1) / s;
-        int64_t total = (*out - 1) * s + e - in;
-        *before = total > 0 ? total / 2 : 0;
-        return 1;
-    }
-    int64_t span = in + (pad == 2 ? b + a : 0);
-    *before = pad == 2 ? b : 0;
-    if (span < e) return 0;
-    *out = (span - e) / s + 1;
-    return 1;
-}
-
-static void draw(bf_rng *r, int dw, cfg *c) {
-    for (;;) {
-        memset(c, 0, sizeof(*c));
-        c->dw = dw;
-        c->nchw = (int)bf_rng_int(r, 0, 1);
-        c->N = bf_rng_int(r, 1, 2), c->H = bf_rng_int(r, 1, 7), c->W = bf_rng_int(r, 1, 7);
-        c->KH = bf_rng_int(r, 1, 3), c->KW = bf_rng_int(r, 1, 3);
-        if (dw) {
-            c->C = bf_rng_int(r, 1, 3), c->F2 = c->C, c->F3 = bf_rng_int(r, 1, 3);
-            c->G = c->C, c->O = c->C * c->F3;
-            c->sh = c->sw = bf_rng_int(r, 1, 3);
-        } else {
-            c->G = bf_rng_int(r, 1, 3);
-            c->F2 = bf_rng_int(r, 1, 2);
-            c->C = c->G * c->F2;
-            c->O = c->G * bf_rng_int(r, 1, 2), c->F3 = c->O;
-            c->sh = bf_rng_int(r, 1, 3), c->sw = bf_rng_int(r, 1, 3);
-        }
-        c->dh = bf_rng_int(r, 1, 2), c->dwl = bf_rng_int(r, 1, 2);
-        c->pad = (int)bf_rng_int(r, 0, 2);
-        for (int i = 0; i < 4; i++) c->ep[i] = c->pad == 2 ? bf_rng_int(r, 0, 2) : 0;
-        if (out_dim(c->pad, c->H, c->KH, c->sh, c->dh, c->ep[0], c->ep[1], &c->OH, &c->pt) &&
-            out_dim(c->pad, c->W, c->KW, c->sw, c->dwl, c->ep[2], c->ep[3], &c->OW, &c->pl))
-            return;
-    }
-}
-
-static int64_t ai(const cfg *c, int64_t h_, int64_t w_, int64_t ch_, int64_t n, int64_t h,
-                  int64_t w, int64_t ch) {
-    return c->nchw ? ((n * ch_ + ch) * h_ + h) * w_ + w : ((n * h_ + h) * w_ + w) * ch_ + ch;
-}
-
-static void attrs(const cfg *c, char *buf, size_t size) {
-    const char *pads[3] = {"SAME", "VALID", "EXPLICIT"};
-    int n;
-    if (c->nchw)
-        n = snprintf(buf, size,
-                     "{\"strides\":[1,1,%ld,%ld],\"dilations\":[1,1,%ld,%ld],\"padding\":\"%s\","
-                     "\"data_format\":\"NCHW\"",
-                     (long)c->sh, (long)c->sw, (long)c->dh, (long)c->dwl, pads[c->pad]);
-    else
-        n = snprintf(buf, size,
-                     "{\"strides\":[1,%ld,%ld,1],\"dilations\":[1,%ld,%ld,1],\"padding\":\"%s\"",
-                     (long)c->sh, (long)c->sw, (long)c->dh, (long)c->dwl, pads[c->pad]);
-    if (c->pad == 2) {
-        if (c->nchw)
-            n += snprintf(buf + n, size - (size_t)n,
-                          ",\"explicit_paddings\":[0,0,0,0,%ld,%ld,%ld,%ld]", (long)c->ep[0],
-                          (long)c->ep[1], (long)c->ep[2], (long)c->ep[3]);
-        else
-            n += snprintf(buf + n, size - (size_t)n,
-                          ",\"explicit_paddings\":[0,0,%ld,%ld,%ld,%ld,0,0]", (long)c->ep[0],
-                          (long)c->ep[1], (long)c->ep[2], (long)c->ep[3]);
-    }
-    snprintf(buf + n, size - (size_t)n, "}");
-}
+/* Conv2D problems here have 1 or 2 input and output channels per group, as this test has always
+ * drawn them (test_conv_random.c draws up to 3); every pair of every element is enumerated. */
+#define MAX_PER_GROUP 2
 
 /* ---- pairs --------------------------------------------------------------------------------- */
 
@@ -134,8 +55,8 @@ static void collect(int64_t a, int64_t b, void *user) { push(user, 0, a, b); }
 
 START_TEST(enumeration_matches_definition) {
     bf_rng r = {0xe4a1 + (uint64_t)_i * 7919};
-    cfg c;
-    draw(&r, _i % 3 == 2, &c);
+    ct_geo c;
+    ct_geo_draw(&r, _i % 3 == 2, MAX_PER_GROUP, &c);
     const bf_dtype dt = _i % 2 ? BF_DTYPE_F32 : BF_DTYPE_F64;
     const int64_t nx = c.N * c.H * c.W * c.C, ny = c.N * c.OH * c.OW * c.O;
     const int64_t nw = c.KH * c.KW * c.F2 * c.F3;
@@ -161,12 +82,12 @@ START_TEST(enumeration_matches_definition) {
                                     ch = g * c.F2 + j;
                                     fi = ((kh * c.KW + kw) * c.F2 + j) * c.O + co;
                                 }
-                                int64_t yi = ai(&c, c.OH, c.OW, c.O, n, oh, ow, co);
+                                int64_t yi = ct_geo_index(&c, c.OH, c.OW, c.O, n, oh, ow, co);
                                 if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) {
                                     padded[0][yi]++, padded[1][fi]++;
                                     continue;
                                 }
-                                int64_t xi = ai(&c, c.H, c.W, c.C, n, ih, iw, ch);
+                                int64_t xi = ct_geo_index(&c, c.H, c.W, c.C, n, ih, iw, ch);
                                 push(&bucket[0], yi, xi, fi);
                                 push(&bucket[1], fi, xi, yi);
                                 push(&bucket[2], xi, yi, fi);
@@ -193,7 +114,7 @@ START_TEST(enumeration_matches_definition) {
         yd[0] = c.N, yd[1] = c.OH, yd[2] = c.OW, yd[3] = c.O;
     }
     char a[512];
-    attrs(&c, a, sizeof(a));
+    ct_geo_attrs(&c, a, sizeof(a));
     const double tol = dt == BF_DTYPE_F64 ? 1e-12 : 2e-6;
     for (int op = 0; op < 3; op++) {
         const bf_block_desc *d;

@@ -11,6 +11,7 @@
  *   float16 <= 2e-3 * S (one rounding of inputs shared with the reference, f32 accumulation,
  *   one rounding of the output at 2^-11), bfloat16 <= 1.6e-2 * S (output rounding at 2^-8).
  */
+#include "conv_geo.h"
 #include "conv_harness.h"
 #include "half.h"
 
@@ -18,69 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One random problem, in logical terms. Filter dims as passed to the block. */
-typedef struct cfg {
-    int dw, nchw;
-    int64_t N, H, W, C;     /* input */
-    int64_t KH, KW, F2, F3; /* filter: conv [KH,KW,Cg,O]; depthwise [KH,KW,C,M] */
-    int64_t G, O;           /* groups, output channels */
-    int64_t sh, sw, dh, dwl;
-    int pad;                /* 0 SAME, 1 VALID, 2 EXPLICIT */
-    int64_t ep[4];          /* explicit top, bottom, left, right */
-    int64_t OH, OW, pt, pl; /* computed here */
-} cfg;
-
-static int64_t eff(int64_t k, int64_t d) { return (k - 1) * d + 1; }
-
-/* Output size and leading pad of one dim, written independently of conv_geom.c. */
-static int out_dim(int pad, int64_t in, int64_t k, int64_t s, int64_t d, int64_t b, int64_t a,
-                   int64_t *out, int64_t *before) {
-    int64_t e = eff(k, d);
-    if (pad == 0) {
-        *out = (in + s - 1) / s;
-        int64_t total = (*out - 1) * s + e - in;
-        *before = total > 0 ? total / 2 : 0;
-        return 1;
-    }
-    int64_t span = in + (pad == 2 ? b + a : 0);
-    *before = pad == 2 ? b : 0;
-    if (span < e) return 0; /* we only draw problems with at least one output */
-    *out = (span - e) / s + 1;
-    return 1;
-}
-
-static void draw(bf_rng *r, int dw, cfg *c) {
-    for (;;) {
-        memset(c, 0, sizeof(*c));
-        c->dw = dw;
-        c->nchw = (int)bf_rng_int(r, 0, 1);
-        c->N = bf_rng_int(r, 1, 2), c->H = bf_rng_int(r, 1, 7), c->W = bf_rng_int(r, 1, 7);
-        c->KH = bf_rng_int(r, 1, 3), c->KW = bf_rng_int(r, 1, 3);
-        if (dw) {
-            c->C = bf_rng_int(r, 1, 3), c->F2 = c->C, c->F3 = bf_rng_int(r, 1, 3);
-            c->G = c->C, c->O = c->C * c->F3;
-            c->sh = c->sw = bf_rng_int(r, 1, 3);
-        } else {
-            c->G = bf_rng_int(r, 1, 3);
-            c->F2 = bf_rng_int(r, 1, 3);
-            c->C = c->G * c->F2;
-            c->O = c->G * bf_rng_int(r, 1, 3), c->F3 = c->O;
-            c->sh = bf_rng_int(r, 1, 3), c->sw = bf_rng_int(r, 1, 3);
-        }
-        c->dh = bf_rng_int(r, 1, 2), c->dwl = bf_rng_int(r, 1, 2);
-        c->pad = (int)bf_rng_int(r, 0, 2);
-        for (int i = 0; i < 4; i++) c->ep[i] = c->pad == 2 ? bf_rng_int(r, 0, 2) : 0;
-        if (out_dim(c->pad, c->H, c->KH, c->sh, c->dh, c->ep[0], c->ep[1], &c->OH, &c->pt) &&
-            out_dim(c->pad, c->W, c->KW, c->sw, c->dwl, c->ep[2], c->ep[3], &c->OW, &c->pl))
-            return;
-    }
-}
-
-/* Flat index of activation (n, h, w, ch) with spatial size (h_, w_) and ch_ channels. */
-static int64_t ai(const cfg *c, int64_t h_, int64_t w_, int64_t ch_, int64_t n, int64_t h,
-                  int64_t w, int64_t ch) {
-    return c->nchw ? ((n * ch_ + ch) * h_ + h) * w_ + w : ((n * h_ + h) * w_ + w) * ch_ + ch;
-}
+/* Conv2D problems have 1 to 3 input and output channels per group. */
+#define MAX_PER_GROUP 3
 
 /*
  * The reference: visit every (n, oh, ow, co, kh, kw, j) once, where j runs over the input
@@ -90,7 +30,8 @@ typedef struct refs {
     double *y, *dx, *dw, *ay, *adx, *adw;
 } refs;
 
-static void reference(const cfg *c, const double *x, const double *w, const double *dy, refs *o) {
+static void reference(const ct_geo *c, const double *x, const double *w, const double *dy,
+                      refs *o) {
     int64_t ny = c->N * c->OH * c->OW * c->O, nx = c->N * c->H * c->W * c->C;
     int64_t nw = c->KH * c->KW * c->F2 * c->F3;
     o->y = calloc((size_t)ny, 8), o->ay = calloc((size_t)ny, 8);
@@ -116,8 +57,8 @@ static void reference(const cfg *c, const double *x, const double *w, const doub
                                     ch = g * c->F2 + j;
                                     fi = ((kh * c->KW + kw) * c->F2 + j) * c->O + co;
                                 }
-                                int64_t xi = ai(c, c->H, c->W, c->C, n, ih, iw, ch);
-                                int64_t yi = ai(c, c->OH, c->OW, c->O, n, oh, ow, co);
+                                int64_t xi = ct_geo_index(c, c->H, c->W, c->C, n, ih, iw, ch);
+                                int64_t yi = ct_geo_index(c, c->OH, c->OW, c->O, n, oh, ow, co);
                                 o->y[yi] += x[xi] * w[fi], o->ay[yi] += fabs(x[xi] * w[fi]);
                                 o->dx[xi] += w[fi] * dy[yi], o->adx[xi] += fabs(w[fi] * dy[yi]);
                                 o->dw[fi] += x[xi] * dy[yi], o->adw[fi] += fabs(x[xi] * dy[yi]);
@@ -126,31 +67,6 @@ static void reference(const cfg *c, const double *x, const double *w, const doub
 
 static void refs_free(refs *o) {
     free(o->y), free(o->dx), free(o->dw), free(o->ay), free(o->adx), free(o->adw);
-}
-
-static void attrs(const cfg *c, char *buf, size_t size) {
-    const char *pads[3] = {"SAME", "VALID", "EXPLICIT"};
-    int n;
-    if (c->nchw)
-        n = snprintf(buf, size,
-                     "{\"strides\":[1,1,%ld,%ld],\"dilations\":[1,1,%ld,%ld],\"padding\":\"%s\","
-                     "\"data_format\":\"NCHW\"",
-                     (long)c->sh, (long)c->sw, (long)c->dh, (long)c->dwl, pads[c->pad]);
-    else
-        n = snprintf(buf, size,
-                     "{\"strides\":[1,%ld,%ld,1],\"dilations\":[1,%ld,%ld,1],\"padding\":\"%s\"",
-                     (long)c->sh, (long)c->sw, (long)c->dh, (long)c->dwl, pads[c->pad]);
-    if (c->pad == 2) {
-        if (c->nchw)
-            n += snprintf(buf + n, size - (size_t)n,
-                          ",\"explicit_paddings\":[0,0,0,0,%ld,%ld,%ld,%ld]", (long)c->ep[0],
-                          (long)c->ep[1], (long)c->ep[2], (long)c->ep[3]);
-        else
-            n += snprintf(buf + n, size - (size_t)n,
-                          ",\"explicit_paddings\":[0,0,%ld,%ld,%ld,%ld,0,0]", (long)c->ep[0],
-                          (long)c->ep[1], (long)c->ep[2], (long)c->ep[3]);
-    }
-    snprintf(buf + n, size - (size_t)n, "}");
 }
 
 /* Random values, already rounded to dt so that the reference sees what the block sees. */
@@ -166,7 +82,7 @@ static double *rand_vals(bf_rng *r, int64_t n, bf_dtype dt) {
     return v;
 }
 
-static void dims_act(const cfg *c, int64_t h, int64_t w, int64_t ch, int64_t *d) {
+static void dims_act(const ct_geo *c, int64_t h, int64_t w, int64_t ch, int64_t *d) {
     if (c->nchw)
         d[0] = c->N, d[1] = ch, d[2] = h, d[3] = w;
     else
@@ -174,13 +90,13 @@ static void dims_act(const cfg *c, int64_t h, int64_t w, int64_t ch, int64_t *d)
 }
 
 /* Run one op of c on (x, w, dy) in dtype dt; returns the output values (caller frees). */
-static double *run_op(const cfg *c, int op, bf_dtype dt, const double *x, const double *w,
+static double *run_op(const ct_geo *c, int op, bf_dtype dt, const double *x, const double *w,
                       const double *dy, int two_sizes) {
     int64_t xd[4], wd[4] = {c->KH, c->KW, c->F2, c->F3}, yd[4];
     dims_act(c, c->H, c->W, c->C, xd);
     dims_act(c, c->OH, c->OW, c->O, yd);
     char a[512];
-    attrs(c, a, sizeof(a));
+    ct_geo_attrs(c, a, sizeof(a));
     bf_tensor *in[3] = {NULL, NULL, NULL}, *out = NULL;
     const bf_block_desc *d;
     if (op == 0) {
@@ -224,8 +140,8 @@ START_TEST(random_against_reference) {
     bf_dtype dt = dtypes[_i % 4];
     bf_rng r = {.s = 0x5eed0000u + (uint64_t)_i};
     for (int rep = 0; rep < 10; rep++) {
-        cfg c;
-        draw(&r, dw, &c);
+        ct_geo c;
+        ct_geo_draw(&r, dw, MAX_PER_GROUP, &c);
         int64_t nx = c.N * c.H * c.W * c.C, nw = c.KH * c.KW * c.F2 * c.F3;
         int64_t ny = c.N * c.OH * c.OW * c.O;
         double *x = rand_vals(&r, nx, dt), *w = rand_vals(&r, nw, dt), *dy = rand_vals(&r, ny, dt);
@@ -261,8 +177,8 @@ static double dot(const double *a, const double *b, int64_t n) {
 START_TEST(adjoint_identity) {
     bf_rng r = {.s = 0xad70u + (uint64_t)_i};
     for (int rep = 0; rep < 6; rep++) {
-        cfg c;
-        draw(&r, _i % 2, &c);
+        ct_geo c;
+        ct_geo_draw(&r, _i % 2, MAX_PER_GROUP, &c);
         int64_t nx = c.N * c.H * c.W * c.C, nw = c.KH * c.KW * c.F2 * c.F3;
         int64_t ny = c.N * c.OH * c.OW * c.O;
         double *x = rand_vals(&r, nx, BF_DTYPE_F64), *w = rand_vals(&r, nw, BF_DTYPE_F64);
@@ -281,8 +197,8 @@ END_TEST
 /* Central differences of L(x, w) = sum(Conv(x, w) * dy) against dX and dW (float64). */
 START_TEST(finite_differences) {
     bf_rng r = {.s = 0xfd00u + (uint64_t)_i};
-    cfg c;
-    do draw(&r, _i % 2, &c);
+    ct_geo c;
+    do ct_geo_draw(&r, _i % 2, MAX_PER_GROUP, &c);
     while (c.N * c.H * c.W * c.C > 40 || c.KH * c.KW * c.F2 * c.F3 > 40);
     int64_t nx = c.N * c.H * c.W * c.C, nw = c.KH * c.KW * c.F2 * c.F3;
     int64_t ny = c.N * c.OH * c.OW * c.O;
