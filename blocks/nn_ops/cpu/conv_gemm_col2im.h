@@ -9,7 +9,15 @@
  * task per image, so no two tasks add into the same dx pixel.
  */
 
-typedef struct FN(bf_ci_plan) {
+/* Names of this instantiation: see "Names" in conv_gemm_impl.h. */
+#define bf_ci_plan        BF_KFN(bf_ci_plan)
+#define bf_ci_wanted      BF_KFN(bf_ci_wanted)
+#define bf_ci_pack_b_task BF_KFN(bf_ci_pack_b_task)
+#define bf_ci_task        BF_KFN(bf_ci_task)
+#define bf_ci_ws          BF_KFN(bf_ci_ws)
+#define bf_ci_run         BF_KFN(bf_ci_run)
+
+typedef struct bf_ci_plan {
     const bf_conv_geom *g;
     const T *dy;    /* [N, OH, OW, O] */
     const T *w;     /* [KH, KW, Cg, O] */
@@ -18,15 +26,15 @@ typedef struct FN(bf_ci_plan) {
     T *scratch;     /* per thread: A [MC x KC] then dcol [MC][ncol_pad] */
     int64_t og, ncol, npad, scratch_per, kc;
     const bf_exec *ex;
-} FN(bf_ci_plan);
+} bf_ci_plan;
 
-static bool FN(bf_ci_wanted)(const bf_conv_geom *g, int n_threads) {
+static bool bf_ci_wanted(const bf_conv_geom *g, int n_threads) {
     return g->k_in_c < NR / 2 && g->k_h * g->k_w * g->k_in_c >= NR && g->n >= n_threads &&
            g->groups == 1;
 }
 
-static void FN(bf_ci_pack_b_task)(void *arg, int64_t jp, int slot) {
-    const FN(bf_ci_plan) *p = arg;
+static void bf_ci_pack_b_task(void *arg, int64_t jp, int slot) {
+    const bf_ci_plan *p = arg;
     const bf_conv_geom *g = p->g;
     T *panel = p->bpack + jp * p->og * NR; /* [og][NR] */
     for (int64_t co = 0; co < p->og; co++)
@@ -36,8 +44,8 @@ static void FN(bf_ci_pack_b_task)(void *arg, int64_t jp, int slot) {
         }
 }
 
-static void FN(bf_ci_task)(void *arg, int64_t n, int slot) {
-    const FN(bf_ci_plan) *p = arg;
+static void bf_ci_task(void *arg, int64_t n, int slot) {
+    const bf_ci_plan *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
     T *apack = p->scratch + (int64_t)slot * p->scratch_per;
@@ -56,8 +64,8 @@ static void FN(bf_ci_task)(void *arg, int64_t n, int slot) {
             for (int64_t mb = 0; mb < nmb && kc > 0; mb++)
                 for (int64_t i = 0; i < MR; i++) {
                     int64_t r = mb * MR + i;
-                    FN(bf_cg_copy_run)(apack + mb * kcp * MR, i, 0,
-                                       r < mc ? dyc + r * g->out_c + kc0 : NULL, kc);
+                    bf_cg_copy_run(apack + mb * kcp * MR, i, 0,
+                                   r < mc ? dyc + r * g->out_c + kc0 : NULL, kc);
                 }
             for (int64_t jp = 0; jp < p->npad / NR; jp++) {
                 int nr = (int)BF_MIN((int64_t)NR, p->ncol - jp * NR);
@@ -88,21 +96,21 @@ static void FN(bf_ci_task)(void *arg, int64_t n, int slot) {
     }
 }
 
-static size_t FN(bf_ci_ws)(const bf_conv_geom *g, int n_threads) {
+static size_t bf_ci_ws(const bf_conv_geom *g, int n_threads) {
     int64_t og = g->out_c, npad = bf_cc_round_up(g->k_h * g->k_w * g->k_in_c, NR);
     size_t b = bf_cc_mad((size_t)og, (size_t)npad, 16);
     size_t per = bf_cc_mad((size_t)BF_CG_MC, (size_t)(BF_CG_KC + npad), 16);
     return bf_cc_mad(bf_cc_mad(per, (size_t)n_threads, b), sizeof(T), 64);
 }
 
-static void FN(bf_ci_run)(const bf_conv_geom *g, const T *dy, const T *w, T *dx,
-                          const bf_exec *ex) {
-    FN(bf_ci_plan) p = {.g = g, .dy = dy, .w = w, .dx = dx, .ex = ex, .kc = BF_CG_KC,
-                        .og = g->out_c, .ncol = g->k_h * g->k_w * g->k_in_c};
+static void bf_ci_run(const bf_conv_geom *g, const T *dy, const T *w, T *dx,
+                      const bf_exec *ex) {
+    bf_ci_plan p = {.g = g, .dy = dy, .w = w, .dx = dx, .ex = ex, .kc = BF_CG_KC,
+                    .og = g->out_c, .ncol = g->k_h * g->k_w * g->k_in_c};
     p.npad = bf_cc_round_up(p.ncol, NR);
     p.bpack = ex->workspace;
     p.scratch = p.bpack + bf_cc_round_up(p.og * p.npad, 16);
     p.scratch_per = bf_cc_round_up(BF_CG_MC * (BF_CG_KC + p.npad), 16);
-    bf_parallel_for(ex, p.npad / NR, FN(bf_ci_pack_b_task), &p);
-    bf_parallel_for(ex, g->n, FN(bf_ci_task), &p);
+    bf_parallel_for(ex, p.npad / NR, bf_ci_pack_b_task, &p);
+    bf_parallel_for(ex, g->n, bf_ci_task, &p);
 }

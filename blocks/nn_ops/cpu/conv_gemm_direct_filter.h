@@ -12,6 +12,14 @@
  * No packing at all, which is what a 3-channel stem (147 short k rows) needs.
  */
 
+/* Names of this instantiation: see "Names" in conv_gemm_impl.h. */
+#define bf_sf_plan   BF_KFN(bf_sf_plan)
+#define bf_sf_wanted BF_KFN(bf_sf_wanted)
+#define bf_sf_prw    BF_KFN(bf_sf_prw)
+#define bf_sf_task   BF_KFN(bf_sf_task)
+#define bf_sf_ws     BF_KFN(bf_sf_ws)
+#define bf_sf_run    BF_KFN(bf_sf_run)
+
 #if BF_VEC_BYTES >= 64
 #define SF_NV 4
 #else
@@ -19,29 +27,29 @@
 #endif
 #define SF_RB 6
 
-typedef struct FN(bf_sf_plan) {
+typedef struct bf_sf_plan {
     const bf_conv_geom *g;
     const T *x, *dy;
     T *out, *partials;
     T *rows;        /* per thread: (k_h + 1) padded rows of prw*C (the last is all zeros) */
     int64_t prw, rows_per, nel, rows_per_task;
     const bf_exec *ex;
-} FN(bf_sf_plan);
+} bf_sf_plan;
 
 /* Few input channels (the packed GEMM's k rows are too short), or rows long enough that
    the per-row read-modify-write of each dW tile is amortised (measured: 56-pixel rows win,
    a 14-pixel stride-2 row loses to the packed GEMM). */
-static bool FN(bf_sf_wanted)(const bf_conv_geom *g) {
+static bool bf_sf_wanted(const bf_conv_geom *g) {
     return g->groups == 1 && g->out_c % (SF_NV * BF_VL) == 0 && g->k_h <= 64 &&
            g->out_w > 0 && (g->in_c <= 4 || g->out_w >= 48);
 }
 
-static int64_t FN(bf_sf_prw)(const bf_conv_geom *g) {
+static int64_t bf_sf_prw(const bf_conv_geom *g) {
     return (BF_MAX(g->out_w, 1) - 1) * g->stride_w + (g->k_w - 1) * g->dil_w + 1;
 }
 
-static void FN(bf_sf_task)(void *arg, int64_t task, int slot) {
-    const FN(bf_sf_plan) *p = arg;
+static void bf_sf_task(void *arg, int64_t task, int slot) {
+    const bf_sf_plan *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
     const int64_t C = g->in_c, O = g->out_c, nvl = SF_NV * BF_VL;
@@ -85,19 +93,19 @@ static void FN(bf_sf_task)(void *arg, int64_t task, int slot) {
                     int64_t k = BF_MIN(k0 + i, K - 1), t = k / C, c = k % C;
                     xk[i] = prow[t / g->k_w] + t % g->k_w * g->dil_w * C + c;
                 }
-                FN(bf_vec) acc[SF_RB][SF_NV];
+                bf_vec acc[SF_RB][SF_NV];
 #pragma GCC unroll 32
                 for (int i = 0; i < SF_RB; i++)
 #pragma GCC unroll 8
-                    for (int v = 0; v < SF_NV; v++) acc[i][v] = (FN(bf_vec)){0};
+                    for (int v = 0; v < SF_NV; v++) acc[i][v] = (bf_vec){0};
                 const T *restrict dp = dyr + o0;
                 for (int64_t ow = 0; ow < OW; ow++) {
-                    FN(bf_vec) dv[SF_NV];
+                    bf_vec dv[SF_NV];
 #pragma GCC unroll 8
-                    for (int v = 0; v < SF_NV; v++) dv[v] = FN(bf_ldv)(dp + ow * O + v * BF_VL);
+                    for (int v = 0; v < SF_NV; v++) dv[v] = bf_ldv(dp + ow * O + v * BF_VL);
 #pragma GCC unroll 32
                     for (int i = 0; i < SF_RB; i++) {
-                        FN(bf_vec) xv = FN(bf_vsplat)(xk[i][ow * ps]);
+                        bf_vec xv = bf_vsplat(xk[i][ow * ps]);
 #pragma GCC unroll 8
                         for (int v = 0; v < SF_NV; v++)
                             acc[i][v] = BF_VFMA_(xv, dv[v], acc[i][v]);
@@ -109,35 +117,35 @@ static void FN(bf_sf_task)(void *arg, int64_t task, int slot) {
                     T *pv = part + (k0 + i) * O + o0;
 #pragma GCC unroll 8
                     for (int v = 0; v < SF_NV; v++)
-                        FN(bf_stv)(pv + v * BF_VL, FN(bf_ldv)(pv + v * BF_VL) + acc[i][v]);
+                        bf_stv(pv + v * BF_VL, bf_ldv(pv + v * BF_VL) + acc[i][v]);
                 }
             }
         }
     }
 }
 
-static size_t FN(bf_sf_ws)(const bf_conv_geom *g, int n_threads) {
+static size_t bf_sf_ws(const bf_conv_geom *g, int n_threads) {
     size_t nel = bf_cc_mad(bf_cc_mad((size_t)(g->k_h * g->k_w), (size_t)g->in_c, 0),
                            (size_t)g->out_c, 0);
     /* the same rounded pieces bf_sf_run lays out: round_up(x + 16, 16) <= x + 31 */
     size_t parts = bf_cc_mad(nel, (size_t)(n_threads - 1), 32);
-    size_t per = bf_cc_mad(bf_cc_mad((size_t)FN(bf_sf_prw)(g), (size_t)g->in_c, 0),
+    size_t per = bf_cc_mad(bf_cc_mad((size_t)bf_sf_prw(g), (size_t)g->in_c, 0),
                            (size_t)(g->k_h + 1), 32);
     return bf_cc_mad(bf_cc_mad(per, (size_t)n_threads, parts), sizeof(T), 64);
 }
 
-static void FN(bf_sf_run)(const bf_conv_geom *g, const T *x, const T *dy, T *out,
-                          const bf_exec *ex) {
-    FN(bf_sf_plan) p = {.g = g, .x = x, .dy = dy, .out = out, .ex = ex,
-                        .prw = FN(bf_sf_prw)(g)};
+static void bf_sf_run(const bf_conv_geom *g, const T *x, const T *dy, T *out,
+                      const bf_exec *ex) {
+    bf_sf_plan p = {.g = g, .x = x, .dy = dy, .out = out, .ex = ex,
+                    .prw = bf_sf_prw(g)};
     p.nel = g->k_h * g->k_w * g->in_c * g->out_c;
     p.partials = ex->workspace;
     p.rows = p.partials + bf_cc_round_up(p.nel * (ex->n_threads - 1) + 16, 16);
     p.rows_per = bf_cc_round_up(p.prw * g->in_c * (g->k_h + 1) + 16, 16);
     int64_t nrows = g->n * g->out_h;
     p.rows_per_task = BF_MAX(1, nrows / (8 * ex->n_threads));
-    FN(bf_partials_run)(out, p.partials, p.nel, ex->n_threads,
-                        bf_cc_ceil_div(nrows, p.rows_per_task), FN(bf_sf_task), &p, ex);
+    bf_partials_run(out, p.partials, p.nel, ex->n_threads,
+                    bf_cc_ceil_div(nrows, p.rows_per_task), bf_sf_task, &p, ex);
 }
 
 #undef SF_NV

@@ -13,6 +13,17 @@
  * partial one) first copy the window they read, zero-padded, into per-thread scratch.
  */
 
+/* Names of this instantiation: see "Names" in conv_gemm_impl.h. */
+#define bf_sd_plan      BF_KFN(bf_sd_plan)
+#define bf_sd_wanted    BF_KFN(bf_sd_wanted)
+#define bf_sd_winw      BF_KFN(bf_sd_winw)
+#define bf_sd_pack_task BF_KFN(bf_sd_pack_task)
+#define bf_sd_block     BF_KFN(bf_sd_block)
+#define bf_sd_task      BF_KFN(bf_sd_task)
+#define bf_sd_ws        BF_KFN(bf_sd_ws)
+#define bf_sd_run       BF_KFN(bf_sd_run)
+#define bf_sd_bwd_geom  BF_KFN(bf_sd_bwd_geom)
+
 #if BF_VEC_BYTES >= 64
 #define SD_NV 4
 #else
@@ -21,7 +32,7 @@
 #define SD_RB 6
 #define SD_KWC_MAX 1024 /* k_w * in_c of the per-task tap offset table */
 
-typedef struct FN(bf_sd_plan) {
+typedef struct bf_sd_plan {
     const bf_conv_geom *g;
     const T *x, *w;
     T *y;
@@ -30,7 +41,7 @@ typedef struct FN(bf_sd_plan) {
     int64_t nob, K, winw, win_per;
     bool bwd;   /* BWD_INPUT as a forward conv of dy: w is the original [KH, KW, C, O] */
     const bf_exec *ex;
-} FN(bf_sd_plan);
+} bf_sd_plan;
 
 /* Few input channels (packing short im2col runs costs more than the multiplies), or a
    stride-1 spatial filter over up to SD_C_MAX channels. Measured A/B, 2 threads, against the
@@ -44,7 +55,7 @@ typedef struct FN(bf_sd_plan) {
 #else
 #define SD_C_MAX 256
 #endif
-static bool FN(bf_sd_wanted)(bf_conv_op op, const bf_conv_geom *g) {
+static bool bf_sd_wanted(bf_conv_op op, const bf_conv_geom *g) {
     bool s1 = g->stride_h == 1 && g->stride_w == 1;
     return op == BF_CONV_FWD && g->groups == 1 && g->out_c >= BF_VL &&
            g->k_w * g->in_c <= SD_KWC_MAX && g->k_h <= 64 &&
@@ -52,12 +63,12 @@ static bool FN(bf_sd_wanted)(bf_conv_op op, const bf_conv_geom *g) {
 }
 
 /* Width (pixels) of the input window of one block of SD_RB output columns. */
-static int64_t FN(bf_sd_winw)(const bf_conv_geom *g) {
+static int64_t bf_sd_winw(const bf_conv_geom *g) {
     return (SD_RB - 1) * g->stride_w + (g->k_w - 1) * g->dil_w + 1;
 }
 
-static void FN(bf_sd_pack_task)(void *arg, int64_t ob, int slot) {
-    const FN(bf_sd_plan) *p = arg;
+static void bf_sd_pack_task(void *arg, int64_t ob, int slot) {
+    const bf_sd_plan *p = arg;
     const int64_t nvl = SD_NV * BF_VL, O = p->g->out_c;
     T *dst = p->wpack + ob * p->K * nvl;
     const bf_conv_geom *g = p->g;
@@ -84,29 +95,29 @@ static void FN(bf_sd_pack_task)(void *arg, int64_t ob, int slot) {
  * with a constant rb, so the loops unroll and acc stays in registers.
  */
 static inline __attribute__((always_inline)) void
-FN(bf_sd_block)(int rb, const FN(bf_sd_plan) *p, const T *const *xb, const int64_t *khv,
-                int64_t nk, const int64_t *xoff, int64_t ps, T *yq) {
+bf_sd_block(int rb, const bf_sd_plan *p, const T *const *xb, const int64_t *khv,
+            int64_t nk, const int64_t *xoff, int64_t ps, T *yq) {
     const bf_conv_geom *g = p->g;
     const int64_t O = g->out_c, nvl = SD_NV * BF_VL, kwc = g->k_w * g->in_c;
     for (int64_t ob = 0; ob < p->nob; ob++) {
         const T *wp = p->wpack + ob * p->K * nvl;
         int64_t o0 = ob * nvl;
-        FN(bf_vec) acc[SD_RB][SD_NV];
+        bf_vec acc[SD_RB][SD_NV];
 #pragma GCC unroll 32
         for (int i = 0; i < rb; i++)
 #pragma GCC unroll 8
-            for (int v = 0; v < SD_NV; v++) acc[i][v] = (FN(bf_vec)){0};
+            for (int v = 0; v < SD_NV; v++) acc[i][v] = (bf_vec){0};
         for (int64_t r = 0; r < nk; r++) {
             const T *restrict xr = xb[r];
             const T *restrict wr = wp + khv[r] * kwc * nvl;
             for (int64_t j = 0; j < kwc; j++) {
-                FN(bf_vec) wv[SD_NV];
+                bf_vec wv[SD_NV];
 #pragma GCC unroll 8
-                for (int v = 0; v < SD_NV; v++) wv[v] = FN(bf_ldv)(wr + j * nvl + v * BF_VL);
+                for (int v = 0; v < SD_NV; v++) wv[v] = bf_ldv(wr + j * nvl + v * BF_VL);
                 const T *restrict xj = xr + xoff[j];
 #pragma GCC unroll 32
                 for (int i = 0; i < rb; i++) {
-                    FN(bf_vec) xv = FN(bf_vsplat)(xj[i * ps]);
+                    bf_vec xv = bf_vsplat(xj[i * ps]);
 #pragma GCC unroll 8
                     for (int v = 0; v < SD_NV; v++) acc[i][v] = BF_VFMA_(xv, wv[v], acc[i][v]);
                 }
@@ -120,10 +131,10 @@ FN(bf_sd_block)(int rb, const FN(bf_sd_plan) *p, const T *const *xb, const int64
             for (int v = 0; v < SD_NV; v++) {
                 int64_t oc = o0 + v * BF_VL;
                 if (oc + BF_VL <= O) {
-                    FN(bf_stv)(yp + v * BF_VL, acc[i][v]);
+                    bf_stv(yp + v * BF_VL, acc[i][v]);
                 } else if (oc < O) {
                     T tmp[BF_VL];
-                    FN(bf_stv)(tmp, acc[i][v]);
+                    bf_stv(tmp, acc[i][v]);
                     memcpy(yp + v * BF_VL, tmp, (size_t)(O - oc) * sizeof(T));
                 }
             }
@@ -131,8 +142,8 @@ FN(bf_sd_block)(int rb, const FN(bf_sd_plan) *p, const T *const *xb, const int64
     }
 }
 
-static void FN(bf_sd_task)(void *arg, int64_t row, int slot) {
-    const FN(bf_sd_plan) *p = arg;
+static void bf_sd_task(void *arg, int64_t row, int slot) {
+    const bf_sd_plan *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
     const int64_t C = g->in_c, O = g->out_c, kwc = g->k_w * C;
@@ -170,45 +181,45 @@ static void FN(bf_sd_task)(void *arg, int64_t row, int slot) {
         int64_t nq = BF_MIN((int64_t)SD_RB, g->out_w - q0);
         /* the row's last block computes only its nq pixels (a 33-wide row is 5 x 6 + 3) */
         switch (nq) {
-        case 1: FN(bf_sd_block)(1, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
-        case 2: FN(bf_sd_block)(2, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
-        case 3: FN(bf_sd_block)(3, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
-        case 4: FN(bf_sd_block)(4, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
-        case 5: FN(bf_sd_block)(5, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
-        default: FN(bf_sd_block)(SD_RB, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
+        case 1: bf_sd_block(1, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
+        case 2: bf_sd_block(2, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
+        case 3: bf_sd_block(3, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
+        case 4: bf_sd_block(4, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
+        case 5: bf_sd_block(5, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
+        default: bf_sd_block(SD_RB, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
         }
     }
 }
 
-static size_t FN(bf_sd_ws)(const bf_conv_geom *g, int n_threads) {
+static size_t bf_sd_ws(const bf_conv_geom *g, int n_threads) {
     int64_t nvl = SD_NV * BF_VL, nob = bf_cc_ceil_div(g->out_c, nvl);
     /* the same rounded pieces bf_sd_run lays out: round_up(x + 16, 16) <= x + 31 */
     size_t wp = bf_cc_mad(bf_cc_mad((size_t)nob, (size_t)(g->k_h * g->k_w * g->in_c), 0),
                           (size_t)nvl, 32);
-    size_t per = bf_cc_mad(bf_cc_mad((size_t)FN(bf_sd_winw)(g), (size_t)g->in_c, 0),
+    size_t per = bf_cc_mad(bf_cc_mad((size_t)bf_sd_winw(g), (size_t)g->in_c, 0),
                            (size_t)g->k_h, 32);
     return bf_cc_mad(bf_cc_mad(per, (size_t)n_threads, wp), sizeof(T), 64);
 }
 
-static void FN(bf_sd_run)(const bf_conv_geom *g, const T *x, const T *w, T *y, bool bwd,
-                          const bf_exec *ex) {
+static void bf_sd_run(const bf_conv_geom *g, const T *x, const T *w, T *y, bool bwd,
+                      const bf_exec *ex) {
     int64_t nvl = SD_NV * BF_VL;
-    FN(bf_sd_plan) p = {.g = g, .x = x, .w = w, .y = y, .ex = ex, .bwd = bwd,
-                        .nob = bf_cc_ceil_div(g->out_c, nvl),
-                        .K = g->k_h * g->k_w * g->in_c, .winw = FN(bf_sd_winw)(g)};
+    bf_sd_plan p = {.g = g, .x = x, .w = w, .y = y, .ex = ex, .bwd = bwd,
+                    .nob = bf_cc_ceil_div(g->out_c, nvl),
+                    .K = g->k_h * g->k_w * g->in_c, .winw = bf_sd_winw(g)};
     p.wpack = ex->workspace;
     p.win = p.wpack + bf_cc_round_up(p.nob * p.K * nvl + 16, 16);
     p.win_per = bf_cc_round_up(p.winw * g->in_c * g->k_h + 16, 16);
     if (g->n * g->out_h * g->out_w == 0) return;
-    bf_parallel_for(ex, p.nob, FN(bf_sd_pack_task), &p);
-    bf_parallel_for(ex, g->n * g->out_h, FN(bf_sd_task), &p);
+    bf_parallel_for(ex, p.nob, bf_sd_pack_task, &p);
+    bf_parallel_for(ex, g->n * g->out_h, bf_sd_task, &p);
 }
 
 /* BWD_INPUT with stride 1 is a forward convolution of dy with the flipped, transposed filter:
    dx[ih] = sum_kh dy[ih + pad_top - kh*dil] W[kh], i.e. a forward conv over dy with
    pad' = (k-1)*dil - pad and tap kh' = KH-1-kh. *g2 is that forward geometry; true when it is
    one the direct forward kernel takes (pads in [0, (k-1)*dil]). */
-static bool FN(bf_sd_bwd_geom)(const bf_conv_geom *g, bf_conv_geom *g2) {
+static bool bf_sd_bwd_geom(const bf_conv_geom *g, bf_conv_geom *g2) {
     if (g->groups != 1 || g->stride_h != 1 || g->stride_w != 1 || g->pad_top < 0 ||
         g->pad_left < 0 || g->pad_top > (g->k_h - 1) * g->dil_h ||
         g->pad_left > (g->k_w - 1) * g->dil_w)
@@ -219,7 +230,7 @@ static bool FN(bf_sd_bwd_geom)(const bf_conv_geom *g, bf_conv_geom *g2) {
     g2->pad_top = (g->k_h - 1) * g->dil_h - g->pad_top;
     g2->pad_left = (g->k_w - 1) * g->dil_w - g->pad_left;
     g2->pad_bottom = g2->pad_right = 0; /* unused: the output size is given */
-    return g->in_c >= 5 && FN(bf_sd_wanted)(BF_CONV_FWD, g2);
+    return g->in_c >= 5 && bf_sd_wanted(BF_CONV_FWD, g2);
 }
 
 #undef SD_NV

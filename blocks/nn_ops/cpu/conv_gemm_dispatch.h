@@ -10,30 +10,34 @@
  * packed row GEMM (conv_gemm_rows.h).
  */
 
-static size_t FN(bf_conv_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
+/* Names of this instantiation: see "Names" in conv_gemm_impl.h. */
+#define bf_conv_ws  BF_KFN(bf_conv_ws)
+#define bf_conv_run BF_KFN(bf_conv_run)
+
+static size_t bf_conv_ws(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
     if (n_threads < 1) n_threads = 1;
-    if (FN(bf_dw_wanted)(g)) return FN(bf_dw_ws)(op, g, n_threads);
-    if (op == BF_CONV_BWD_FILTER && FN(bf_sf_wanted)(g)) return FN(bf_sf_ws)(g, n_threads);
-    if (op == BF_CONV_BWD_FILTER) return FN(bf_cf_ws)(g, n_threads);
-    if (FN(bf_sd_wanted)(op, g)) return FN(bf_sd_ws)(g, n_threads);
+    if (bf_dw_wanted(g)) return bf_dw_ws(op, g, n_threads);
+    if (op == BF_CONV_BWD_FILTER && bf_sf_wanted(g)) return bf_sf_ws(g, n_threads);
+    if (op == BF_CONV_BWD_FILTER) return bf_cf_ws(g, n_threads);
+    if (bf_sd_wanted(op, g)) return bf_sd_ws(g, n_threads);
     bf_conv_geom g2;
-    if (op == BF_CONV_BWD_INPUT && FN(bf_sd_bwd_geom)(g, &g2))
-        return FN(bf_sd_ws)(&g2, n_threads);
-    if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, n_threads))
-        return FN(bf_ci_ws)(g, n_threads);
-    return FN(bf_cg_rows_ws)(op, g, n_threads);
+    if (op == BF_CONV_BWD_INPUT && bf_sd_bwd_geom(g, &g2))
+        return bf_sd_ws(&g2, n_threads);
+    if (op == BF_CONV_BWD_INPUT && bf_ci_wanted(g, n_threads))
+        return bf_ci_ws(g, n_threads);
+    return bf_cg_rows_ws(op, g, n_threads);
 }
 
-static void FN(bf_conv_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *b,
-                            T *out, const bf_exec *ex) {
+static void bf_conv_run(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *b,
+                        T *out, const bf_exec *ex) {
     bf_conv_geom g2;
-    if (FN(bf_dw_wanted)(g)) FN(bf_dw_run)(op, g, a, b, out, ex);
-    else if (op == BF_CONV_BWD_FILTER && FN(bf_sf_wanted)(g)) FN(bf_sf_run)(g, a, b, out, ex);
-    else if (op == BF_CONV_BWD_FILTER) FN(bf_cf_run)(g, a, b, out, ex);
-    else if (FN(bf_sd_wanted)(op, g)) FN(bf_sd_run)(g, a, b, out, false, ex);
-    else if (op == BF_CONV_BWD_INPUT && FN(bf_sd_bwd_geom)(g, &g2))
-        FN(bf_sd_run)(&g2, a, b, out, true, ex);
-    else if (op == BF_CONV_BWD_INPUT && FN(bf_ci_wanted)(g, ex->n_threads))
-        FN(bf_ci_run)(g, a, b, out, ex);
-    else FN(bf_cg_rows_run)(op, g, a, b, out, ex);
+    if (bf_dw_wanted(g)) bf_dw_run(op, g, a, b, out, ex);
+    else if (op == BF_CONV_BWD_FILTER && bf_sf_wanted(g)) bf_sf_run(g, a, b, out, ex);
+    else if (op == BF_CONV_BWD_FILTER) bf_cf_run(g, a, b, out, ex);
+    else if (bf_sd_wanted(op, g)) bf_sd_run(g, a, b, out, false, ex);
+    else if (op == BF_CONV_BWD_INPUT && bf_sd_bwd_geom(g, &g2))
+        bf_sd_run(&g2, a, b, out, true, ex);
+    else if (op == BF_CONV_BWD_INPUT && bf_ci_wanted(g, ex->n_threads))
+        bf_ci_run(g, a, b, out, ex);
+    else bf_cg_rows_run(op, g, a, b, out, ex);
 }

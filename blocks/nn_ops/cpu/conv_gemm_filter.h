@@ -11,9 +11,20 @@
  * writes `out` itself, the other slots use workspace), and a final pass sums the partials.
  */
 
+/* Names of this instantiation: see "Names" in conv_gemm_impl.h. */
+#define bf_cf_plan      BF_KFN(bf_cf_plan)
+#define bf_cf_pc        BF_KFN(bf_cf_pc)
+#define bf_cf_task      BF_KFN(bf_cf_task)
+#define bf_sum_arg      BF_KFN(bf_sum_arg)
+#define bf_sum_task     BF_KFN(bf_sum_task)
+#define bf_zero_task    BF_KFN(bf_zero_task)
+#define bf_partials_run BF_KFN(bf_partials_run)
+#define bf_cf_ws        BF_KFN(bf_cf_ws)
+#define bf_cf_run       BF_KFN(bf_cf_run)
+
 #define BF_CF_PC_MAX 1024               /* most pixels per BWD_FILTER task */
 
-typedef struct FN(bf_cf_plan) {
+typedef struct bf_cf_plan {
     const bf_conv_geom *g;
     const T *x;     /* [N, H, W, C] */
     const T *dy;    /* [N, OH, OW, O] */
@@ -23,9 +34,9 @@ typedef struct FN(bf_cf_plan) {
     int64_t pc, npad, og, ktot, nel, scratch_per;
     int n_threads;
     const bf_exec *ex;
-} FN(bf_cf_plan);
+} bf_cf_plan;
 
-static int64_t FN(bf_cf_pc)(const bf_conv_geom *g) {
+static int64_t bf_cf_pc(const bf_conv_geom *g) {
     int64_t npad = bf_cc_round_up(BF_MAX(g->out_c / g->groups, 1), NR);
     /* the dy chunk (pc x npad) and the x rows it reads (pc x C) both stay in L2 */
     int64_t pc = (int64_t)(262144 / sizeof(T)) / npad;
@@ -33,8 +44,8 @@ static int64_t FN(bf_cf_pc)(const bf_conv_geom *g) {
     return BF_MAX(BF_MIN(pc, BF_CF_PC_MAX), 32);
 }
 
-static void FN(bf_cf_task)(void *arg, int64_t task, int slot) {
-    const FN(bf_cf_plan) *p = arg;
+static void bf_cf_task(void *arg, int64_t task, int slot) {
+    const bf_cf_plan *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
     int64_t P = g->n * g->out_h * g->out_w, p0 = task * p->pc;
@@ -131,14 +142,14 @@ static void FN(bf_cf_task)(void *arg, int64_t task, int slot) {
     }
 }
 
-typedef struct FN(bf_sum_arg) {
+typedef struct bf_sum_arg {
     T *out;
     const T *partials;
     int64_t nel, nparts, chunk;
-} FN(bf_sum_arg);
+} bf_sum_arg;
 
-static void FN(bf_sum_task)(void *arg, int64_t i, int slot) {
-    const FN(bf_sum_arg) *s = arg;
+static void bf_sum_task(void *arg, int64_t i, int slot) {
+    const bf_sum_arg *s = arg;
     int64_t e0 = i * s->chunk, e1 = BF_MIN(s->nel, e0 + s->chunk);
     for (int64_t q = 0; q < s->nparts; q++) {
         const T *restrict src = s->partials + q * s->nel;
@@ -147,8 +158,8 @@ static void FN(bf_sum_task)(void *arg, int64_t i, int slot) {
     }
 }
 
-static void FN(bf_zero_task)(void *arg, int64_t i, int slot) {
-    const FN(bf_sum_arg) *s = arg;
+static void bf_zero_task(void *arg, int64_t i, int slot) {
+    const bf_sum_arg *s = arg;
     int64_t e0 = i * s->chunk, e1 = BF_MIN(s->nel, e0 + s->chunk);
     for (int64_t q = -1; q < s->nparts; q++) {
         T *dst = q < 0 ? s->out : (T *)s->partials + q * s->nel;
@@ -157,39 +168,39 @@ static void FN(bf_zero_task)(void *arg, int64_t i, int slot) {
 }
 
 /* Zero out and the partials, run `fn` over ntasks, sum the partials into out. */
-static void FN(bf_partials_run)(T *out, T *partials, int64_t nel, int n_threads,
-                                int64_t ntasks, bf_task_fn fn, void *arg, const bf_exec *ex) {
-    FN(bf_sum_arg) s = {.out = out, .partials = partials, .nel = nel,
-                        .nparts = n_threads - 1, .chunk = 16384};
+static void bf_partials_run(T *out, T *partials, int64_t nel, int n_threads,
+                            int64_t ntasks, bf_task_fn fn, void *arg, const bf_exec *ex) {
+    bf_sum_arg s = {.out = out, .partials = partials, .nel = nel,
+                    .nparts = n_threads - 1, .chunk = 16384};
     int64_t nchunks = bf_cc_ceil_div(nel, s.chunk);
-    bf_parallel_for(ex, nchunks, FN(bf_zero_task), &s);
+    bf_parallel_for(ex, nchunks, bf_zero_task, &s);
     bf_parallel_for(ex, ntasks, fn, arg);
-    if (n_threads > 1) bf_parallel_for(ex, nchunks, FN(bf_sum_task), &s);
+    if (n_threads > 1) bf_parallel_for(ex, nchunks, bf_sum_task, &s);
 }
 
-static size_t FN(bf_cf_ws)(const bf_conv_geom *g, int n_threads) {
+static size_t bf_cf_ws(const bf_conv_geom *g, int n_threads) {
     int64_t npad = bf_cc_round_up(BF_MAX(g->out_c / g->groups, 1), NR);
     size_t nel = bf_cc_mad((size_t)(g->k_h * g->k_w), (size_t)g->k_in_c, 0);
     nel = bf_cc_mad(nel, (size_t)g->out_c, 0);
     size_t parts = bf_cc_mad(nel, (size_t)(n_threads - 1), 0);
-    size_t per = bf_cc_mad((size_t)FN(bf_cf_pc)(g), (size_t)(npad + MR), 16);
+    size_t per = bf_cc_mad((size_t)bf_cf_pc(g), (size_t)(npad + MR), 16);
     size_t tot = bf_cc_mad(per, (size_t)n_threads, parts);
     return bf_cc_mad(bf_cc_mad(tot, 1, 16), sizeof(T), 64);
 }
 
-static void FN(bf_cf_run)(const bf_conv_geom *g, const T *x, const T *dy, T *out,
-                          const bf_exec *ex) {
-    FN(bf_cf_plan) p = {.g = g, .x = x, .dy = dy, .out = out, .ex = ex,
-                        .n_threads = ex->n_threads};
+static void bf_cf_run(const bf_conv_geom *g, const T *x, const T *dy, T *out,
+                      const bf_exec *ex) {
+    bf_cf_plan p = {.g = g, .x = x, .dy = dy, .out = out, .ex = ex,
+                    .n_threads = ex->n_threads};
     p.og = g->out_c / g->groups;
     p.npad = bf_cc_round_up(BF_MAX(p.og, 1), NR);
-    p.pc = FN(bf_cf_pc)(g);
+    p.pc = bf_cf_pc(g);
     p.ktot = g->k_h * g->k_w * g->k_in_c;
     p.nel = p.ktot * g->out_c;
     p.partials = ex->workspace;
     p.scratch = p.partials + bf_cc_round_up(p.nel * (p.n_threads - 1), 16);
     p.scratch_per = bf_cc_round_up(p.pc * (p.npad + MR), 16);
     int64_t P = g->n * g->out_h * g->out_w;
-    FN(bf_partials_run)(out, p.partials, p.nel, p.n_threads, bf_cc_ceil_div(P, p.pc),
-                        FN(bf_cf_task), &p, ex);
+    bf_partials_run(out, p.partials, p.nel, p.n_threads, bf_cc_ceil_div(P, p.pc),
+                    bf_cf_task, &p, ex);
 }

@@ -8,7 +8,7 @@
  *   UKRB     the same microkernel with A as [k / AKB][MR][AKB]
  *   AKB      the A block width of UKRB (one vector of T)
  *   BF_VEC_BYTES  vector width of the depthwise and direct loops
- *   FN(x)    name mangling, e.g. x##_avx512_f32
+ *   BF_ISA   the suffix of this instantiation's names, e.g. avx512_f32 (see "Names")
  * The file that includes it is compiled with that ISA's flags (CMake: *_avx512.c, *_avx2.c),
  * so the packing, direct and depthwise loops are auto-vectorised for the same ISA.
  *
@@ -27,6 +27,23 @@
  * They keep the conv_gemm_ prefix of the ISA files that instantiate them, direct and
  * depthwise loops included. None has an include guard: each is read once per instantiation.
  *
+ * Names. Every function and type of the families is defined and called by its plain name,
+ *     static void bf_cg_rows_task(void *arg, int64_t task, int slot) { ... }
+ *     bf_parallel_for(ex, ..., bf_cg_rows_task, &p);
+ * and each family header opens with one line per name that gives it this instantiation's
+ * suffix:
+ *     #define bf_cg_rows_task BF_KFN(bf_cg_rows_task)    (-> bf_cg_rows_task_avx512_f32)
+ * A macro is not expanded again inside its own expansion, so the line is not recursive (the
+ * same trick as zlib's `#define deflate z_deflate`). Hence `grep -rn bf_cg_rows_task blocks/`
+ * lands on the definition, every call and that line; ctags indexes the definition as the
+ * function bf_cg_rows_task (and the line as a macro of that name); and a symbol from a
+ * profiler or debugger is found by dropping its suffix: avx512_f32, avx512_f64, avx2_f32,
+ * avx2_f64, generic_f32 or generic_f64. A name left out of its header's list does not
+ * compile, because both instantiations in one ISA file would define it. Rejected: the former
+ * FN(bf_cg_rows_task) spelling at every definition and call (ctags indexed none of them, and
+ * the suffixed symbol was nowhere), and one translation unit per instantiation with
+ * unsuffixed static names (six files, and all ISAs' copies alike in a profile).
+ *
  * Microkernel contract: UKR(kc, a, b, crow, coff, mr, nr, acc) computes the MR x NR block
  * sum_k a[k*MR + i] * b[k*NR + j] and, for i < mr and j < nr, stores it to crow[i][coff + j]
  * (acc == 0) or adds it there (acc != 0). kc may be 0 (stores zeros). UKRB is the same with
@@ -42,6 +59,11 @@
  * streaming store and BF_VSTREAM_FENCE() its fence, for the depthwise FWD rows.
  */
 
+/* name##_##BF_ISA, BF_ISA expanded first (two levels, so that it is). */
+#define BF_KFN(name)                BF_KFN_PASTE(name, BF_ISA)
+#define BF_KFN_PASTE(name, isa)     BF_KFN_PASTE_NOW(name, isa)
+#define BF_KFN_PASTE_NOW(name, isa) name##_##isa
+
 #include "conv_gemm_rows.h"
 #include "conv_gemm_col2im.h"
 #include "conv_gemm_filter.h"
@@ -51,7 +73,9 @@
 #include "conv_gemm_direct_filter.h"
 #include "conv_gemm_dispatch.h"
 
-/* Constants that later families use, dropped so the next instantiation defines its own. */
+/* Constants that later families use, dropped so the next instantiation defines its own. The
+   name lines stay: the next inclusion repeats them unchanged, and BF_KFN reads BF_ISA where
+   a name is used. */
 #undef BF_CG_MC
 #undef BF_CG_KC
 #undef BF_CG_KCI

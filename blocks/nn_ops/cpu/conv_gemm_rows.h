@@ -26,13 +26,22 @@
  * Used by later families: BF_CG_MC, BF_CG_KC and bf_cg_copy_run (conv_gemm_col2im.h).
  */
 
+/* Names of this instantiation: see "Names" in conv_gemm_impl.h. */
+#define bf_cg_plan        BF_KFN(bf_cg_plan)
+#define bf_cg_bofs        BF_KFN(bf_cg_bofs)
+#define bf_cg_pack_b_task BF_KFN(bf_cg_pack_b_task)
+#define bf_cg_copy_run    BF_KFN(bf_cg_copy_run)
+#define bf_cg_rows_task   BF_KFN(bf_cg_rows_task)
+#define bf_cg_rows_ws     BF_KFN(bf_cg_rows_ws)
+#define bf_cg_rows_run    BF_KFN(bf_cg_rows_run)
+
 #define BF_CG_MC (MR * 8)               /* rows per FWD/BWD_INPUT task */
 #define BF_CG_TAPS_MAX 256              /* taps of the whole-tap packing fast path */
 #define BF_CG_KC ((int64_t)(32768 / (NR * (int)sizeof(T)))) /* a KC x NR panel of B is 32 KiB */
 #define BF_CG_KCI (2 * BF_CG_KC) /* reduction block of the in-place (UKRI) path */
 
 /* Per-op view of the operands: src is the activation read (x or dy), dst the one written. */
-typedef struct FN(bf_cg_plan) {
+typedef struct bf_cg_plan {
     bf_conv_op op;
     const bf_conv_geom *g;
     const T *src;   /* [N, SH, SW, SC] */
@@ -43,10 +52,10 @@ typedef struct FN(bf_cg_plan) {
     int64_t sh, sw, sc, dh, dw, dc;
     int64_t kin, nout, npad, nsubs, ntasks_sub_max, kc;
     const bf_exec *ex;
-} FN(bf_cg_plan);
+} bf_cg_plan;
 
 /* Offset (elements) of sub-problem s of group grp in bpack. */
-static int64_t FN(bf_cg_bofs)(const FN(bf_cg_plan) *p, int64_t grp, int64_t s) {
+static int64_t bf_cg_bofs(const bf_cg_plan *p, int64_t grp, int64_t s) {
     int64_t taps_before = 0;
     for (int64_t t = 0; t < s; t++) {
         bf_conv_sub sp;
@@ -57,8 +66,8 @@ static int64_t FN(bf_cg_bofs)(const FN(bf_cg_plan) *p, int64_t grp, int64_t s) {
 }
 
 /* Pack B of (group, sub) as [panel][k][NR]; k = tap*kin + c. One task per (grp, sub, panel). */
-static void FN(bf_cg_pack_b_task)(void *arg, int64_t i, int slot) {
-    const FN(bf_cg_plan) *p = arg;
+static void bf_cg_pack_b_task(void *arg, int64_t i, int slot) {
+    const bf_cg_plan *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
     int64_t npan = p->npad / NR, jp0 = i % npan;
@@ -66,7 +75,7 @@ static void FN(bf_cg_pack_b_task)(void *arg, int64_t i, int slot) {
     bf_conv_sub sp;
     bf_conv_sub_make(p->op, g, s, &sp);
     int64_t ksub = sp.nkh * sp.nkw * p->kin, cg = g->k_in_c, og = g->out_c / g->groups;
-    T *bp = p->bpack + FN(bf_cg_bofs)(p, grp, s);
+    T *bp = p->bpack + bf_cg_bofs(p, grp, s);
     for (int64_t jp = jp0; jp == jp0; jp++) {
         T *panel = bp + jp * ksub * NR; /* [ksub][NR] */
         for (int64_t ih = 0; ih < sp.nkh; ih++)
@@ -89,8 +98,8 @@ static void FN(bf_cg_pack_b_task)(void *arg, int64_t i, int slot) {
 
 /* Copy len values from sv (zeros when sv is NULL) to packed-A row i, reduction index kk on:
    element kk of row i lives at ap[(kk / AKB) * MR * AKB + i * AKB + kk % AKB]. */
-static inline void FN(bf_cg_copy_run)(T *restrict ap, int64_t i, int64_t kk,
-                                      const T *restrict sv, int64_t len) {
+static inline void bf_cg_copy_run(T *restrict ap, int64_t i, int64_t kk,
+                                  const T *restrict sv, int64_t len) {
     while (len > 0) {
         int64_t off = kk % AKB, seg = BF_MIN(len, (int64_t)AKB - off);
         T *restrict o = ap + (kk / AKB) * MR * AKB + i * AKB + off;
@@ -115,8 +124,8 @@ static inline void FN(bf_cg_copy_run)(T *restrict ap, int64_t i, int64_t kk,
 }
 
 /* One task: MC output rows of one (group, sub). */
-static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
-    const FN(bf_cg_plan) *p = arg;
+static void bf_cg_rows_task(void *arg, int64_t task, int slot) {
+    const bf_cg_plan *p = arg;
     if (bf_exec_cancelled(p->ex)) return;
     int64_t per = p->ntasks_sub_max;
     int64_t grp = task / (p->nsubs * per), s = task / per % p->nsubs, mt = task % per;
@@ -126,7 +135,7 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
     if (m0 >= m) return;
     int64_t mc = BF_MIN((int64_t)BF_CG_MC, m - m0), nmb = bf_cc_ceil_div(mc, MR);
     int64_t ksub = sp.nkh * sp.nkw * p->kin;
-    const T *bp = p->bpack + FN(bf_cg_bofs)(p, grp, s);
+    const T *bp = p->bpack + bf_cg_bofs(p, grp, s);
     T *apack = p->ascratch + (int64_t)slot * BF_CG_MC * p->kc; /* [mb][kc][MR] */
     int64_t src_cofs = grp * p->kin, dst_cofs = grp * p->nout;
 
@@ -276,7 +285,7 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
                         if (lim > 0 && lim * p->kin <= room) len += lim * p->kin, adv += lim;
                         else if (lim > 0 && room > 0) len += room; /* ends the block */
                     }
-                    FN(bf_cg_copy_run)(ap, i, k - kc0, sv, len);
+                    bf_cg_copy_run(ap, i, k - kc0, sv, len);
                     k += len;
                     c = 0;
                     ikw += adv;
@@ -296,7 +305,7 @@ static void FN(bf_cg_rows_task)(void *arg, int64_t task, int slot) {
     } while (kc0 < ksub);
 }
 
-static size_t FN(bf_cg_rows_ws)(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
+static size_t bf_cg_rows_ws(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
     int64_t kin = op == BF_CONV_FWD ? g->k_in_c : g->out_c / g->groups;
     int64_t nout = op == BF_CONV_FWD ? g->out_c / g->groups : g->k_in_c;
     size_t b = bf_cc_mad((size_t)(g->groups * g->k_h * g->k_w), (size_t)kin,
@@ -307,9 +316,9 @@ static size_t FN(bf_cg_rows_ws)(bf_conv_op op, const bf_conv_geom *g, int n_thre
     return bf_cc_mad(tot, sizeof(T), 64);
 }
 
-static void FN(bf_cg_rows_run)(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *w,
+static void bf_cg_rows_run(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *w,
                                 T *out, const bf_exec *ex) {
-    FN(bf_cg_plan) p = {.op = op, .g = g, .w = w, .dst = out, .ex = ex, .kc = BF_CG_KC};
+    bf_cg_plan p = {.op = op, .g = g, .w = w, .dst = out, .ex = ex, .kc = BF_CG_KC};
     p.src = a;
     if (op == BF_CONV_FWD) {
         p.sh = g->in_h, p.sw = g->in_w, p.sc = g->in_c;
@@ -332,6 +341,6 @@ static void FN(bf_cg_rows_run)(bf_conv_op op, const bf_conv_geom *g, const T *a,
     p.bpack = ex->workspace;
     p.ascratch = p.bpack + bf_cc_round_up(g->groups * g->k_h * g->k_w * p.kin * p.npad, 16);
     if (p.nout == 0 || msub == 0) return;
-    bf_parallel_for(ex, g->groups * p.nsubs * (p.npad / NR), FN(bf_cg_pack_b_task), &p);
-    bf_parallel_for(ex, g->groups * p.nsubs * p.ntasks_sub_max, FN(bf_cg_rows_task), &p);
+    bf_parallel_for(ex, g->groups * p.nsubs * (p.npad / NR), bf_cg_pack_b_task, &p);
+    bf_parallel_for(ex, g->groups * p.nsubs * p.ntasks_sub_max, bf_cg_rows_task, &p);
 }

@@ -8,21 +8,27 @@
  * one), and BF_VFMA_(a, b, c) is a * b + c, fused when the ISA file gives BF_VFMA.
  */
 
+/* Names of this instantiation: see "Names" in conv_gemm_impl.h. */
+#define bf_vec    BF_KFN(bf_vec)
+#define bf_ldv    BF_KFN(bf_ldv)
+#define bf_stv    BF_KFN(bf_stv)
+#define bf_vsplat BF_KFN(bf_vsplat)
+
 /* Vectors of BF_VEC_BYTES for the channel loops (GCC vector extension: one zmm with AVX-512,
    one ymm with AVX2, one xmm in the generic build). Unaligned loads and stores via memcpy. */
-typedef T FN(bf_vec) __attribute__((vector_size(BF_VEC_BYTES)));
+typedef T bf_vec __attribute__((vector_size(BF_VEC_BYTES)));
 #define BF_VL ((int64_t)(BF_VEC_BYTES / sizeof(T)))
-static inline FN(bf_vec) FN(bf_ldv)(const T *p) {
-    FN(bf_vec) v;
+static inline bf_vec bf_ldv(const T *p) {
+    bf_vec v;
     memcpy(&v, p, sizeof v);
     return v;
 }
-static inline void FN(bf_stv)(T *p, FN(bf_vec) v) { memcpy(p, &v, sizeof v); }
-static inline FN(bf_vec) FN(bf_vsplat)(T s) {
+static inline void bf_stv(T *p, bf_vec v) { memcpy(p, &v, sizeof v); }
+static inline bf_vec bf_vsplat(T s) {
 #ifdef BF_VSPLAT
-    return (FN(bf_vec))BF_VSPLAT(s); /* ISA hook: one broadcast */
+    return (bf_vec)BF_VSPLAT(s); /* ISA hook: one broadcast */
 #else
-    return (FN(bf_vec)){0} + s;
+    return (bf_vec){0} + s;
 #endif
 }
 /* a * b + c on vectors, fused where the ISA file provides BF_VFMA (ISO C mode does not
