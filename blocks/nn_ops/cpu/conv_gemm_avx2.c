@@ -78,9 +78,9 @@ static void ukrb_avx2_f32(int64_t kc, const float *a, const float *b, float *con
 #define UKR ukr1_avx2_f32
 #define UKRB ukrb_avx2_f32
 #define AKB 8
-#define FN(x) x##_avx2_f32
+#define BF_ISA avx2_f32
 #define BF_VFMA(a, b, c) \
-    ((FN(bf_vec))_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+    ((bf_vec)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #define BF_VSPLAT _mm256_set1_ps
 #include "conv_gemm_impl.h"
 #undef BF_VFMA
@@ -88,7 +88,7 @@ static void ukrb_avx2_f32(int64_t kc, const float *a, const float *b, float *con
 #undef UKR
 #undef UKRB
 #undef AKB
-#undef FN
+#undef BF_ISA
 #undef T
 #undef MR
 #undef NR
@@ -133,9 +133,9 @@ static void ukrb_avx2_f64(int64_t kc, const double *a, const double *b, double *
 #define UKR ukr1_avx2_f64
 #define UKRB ukrb_avx2_f64
 #define AKB 4
-#define FN(x) x##_avx2_f64
+#define BF_ISA avx2_f64
 #define BF_VFMA(a, b, c) \
-    ((FN(bf_vec))_mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
+    ((bf_vec)_mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
 #define BF_VSPLAT _mm256_set1_pd
 #include "conv_gemm_impl.h"
 #undef BF_VFMA
@@ -143,7 +143,7 @@ static void ukrb_avx2_f64(int64_t kc, const double *a, const double *b, double *
 #undef UKR
 #undef UKRB
 #undef AKB
-#undef FN
+#undef BF_ISA
 
 const bf_conv_isa_impl bf_conv_isa_avx2_impl = {
     .name = "avx2",

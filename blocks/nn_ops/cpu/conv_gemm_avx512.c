@@ -140,9 +140,9 @@ ukri_avx512_f32(int64_t kc, int64_t run, const float *const *rows, const float *
 #define BF_COPY_SHORT copy_short_f32
 #define UKRB ukrb_avx512_f32
 #define AKB 16
-#define FN(x) x##_avx512_f32
+#define BF_ISA avx512_f32
 #define BF_VFMA(a, b, c) \
-    ((FN(bf_vec))_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+    ((bf_vec)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
 #define BF_VSPLAT _mm512_set1_ps
 #define BF_VSTREAM(p, v) _mm512_stream_ps((p), (__m512)(v)) /* p 64-byte aligned */
 #define BF_VSTREAM_FENCE _mm_sfence
@@ -156,7 +156,7 @@ ukri_avx512_f32(int64_t kc, int64_t run, const float *const *rows, const float *
 #undef BF_COPY_SHORT
 #undef UKRB
 #undef AKB
-#undef FN
+#undef BF_ISA
 #undef T
 #undef MR
 #undef NR
@@ -205,9 +205,9 @@ static void ukrb_avx512_f64(int64_t kc, const double *a, const double *b, double
 #define BF_COPY_SHORT copy_short_f64
 #define UKRB ukrb_avx512_f64
 #define AKB 8
-#define FN(x) x##_avx512_f64
+#define BF_ISA avx512_f64
 #define BF_VFMA(a, b, c) \
-    ((FN(bf_vec))_mm512_fmadd_pd((__m512d)(a), (__m512d)(b), (__m512d)(c)))
+    ((bf_vec)_mm512_fmadd_pd((__m512d)(a), (__m512d)(b), (__m512d)(c)))
 #define BF_VSPLAT _mm512_set1_pd
 #include "conv_gemm_impl.h"
 #undef BF_VFMA
@@ -216,7 +216,7 @@ static void ukrb_avx512_f64(int64_t kc, const double *a, const double *b, double
 #undef BF_COPY_SHORT
 #undef UKRB
 #undef AKB
-#undef FN
+#undef BF_ISA
 
 const bf_conv_isa_impl bf_conv_isa_avx512_impl = {
     .name = "avx512",

@@ -33,12 +33,12 @@ BF_GENERIC_UKR(ukrb_generic_f32, float, 4)
 #define UKR ukr1_generic_f32
 #define UKRB ukrb_generic_f32
 #define AKB 4
-#define FN(x) x##_generic_f32
+#define BF_ISA generic_f32
 #include "conv_gemm_impl.h"
 #undef UKR
 #undef UKRB
 #undef AKB
-#undef FN
+#undef BF_ISA
 #undef T
 #undef MR
 #undef NR
@@ -51,12 +51,12 @@ BF_GENERIC_UKR(ukrb_generic_f64, double, 4)
 #define UKR ukr1_generic_f64
 #define UKRB ukrb_generic_f64
 #define AKB 4
-#define FN(x) x##_generic_f64
+#define BF_ISA generic_f64
 #include "conv_gemm_impl.h"
 #undef UKR
 #undef UKRB
 #undef AKB
-#undef FN
+#undef BF_ISA
 
 const bf_conv_isa_impl bf_conv_isa_generic_impl = {
     .name = "generic",

@@ -1,0 +1,496 @@
+/*
+ * conv_gemm_depthwise.h - bf_dw_*: depthwise convolution (groups == in_c, k_in_c == 1,
+ * multiplier M = out_c / in_c), all three ops. Part of the kernel template (conv_gemm_impl.h;
+ * no include guard); uses conv_gemm_vec.h and bf_partials_run of conv_gemm_filter.h.
+ *
+ * Depthwise is memory bound and is done with channel-vector loops over NHWC rows (GCC vector
+ * extensions of BF_VEC_BYTES): FWD and BWD_INPUT gather every tap of an output (input) pixel
+ * into a register, four pixels at a time in the interior, in tasks of consecutive rows;
+ * BWD_FILTER sums each tap over a row in four registers into a per-thread partial dW. With
+ * M > 1 each input row is first expanded to out_c channels (x[.., c] repeated M times) in
+ * scratch so the inner loop is the same unit-stride multiply-add over out_c channels.
+ * bf_dw_wanted (at the end) says when the entry points take this family.
+ */
+
+/* Names of this instantiation: see "Names" in conv_gemm_impl.h. */
+#define bf_dw_plan               BF_KFN(bf_dw_plan)
+#define bf_dw_expand             BF_KFN(bf_dw_expand)
+#define bf_dw_interior           BF_KFN(bf_dw_interior)
+#define bf_dw_row_taps           BF_KFN(bf_dw_row_taps)
+#define bf_dw_fwd_task           BF_KFN(bf_dw_fwd_task)
+#define bf_dw_bwd_input_task     BF_KFN(bf_dw_bwd_input_task)
+#define bf_dw_bwd_filter_task    BF_KFN(bf_dw_bwd_filter_task)
+#define bf_dw_bwd_filter_px_task BF_KFN(bf_dw_bwd_filter_px_task)
+#define bf_dw_fwd_chunk          BF_KFN(bf_dw_fwd_chunk)
+#define bf_dw_bwd_input_chunk    BF_KFN(bf_dw_bwd_input_chunk)
+#define bf_dw_ws                 BF_KFN(bf_dw_ws)
+#define bf_dw_run                BF_KFN(bf_dw_run)
+#define bf_dw_wanted             BF_KFN(bf_dw_wanted)
+
+typedef struct bf_dw_plan {
+    bf_conv_op op;
+    const bf_conv_geom *g;
+    const T *a, *b;
+    T *out;
+    T *partials;    /* BWD_FILTER: (n_threads - 1) x [KH*KW*O] */
+    T *scratch;     /* per thread: one row of W x O (expanded input or dx accumulator) */
+    int64_t mult, rows_per_task, scratch_per, nel;
+    const bf_exec *ex;
+} bf_dw_plan;
+
+/* x row [W][C] -> [W][C*M] with each channel repeated M times. */
+static const T *bf_dw_expand(const bf_dw_plan *p, const T *xrow, T *buf) {
+    int64_t c = p->g->in_c, m = p->mult;
+    if (m == 1) return xrow;
+    for (int64_t iw = 0; iw < p->g->in_w; iw++)
+        for (int64_t k = 0; k < c; k++)
+            for (int64_t q = 0; q < m; q++) buf[(iw * c + k) * m + q] = xrow[iw * c + k];
+    return buf;
+}
+
+/*
+ * Interior of a depthwise row: for output positions o in [lo, hi) (all taps in range),
+ * out[o][c] = sum_r sum_kw rows[r][(o*ms + off[kw]) * O + c] * w[tap(r, kw) * O + c], four
+ * positions at a time so four independent accumulators hide the add latency. Returns the
+ * first position it did not do (the caller finishes the rest with its bounds-checked loop).
+ */
+static int64_t bf_dw_interior(T *restrict out, const T *const *rows, const int64_t *khv,
+                              int64_t nk, const int64_t *off, int64_t kwn, int64_t ms,
+                              const T *w, int64_t kw_total, int64_t O, int64_t lo,
+                              int64_t hi) {
+    int64_t cv = O / BF_VL * BF_VL, o = lo;
+    if (cv == 0) return lo;
+    for (; o + 4 <= hi; o += 4) {
+        for (int64_t c = 0; c < cv; c += BF_VL) {
+            bf_vec a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int64_t r = 0; r < nk; r++)
+                for (int64_t kw = 0; kw < kwn; kw++) {
+                    bf_vec wv = bf_ldv(w + (khv[r] * kw_total + kw) * O + c);
+                    const T *base = rows[r] + (o * ms + off[kw]) * O + c;
+                    a0 = BF_VFMA_(bf_ldv(base), wv, a0);
+                    a1 = BF_VFMA_(bf_ldv(base + ms * O), wv, a1);
+                    a2 = BF_VFMA_(bf_ldv(base + 2 * ms * O), wv, a2);
+                    a3 = BF_VFMA_(bf_ldv(base + 3 * ms * O), wv, a3);
+                }
+            bf_stv(out + o * O + c, a0);
+            bf_stv(out + (o + 1) * O + c, a1);
+            bf_stv(out + (o + 2) * O + c, a2);
+            bf_stv(out + (o + 3) * O + c, a3);
+        }
+        for (int64_t c = cv; c < O; c++)
+            for (int64_t q = 0; q < 4; q++) {
+                T acc = 0;
+                for (int64_t r = 0; r < nk; r++)
+                    for (int64_t kw = 0; kw < kwn; kw++)
+                        acc += rows[r][((o + q) * ms + off[kw]) * O + c] *
+                               w[(khv[r] * kw_total + kw) * O + c];
+                out[(o + q) * O + c] = acc;
+            }
+    }
+    return o;
+}
+
+#define DW_TAPS 9
+/*
+ * A whole output row for filters of at most DW_TAPS taps in the row set (3x3): channel vector
+ * outer, so the taps' filter vectors are loaded once into registers and the positions then
+ * stream past them; the interior [lo, hi) (every tap inside the row) four positions at a time,
+ * the border columns one at a time with the same registers, skipping the taps that fall
+ * outside the input row (in_w columns). Returns false (nothing written) when it does not apply.
+ */
+static bool bf_dw_row_taps(T *restrict out, const T *const *rows, const int64_t *khv,
+                           int64_t nk, const int64_t *off, int64_t kwn, int64_t ms,
+                           const T *w, int64_t kw_total, int64_t O, int64_t lo, int64_t hi,
+                           int64_t out_w, int64_t in_w) {
+    int64_t cv = O / BF_VL * BF_VL, nt = nk * kwn;
+    if (cv == 0 || nt == 0 || nt > DW_TAPS) return false;
+    const T *tp[DW_TAPS];
+    const T *tw[DW_TAPS];
+    int64_t toff[DW_TAPS];
+    for (int64_t t = 0; t < DW_TAPS; t++) {
+        int64_t r = BF_MIN(t, nt - 1) / kwn, kw = BF_MIN(t, nt - 1) % kwn;
+        tp[t] = rows[r] + off[kw] * O;
+        tw[t] = w + (khv[r] * kw_total + kw) * O;
+        toff[t] = off[kw];
+    }
+    const int64_t step = ms * O;
+#ifdef BF_VSTREAM
+    /* whole aligned rows: streaming stores (no read of the output lines before writing) */
+    bool nt_ok = (uintptr_t)out % BF_VEC_BYTES == 0 && O * (int64_t)sizeof(T) % BF_VEC_BYTES == 0;
+#define STV(p_, v_) (nt_ok ? BF_VSTREAM((p_), (v_)) : bf_stv((p_), (v_)))
+#else
+#define STV(p_, v_) bf_stv((p_), (v_))
+#endif
+    for (int64_t c = 0; c < cv; c += BF_VL) {
+        bf_vec wv[DW_TAPS];
+#pragma GCC unroll 16
+        for (int t = 0; t < DW_TAPS; t++)
+            wv[t] = t < nt ? bf_ldv(tw[t] + c) : (bf_vec){0};
+        for (int64_t o = 0; o < lo; o++) {
+            bf_vec a0 = {0};
+#pragma GCC unroll 16
+            for (int t = 0; t < DW_TAPS; t++) {
+                if (t >= nt) break;
+                int64_t iw = o * ms + toff[t];
+                if (iw >= 0 && iw < in_w)
+                    a0 = BF_VFMA_(bf_ldv(tp[t] + o * step + c), wv[t], a0);
+            }
+            STV(out + o * O + c, a0);
+        }
+        int64_t o = lo;
+        for (; o + 4 <= hi; o += 4) {
+            bf_vec a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+#pragma GCC unroll 16
+            for (int t = 0; t < DW_TAPS; t++) {
+                if (t >= nt) break;
+                const T *b = tp[t] + o * step + c;
+                a0 = BF_VFMA_(bf_ldv(b), wv[t], a0);
+                a1 = BF_VFMA_(bf_ldv(b + step), wv[t], a1);
+                a2 = BF_VFMA_(bf_ldv(b + 2 * step), wv[t], a2);
+                a3 = BF_VFMA_(bf_ldv(b + 3 * step), wv[t], a3);
+            }
+            STV(out + o * O + c, a0);
+            STV(out + (o + 1) * O + c, a1);
+            STV(out + (o + 2) * O + c, a2);
+            STV(out + (o + 3) * O + c, a3);
+        }
+        for (; o < out_w; o++) {
+            bf_vec a0 = {0};
+            bool in = o < hi;
+#pragma GCC unroll 16
+            for (int t = 0; t < DW_TAPS; t++) {
+                if (t >= nt) break;
+                int64_t iw = o * ms + toff[t];
+                if (in || (iw >= 0 && iw < in_w))
+                    a0 = BF_VFMA_(bf_ldv(tp[t] + o * step + c), wv[t], a0);
+            }
+            STV(out + o * O + c, a0);
+        }
+    }
+    for (int64_t c = cv; c < O; c++)
+        for (int64_t o = 0; o < out_w; o++) {
+            T acc = 0;
+            for (int64_t t = 0; t < nt; t++) {
+                int64_t iw = o * ms + toff[t];
+                if (iw >= 0 && iw < in_w) acc += tp[t][o * step + c] * tw[t][c];
+            }
+            out[o * O + c] = acc;
+        }
+#undef STV
+    return true;
+}
+#undef DW_TAPS
+
+/* y[n, oh, :, :] for task row = n*OH + oh: per output pixel and channel vector, all taps are
+   accumulated in a register and stored once. */
+static void bf_dw_fwd_task(const bf_dw_plan *p, int64_t row, int slot,
+                           int64_t *tags) {
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    int64_t n = row / g->out_h, oh = row % g->out_h, O = g->out_c;
+    T *restrict y = p->out + row * g->out_w * O; /* [OW][O] */
+    T *buf = p->scratch + (int64_t)slot * p->scratch_per;
+    const T *xr[64];
+    int64_t khv[64], nk = 0, key[64], nslots = BF_MIN(g->k_h, 64);
+    for (int64_t kh = 0; kh < g->k_h && nk < 64; kh++) {
+        int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
+        if (ih < 0 || ih >= g->in_h) continue;
+        xr[nk] = p->a + (n * g->in_h + ih) * g->in_w * g->in_c;
+        key[nk] = n * g->in_h + ih, khv[nk] = kh, nk++;
+    }
+    if (p->mult > 1) {
+        /* each valid row expanded into a slice of scratch; tags[s] = the row slice s holds
+           (kept across the rows of one chunk, so a row is expanded once, not k_h times) */
+        bool used[64] = {false};
+        int64_t at[64];
+        for (int64_t r = 0; r < nk; r++) {
+            at[r] = -1;
+            for (int64_t s = 0; s < nslots && at[r] < 0; s++)
+                if (tags[s] == key[r]) at[r] = s, used[s] = true;
+        }
+        for (int64_t r = 0; r < nk; r++) {
+            if (at[r] < 0) {
+                int64_t s = 0;
+                while (used[s]) s++; /* nk <= nslots, so a free slice exists */
+                used[s] = true, at[r] = s, tags[s] = key[r];
+                bf_dw_expand(p, xr[r], buf + s * g->in_w * O);
+            }
+            xr[r] = buf + at[r] * g->in_w * O;
+        }
+    }
+    int64_t cv = O / BF_VL * BF_VL;
+    /* interior: output columns whose every kw tap is inside the row */
+    int64_t off[64], lo, hi, l2, h2;
+    for (int64_t kw = 0; kw < g->k_w; kw++) off[kw] = kw * g->dil_w - g->pad_left;
+    bf_cc_range(off[0], g->stride_w, g->in_w, g->out_w, &lo, &hi);
+    bf_cc_range(off[g->k_w - 1], g->stride_w, g->in_w, g->out_w, &l2, &h2);
+    lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
+    if (bf_dw_row_taps(y, xr, khv, nk, off, g->k_w, g->stride_w, p->b, g->k_w, O, lo, hi,
+                       g->out_w, g->in_w))
+        return;
+    int64_t done = bf_dw_interior(y, xr, khv, nk, off, g->k_w, g->stride_w, p->b, g->k_w,
+                                  O, lo, hi);
+    for (int64_t ow = 0; ow < g->out_w; ow++) {
+        if (ow >= lo && ow < done) continue;
+        int64_t iw0 = ow * g->stride_w - g->pad_left;
+        for (int64_t c = 0; c < cv; c += BF_VL) {
+            bf_vec acc = {0};
+            for (int64_t r = 0; r < nk; r++)
+                for (int64_t kw = 0; kw < g->k_w; kw++) {
+                    int64_t iw = iw0 + kw * g->dil_w;
+                    if (iw < 0 || iw >= g->in_w) continue;
+                    acc += bf_ldv(xr[r] + iw * O + c) *
+                           bf_ldv(p->b + (khv[r] * g->k_w + kw) * O + c);
+                }
+            bf_stv(y + ow * O + c, acc);
+        }
+        for (int64_t c = cv; c < O; c++) {
+            T acc = 0;
+            for (int64_t r = 0; r < nk; r++)
+                for (int64_t kw = 0; kw < g->k_w; kw++) {
+                    int64_t iw = iw0 + kw * g->dil_w;
+                    if (iw < 0 || iw >= g->in_w) continue;
+                    acc += xr[r][iw * O + c] * p->b[(khv[r] * g->k_w + kw) * O + c];
+                }
+            y[ow * O + c] = acc;
+        }
+    }
+}
+
+/* dx[n, ih, :, :] for task row = n*H + ih, gathering from the dy rows that reach it. With a
+   multiplier the sums over out_c channels go to scratch first and are folded over q. */
+static void bf_dw_bwd_input_task(void *arg, int64_t row, int slot) {
+    const bf_dw_plan *p = arg;
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    int64_t n = row / g->in_h, ih = row % g->in_h, O = g->out_c, C = g->in_c;
+    T *restrict dx = p->out + row * g->in_w * C; /* [W][C] */
+    T *restrict acc_row = p->mult == 1 ? dx : p->scratch + (int64_t)slot * p->scratch_per;
+    const T *dyr[64];
+    int64_t khv[64], nk = 0;
+    for (int64_t kh = 0; kh < g->k_h && nk < 64; kh++) {
+        int64_t t = ih + g->pad_top - kh * g->dil_h;
+        if (t < 0 || t % g->stride_h) continue;
+        int64_t oh = t / g->stride_h;
+        if (oh >= g->out_h) continue;
+        dyr[nk] = p->a + (n * g->out_h + oh) * g->out_w * O, khv[nk] = kh, nk++;
+    }
+    int64_t cv = O / BF_VL * BF_VL;
+    int64_t lo = 0, done = 0;
+    if (g->stride_w == 1) {
+        /* interior: dx columns every kw tap reaches, ow = iw + pad_left - kw*dil */
+        int64_t off[64], hi, l2, h2;
+        for (int64_t kw = 0; kw < g->k_w; kw++) off[kw] = g->pad_left - kw * g->dil_w;
+        bf_cc_range(off[0], 1, g->out_w, g->in_w, &lo, &hi);
+        bf_cc_range(off[g->k_w - 1], 1, g->out_w, g->in_w, &l2, &h2);
+        lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
+        done = bf_dw_interior(acc_row, dyr, khv, nk, off, g->k_w, 1, p->b, g->k_w, O, lo,
+                              hi);
+    }
+    for (int64_t iw = 0; iw < g->in_w; iw++) {
+        if (iw >= lo && iw < done) continue;
+        /* taps kw with (iw + pad_left - kw*dil) a non-negative multiple of stride, < OW */
+        int64_t kwv[64], owv[64], nw = 0;
+        for (int64_t kw = 0; kw < g->k_w && nw < 64; kw++) {
+            int64_t t = iw + g->pad_left - kw * g->dil_w;
+            if (t < 0 || t % g->stride_w || t / g->stride_w >= g->out_w) continue;
+            kwv[nw] = kw, owv[nw] = t / g->stride_w, nw++;
+        }
+        for (int64_t c = 0; c < cv; c += BF_VL) {
+            bf_vec acc = {0};
+            for (int64_t r = 0; r < nk; r++)
+                for (int64_t q = 0; q < nw; q++)
+                    acc += bf_ldv(dyr[r] + owv[q] * O + c) *
+                           bf_ldv(p->b + (khv[r] * g->k_w + kwv[q]) * O + c);
+            bf_stv(acc_row + iw * O + c, acc);
+        }
+        for (int64_t c = cv; c < O; c++) {
+            T acc = 0;
+            for (int64_t r = 0; r < nk; r++)
+                for (int64_t q = 0; q < nw; q++)
+                    acc += dyr[r][owv[q] * O + c] * p->b[(khv[r] * g->k_w + kwv[q]) * O + c];
+            acc_row[iw * O + c] = acc;
+        }
+    }
+    if (p->mult > 1)
+        for (int64_t iw = 0; iw < g->in_w; iw++)
+            for (int64_t k = 0; k < C; k++) {
+                T s = 0;
+                for (int64_t q = 0; q < p->mult; q++) s += acc_row[(iw * C + k) * p->mult + q];
+                dx[iw * C + k] = s;
+            }
+}
+
+/* Partial dw over a chunk of (n, oh) rows: for each tap and channel vector, the products over
+   the valid ow range are summed in four registers and added to the partial once per row. */
+static void bf_dw_bwd_filter_task(void *arg, int64_t task, int slot) {
+    const bf_dw_plan *p = arg;
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    int64_t O = g->out_c, rows = g->n * g->out_h, cv = O / BF_VL * BF_VL;
+    T *part = slot == 0 ? p->out : p->partials + (int64_t)(slot - 1) * p->nel;
+    T *buf = p->scratch + (int64_t)slot * p->scratch_per;
+    int64_t sw = g->stride_w;
+    for (int64_t row = task * p->rows_per_task;
+         row < BF_MIN(rows, (task + 1) * p->rows_per_task); row++) {
+        int64_t n = row / g->out_h, oh = row % g->out_h;
+        const T *dyr = p->b + row * g->out_w * O;
+        for (int64_t kh = 0; kh < g->k_h; kh++) {
+            int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
+            if (ih < 0 || ih >= g->in_h) continue;
+            const T *xr =
+                bf_dw_expand(p, p->a + (n * g->in_h + ih) * g->in_w * g->in_c, buf);
+            for (int64_t kw = 0; kw < g->k_w; kw++) {
+                int64_t off = kw * g->dil_w - g->pad_left, lo, hi;
+                bf_cc_range(off, sw, g->in_w, g->out_w, &lo, &hi);
+                T *pv = part + (kh * g->k_w + kw) * O;
+                const T *xo = xr; /* x of output position ow: xo + ow*sw*O + xoff */
+                int64_t xoff = off * O;
+                for (int64_t c = 0; c < cv; c += BF_VL) {
+                    bf_vec a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+                    int64_t ow = lo;
+                    for (; ow + 4 <= hi; ow += 4) {
+                        a0 = BF_VFMA_(bf_ldv(xo + (ow + 0) * sw * O + xoff + c),
+                                      bf_ldv(dyr + (ow + 0) * O + c), a0);
+                        a1 = BF_VFMA_(bf_ldv(xo + (ow + 1) * sw * O + xoff + c),
+                                      bf_ldv(dyr + (ow + 1) * O + c), a1);
+                        a2 = BF_VFMA_(bf_ldv(xo + (ow + 2) * sw * O + xoff + c),
+                                      bf_ldv(dyr + (ow + 2) * O + c), a2);
+                        a3 = BF_VFMA_(bf_ldv(xo + (ow + 3) * sw * O + xoff + c),
+                                      bf_ldv(dyr + (ow + 3) * O + c), a3);
+                    }
+                    for (; ow < hi; ow++)
+                        a0 = BF_VFMA_(bf_ldv(xo + ow * sw * O + xoff + c),
+                                      bf_ldv(dyr + ow * O + c), a0);
+                    bf_stv(pv + c, bf_ldv(pv + c) + (a0 + a1) + (a2 + a3));
+                }
+                for (int64_t c = cv; c < O; c++) {
+                    T acc = 0;
+                    for (int64_t ow = lo; ow < hi; ow++)
+                        acc += xo[ow * sw * O + xoff + c] * dyr[ow * O + c];
+                    pv[c] += acc;
+                }
+            }
+        }
+    }
+}
+
+/*
+ * The same without a channel multiplier, for unit-stride rows of many channels (bf_dw_run
+ * picks it): pixel by pixel, each tap's products over all channels go straight into the
+ * thread's partial dW (KH*KW*O values, L1-resident for the MobileNet layers), so every load
+ * walks memory contiguously, where the loop above strides a pixel at a time through one
+ * channel vector.
+ */
+static void bf_dw_bwd_filter_px_task(void *arg, int64_t task, int slot) {
+    const bf_dw_plan *p = arg;
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    int64_t O = g->out_c, W = g->in_w, OW = g->out_w, cv = O / BF_VL * BF_VL;
+    T *part = slot == 0 ? p->out : p->partials + (int64_t)(slot - 1) * p->nel;
+    int64_t r0 = task * p->rows_per_task, r1 = BF_MIN(g->n * g->out_h, r0 + p->rows_per_task);
+    for (int64_t row = r0; row < r1; row++) {
+        int64_t n = row / g->out_h, oh = row % g->out_h;
+        const T *dyr = p->b + row * OW * O;
+        for (int64_t kh = 0; kh < g->k_h; kh++) {
+            int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
+            if (ih < 0 || ih >= g->in_h) continue;
+            const T *xr = p->a + (n * g->in_h + ih) * W * O;
+            for (int64_t kw = 0; kw < g->k_w; kw++) {
+                int64_t off = kw * g->dil_w - g->pad_left, lo, hi;
+                bf_cc_range(off, 1, W, OW, &lo, &hi);
+                T *restrict pv = part + (kh * g->k_w + kw) * O;
+                int64_t ow = lo;
+                /* four pixels per pass over the channels: one partial load and store per four
+                   multiply-adds */
+                for (; ow + 4 <= hi; ow += 4) {
+                    const T *restrict d = dyr + ow * O, *restrict xp = xr + (ow + off) * O;
+                    int64_t c = 0;
+                    for (; c < cv; c += BF_VL) {
+                        bf_vec acc = bf_ldv(pv + c);
+                        acc = BF_VFMA_(bf_ldv(xp + c), bf_ldv(d + c), acc);
+                        acc = BF_VFMA_(bf_ldv(xp + O + c), bf_ldv(d + O + c), acc);
+                        acc = BF_VFMA_(bf_ldv(xp + 2 * O + c), bf_ldv(d + 2 * O + c),
+                                       acc);
+                        acc = BF_VFMA_(bf_ldv(xp + 3 * O + c), bf_ldv(d + 3 * O + c),
+                                       acc);
+                        bf_stv(pv + c, acc);
+                    }
+                    for (; c < O; c++)
+                        pv[c] += xp[c] * d[c] + xp[O + c] * d[O + c] +
+                                 xp[2 * O + c] * d[2 * O + c] + xp[3 * O + c] * d[3 * O + c];
+                }
+                for (; ow < hi; ow++) {
+                    const T *restrict d = dyr + ow * O, *restrict xp = xr + (ow + off) * O;
+                    int64_t c = 0;
+                    for (; c < cv; c += BF_VL)
+                        bf_stv(pv + c, BF_VFMA_(bf_ldv(xp + c), bf_ldv(d + c),
+                                                bf_ldv(pv + c)));
+                    for (; c < O; c++) pv[c] += xp[c] * d[c];
+                }
+            }
+        }
+    }
+}
+
+static void bf_dw_fwd_chunk(void *arg, int64_t task, int slot) {
+    const bf_dw_plan *p = arg;
+    int64_t rows = p->g->n * p->g->out_h, tags[64];
+    for (int s = 0; s < 64; s++) tags[s] = -1;
+    for (int64_t r = task * p->rows_per_task; r < BF_MIN(rows, (task + 1) * p->rows_per_task); r++)
+        bf_dw_fwd_task(p, r, slot, tags);
+#ifdef BF_VSTREAM
+    BF_VSTREAM_FENCE(); /* the streaming stores are weakly ordered: drain them before the join */
+#endif
+}
+
+static void bf_dw_bwd_input_chunk(void *arg, int64_t task, int slot) {
+    const bf_dw_plan *p = arg;
+    int64_t rows = p->g->n * p->g->in_h;
+    for (int64_t r = task * p->rows_per_task; r < BF_MIN(rows, (task + 1) * p->rows_per_task); r++)
+        bf_dw_bwd_input_task(arg, r, slot);
+}
+
+static size_t bf_dw_ws(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
+    size_t row = bf_cc_mad(bf_cc_mad((size_t)BF_MAX(g->in_w, 1), (size_t)g->out_c, 0),
+                           (size_t)BF_MIN(BF_MAX(g->k_h, 1), 64), 32);
+    size_t tot = bf_cc_mad(row, (size_t)n_threads, 0);
+    if (op == BF_CONV_BWD_FILTER)
+        tot = bf_cc_mad((size_t)(g->k_h * g->k_w * g->out_c), (size_t)(n_threads - 1) , tot);
+    return bf_cc_mad(bf_cc_mad(tot, 1, 16), sizeof(T), 64);
+}
+
+static void bf_dw_run(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *b,
+                      T *out, const bf_exec *ex) {
+    bf_dw_plan p = {.op = op, .g = g, .a = a, .b = b, .out = out, .ex = ex,
+                    .mult = g->out_c / g->in_c};
+    p.nel = g->k_h * g->k_w * g->out_c;
+    p.scratch_per =
+        bf_cc_round_up(BF_MAX(g->in_w, 1) * g->out_c * BF_MIN(BF_MAX(g->k_h, 1), 64) + 16, 16);
+    if (op == BF_CONV_FWD || op == BF_CONV_BWD_INPUT) {
+        /* chunks of consecutive rows, so a thread reuses the input rows it just read */
+        p.scratch = ex->workspace;
+        int64_t rows = g->n * (op == BF_CONV_FWD ? g->out_h : g->in_h);
+        p.rows_per_task = BF_MAX(1, BF_MIN(16, rows / (8 * ex->n_threads)));
+        bf_parallel_for(ex, bf_cc_ceil_div(rows, p.rows_per_task),
+                        op == BF_CONV_FWD ? bf_dw_fwd_chunk : bf_dw_bwd_input_chunk, &p);
+    } else {
+        p.partials = ex->workspace;
+        p.scratch = p.partials + bf_cc_round_up(p.nel * (ex->n_threads - 1), 16);
+        int64_t rows = g->n * g->out_h;
+        /* pixel order for unit-stride rows of at least 8 channel vectors (interleaved A/B,
+           2 threads: 14x14x576 and 7x7x960 9% faster; with stride 2 (56x56x144) it was 34%
+           slower, and 32 channels gained nothing) */
+        bool px = p.mult == 1 && g->stride_w == 1 && g->out_c >= 8 * BF_VL;
+        p.rows_per_task = BF_MAX(1, rows / (8 * ex->n_threads));
+        bf_partials_run(out, p.partials, p.nel, ex->n_threads,
+                        bf_cc_ceil_div(rows, p.rows_per_task),
+                        px ? bf_dw_bwd_filter_px_task : bf_dw_bwd_filter_task, &p,
+                        ex);
+    }
+}
+
+/* The depthwise row kernels keep per-row tap lists of at most 64 entries. */
+static bool bf_dw_wanted(const bf_conv_geom *g) {
+    return bf_conv_is_depthwise(g) && g->k_h <= 64 && g->k_w <= 64;
+}
