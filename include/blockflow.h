@@ -524,6 +524,8 @@ BF_API const char *bf_session_block_output_name(const bf_session *s, int i, int 
  * Teaching views (runtime/teach.c): where every number of a convolution (gradient) comes from.
  * They work on blocks whose type offers them (the six convolution blocks): others get
  * BF_EUNSUPPORTED. Each runs what it needs first, as bf_session_run with the given limits.
+ * bf_session_cancel() stops them as it stops a run (BF_ECANCELED), from any thread; they block
+ * the calling thread, so an event-loop program calls them from a worker, as bf_session_run.
  */
 
 typedef struct bf_explain_options {
@@ -566,7 +568,7 @@ typedef struct bf_gradcheck_options {
     int samples;            /* else a seeded sample of this many; 0 = 256 */
     uint64_t seed;          /* for the samples and the random operands; 0 = 1 */
     int compare_gpu;        /* 1: also run the block on the CPU and on the GPU, side by side */
-    double timeout_s;       /* for the runs; 0 = no limit */
+    double timeout_s;       /* for the whole check (runs, float64 work); 0 = no limit */
 } bf_gradcheck_options;
 
 /* Fill `o` with the defaults. */

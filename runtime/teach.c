@@ -318,8 +318,14 @@ static bf_status node_run(const bf_node *node, const bf_tensor *const *in, const
     bf_tensor *outs[1] = {*out};
     st = d->run_cpu(node, in, outs, &kex, err);
     bf_aligned_free(buf);
-    if (!st && bf_exec_cancelled(ex))
-        st = bf_err(err, BF_ETIMEDOUT, "timeout", "the gradient check exceeded its time limit");
+    if (!st && bf_exec_cancelled(ex)) {
+        /* the session's flag: 1 is bf_session_cancel(); otherwise the deadline passed */
+        if (ex->cancel && atomic_load(ex->cancel) == 1)
+            st = bf_err(err, BF_ECANCELED, "cancelled", "the gradient check was cancelled");
+        else
+            st = bf_err(err, BF_ETIMEDOUT, "timeout",
+                        "the gradient check exceeded its time limit");
+    }
     return st;
 }
 
@@ -518,14 +524,19 @@ bf_status bf_session_gradcheck(bf_session *s, const char *block_id,
         bf_sess_where(s, b, err);
         return BF_EUNSUPPORTED;
     }
+    /* timeout_s bounds the whole check: the run of the block, the float64 kernels and the
+     * finite differences, and the GPU comparison */
+    const double deadline = o.timeout_s > 0 ? bf_now() + o.timeout_s : 0;
     const bf_tensor *in[8];
     bf_status st = run_block(s, b, BF_DEVICE_AUTO, o.timeout_s, in, err);
     if (st) return st;
     const bf_tensor *out = bf_session_output(s, block_id, NULL);
     if (!out) return bf_err(err, BF_EINTERNAL, "internal", "the block has no host result");
 
-    bf_exec ex = {.pool = s->ctx->pool, .n_threads = bf_pool_threads(s->ctx->pool)};
-    if (o.timeout_s > 0) ex.deadline = bf_now() + o.timeout_s;
+    /* bf_session_cancel() reaches the float64 work through the session's flag, which the run
+     * above left at 0 (it succeeded); a cancel from now on stops the next kernel task */
+    bf_exec ex = {.pool = s->ctx->pool, .n_threads = bf_pool_threads(s->ctx->pool),
+                  .cancel = &s->cancel, .deadline = deadline};
     uint64_t rng = o.seed;
     const uint64_t max_el = s->ctx->cfg.max_tensor_elements;
 
@@ -668,8 +679,12 @@ bf_status bf_session_gradcheck(bf_session *s, const char *block_id,
     cJSON_AddItemToObject(root, "checks", checks), checks = NULL;
     cJSON_AddItemToObject(root, "adjoint", adj), adj = NULL;
     if (o.compare_gpu) {
-        cJSON *gj = gpu_compare(s, b, o.timeout_s);
+        /* what is left of the time limit (a tiny positive value when it has run out) */
+        const double left = deadline > 0 ? fmax(deadline - bf_now(), 1e-3) : 0;
+        cJSON *gj = gpu_compare(s, b, left);
         if (gj) cJSON_AddItemToObject(root, "gpu", gj);
+        if (atomic_load(&s->cancel) == 1) /* the comparison records errors; not this one */
+            st = bf_err(err, BF_ECANCELED, "cancelled", "the gradient check was cancelled");
     }
 done:
     free_all(X, 8), free_all(AX, 8), free_all(AN, 8);

@@ -1104,6 +1104,24 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
             srv_json(res, c ? 202 : 200, print(o));
             return;
         }
+        if (n == 4 && !strcmp(seg[3], "result")) { /* the terminal event, result included */
+            if (!get) goto method;
+            srv_run *r = srv_run_find(app, id);
+            if (!r) {
+                srv_error(res, 404, "not_found", "no run \"%s\" (finished runs are kept a "
+                          "while)", id);
+                return;
+            }
+            size_t len = 0;
+            const char *why = NULL, *text = srv_run_result(r, &len, &why);
+            char *copy = text ? malloc(len + 1) : NULL;
+            if (copy) memcpy(copy, text, len + 1);
+            if (text) srv_json(res, 200, copy);
+            else if (!strcmp(why, "running"))
+                srv_error(res, 409, "busy", "run %s has not finished", id);
+            else srv_error(res, 410, "gone", "the result of run %s is no longer kept", id);
+            return;
+        }
         if (n == 5 && !strcmp(seg[3], "tensors")) {
             if (!get) goto method;
             get_tensor(app, id, seg[4], req, res);

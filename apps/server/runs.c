@@ -15,6 +15,14 @@
  * WebSocket layer; the worker's last record finishes the run on the loop. Events of one run
  * are therefore delivered in the order they happened: run_started, the block events, and one
  * of run_finished / run_failed / run_cancelled.
+ *
+ * The teaching calls (bf_session_explain, bf_session_gradcheck) run kernels and float64 finite
+ * differences, so they are jobs on the same workers with the same rules (srv_teach_start):
+ * run_started, then explain_finished / gradcheck_finished carrying the library's JSON as
+ * "result", or run_failed / run_cancelled. Every finished run keeps its terminal event for
+ * GET /api/runs/{id}/result, within a memory budget (the oldest are dropped first); an event
+ * whose result is too large for one WebSocket message of a slow client's queue is sent
+ * without it ("result_omitted"), and the client fetches it.
  */
 #include "server.h"
 
@@ -50,6 +58,10 @@ struct srv_run {
     char **fetches;
     int n_fetches;
     bf_device_kind device;
+    srv_teach_job *job;    /* a teaching job (malloc'd), or NULL for a run */
+    char *result;          /* the terminal event, kept for srv_run_result (NULL: not yet, or
+                              dropped for the budget) */
+    size_t result_len;
     int state;             /* RUN_QUEUED or RUN_DONE, read and written on the loop thread */
     atomic_int cancel;     /* set by srv_run_cancel (loop), read by the worker */
     bf_status status;      /* outcome, written by the worker before it hands the run back */
@@ -282,6 +294,8 @@ srv_run *srv_run_find(srv_app *app, const char *id) {
 static void run_free(srv_run *r) {
     for (int i = 0; i < r->n_fetches; i++) free(r->fetches[i]);
     free(r->fetches);
+    free(r->job);
+    free(r->result);
     bf_diags_free(r->diags);
     free(r);
 }
@@ -305,10 +319,31 @@ static void prune_finished(srv_app *app) {
         if (r->state == RUN_DONE && (!r->page || r->page->last_run != r)) {
             *link = r->next;
             app->n_finished--;
+            app->result_bytes -= r->result_len;
             run_free(r);
         } else {
             link = &r->next;
         }
+    }
+}
+
+/*
+ * Keep the terminal events of finished runs within this many bytes: past it, the oldest
+ * results are dropped (GET .../result then answers 410). An explain capped at 100000 terms is
+ * about 15 MB, so this keeps a few of the largest and thousands of ordinary ones.
+ */
+enum { KEEP_RESULT_BYTES = 64 << 20 };
+
+static void prune_results(srv_app *app) {
+    while (app->result_bytes > KEEP_RESULT_BYTES) {
+        srv_run *oldest = NULL; /* runs are prepended: the last one holding a result */
+        for (srv_run *r = app->runs; r; r = r->next)
+            if (r->state == RUN_DONE && r->result) oldest = r;
+        if (!oldest) break;
+        app->result_bytes -= oldest->result_len;
+        free(oldest->result);
+        oldest->result = NULL;
+        oldest->result_len = 0;
     }
 }
 
@@ -391,7 +426,96 @@ static void on_event(bf_event_kind kind, const bf_block_stats *st, void *user) {
     post_event(r->app, r, event_text(o), false);
 }
 
+/* The error of a failed run or job, as the terminal event's "error" object. */
+static void add_run_error(cJSON *o, const srv_run *r) {
+    const bf_error *e = bf_diags_errors(r->diags) ? NULL : &r->err;
+    for (size_t i = 0; !e && i < bf_diags_count(r->diags); i++)
+        if (bf_diags_at(r->diags, i)->status) e = bf_diags_at(r->diags, i);
+    cJSON *err = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(err, "code", e->code[0] ? e->code : bf_status_name(e->status));
+    cJSON_AddStringToObject(err, "status", bf_status_name(e->status));
+    cJSON_AddStringToObject(err, "message", e->message);
+    if (e->block_id[0]) cJSON_AddStringToObject(err, "block", e->block_id);
+    if (e->port[0]) cJSON_AddStringToObject(err, "port", e->port);
+    if (e->attr[0]) cJSON_AddStringToObject(err, "attr", e->attr);
+    if (e->pointer[0]) cJSON_AddStringToObject(err, "pointer", e->pointer);
+}
+
+/*
+ * Post the terminal event of r (on the worker) and keep a copy for srv_run_result. `result`
+ * (bf_string_free, may be NULL) is spliced in as "result": it is the library's JSON text, so
+ * it is not parsed again. When the event with it would not fit in half of a client's queue
+ * (--max-ws-queue), the event sent says "result_omitted": true instead.
+ */
+static void finish(srv_run *r, cJSON *o, char *result) {
+    srv_app *app = r->app;
+    char *head = event_text(o), *full = NULL;
+    size_t hl = head ? strlen(head) : 0, rl = result ? strlen(result) : 0;
+    if (head && result && (full = malloc(hl + rl + 16)))
+        snprintf(full, hl + rl + 16, "%.*s,\"result\":%s}", (int)(hl - 1), head, result);
+    else if (head && !result) full = strdup(head);
+    bf_string_free(result);
+    char *sent = full;
+    if (full && rl && hl + rl > app->lim.max_ws_queue / 2) {
+        size_t n = hl + 32;
+        if ((sent = malloc(n))) snprintf(sent, n, "%.*s,\"result_omitted\":true}", (int)(hl - 1),
+                                         head);
+    } else if (full) {
+        sent = strdup(full);
+    }
+    free(head);
+    r->result = full; /* NULL when memory ran out: srv_run_result says "gone" */
+    r->result_len = full ? strlen(full) : 0;
+    post_event(app, r, sent, true);
+}
+
+/* A teaching job (srv_teach_start), on the worker: run_started, then the terminal event. */
+static void execute_teach(srv_run *r) {
+    const srv_teach_job *j = r->job;
+    const bool explain = j->kind == SRV_JOB_EXPLAIN;
+    const char *kind = explain ? "explain" : "gradcheck";
+    bf_session *s = r->page->s;
+    cJSON *o = event_new(r, "run_started");
+    cJSON_AddStringToObject(o, "kind", kind);
+    cJSON_AddStringToObject(o, "block", j->block);
+    post_event(r->app, r, event_text(o), false);
+    uint64_t t0 = uv_hrtime();
+    char *text = NULL;
+    if (atomic_load(&r->cancel)) {
+        r->status = BF_ECANCELED;
+        r->err.status = BF_ECANCELED;
+        snprintf(r->err.message, sizeof(r->err.message), "the job was cancelled before it started");
+    } else if (explain) {
+        bf_explain_options eo;
+        bf_explain_options_init(&eo);
+        eo.port = j->port[0] ? j->port : NULL;
+        eo.max_terms = j->max_terms;
+        eo.timeout_s = r->app->lim.run_timeout_s;
+        r->status = bf_session_explain(s, j->block, j->index, j->rank, &eo, &text, &r->err);
+    } else {
+        bf_gradcheck_options go = j->gc;
+        go.timeout_s = r->app->lim.run_timeout_s;
+        r->status = bf_session_gradcheck(s, j->block, &go, &text, &r->err);
+    }
+    r->ms = (double)(uv_hrtime() - t0) / 1e6;
+    char type[32];
+    snprintf(type, sizeof(type), "%s_finished", kind);
+    o = event_new(r, r->status == BF_OK            ? type
+                     : r->status == BF_ECANCELED ? "run_cancelled"
+                                                 : "run_failed");
+    cJSON_AddStringToObject(o, "kind", kind);
+    cJSON_AddStringToObject(o, "block", j->block);
+    cJSON_AddNumberToObject(o, "ms", r->ms);
+    if (r->status) add_run_error(o, r);
+    finish(r, o, r->status ? NULL : text);
+    if (r->status) bf_string_free(text);
+}
+
 static void execute(srv_run *r) {
+    if (r->job) {
+        execute_teach(r);
+        return;
+    }
     bf_session *s = r->page->s;
     post_event(r->app, r, event_text(event_new(r, "run_started")), false);
     uint64_t t0 = uv_hrtime();
@@ -415,19 +539,8 @@ static void execute(srv_run *r) {
                             : r->status == BF_ECANCELED ? "run_cancelled"
                                                         : "run_failed");
     cJSON_AddNumberToObject(o, "ms", r->ms);
-    if (r->status) {
-        const bf_error *e = bf_diags_errors(r->diags) ? NULL : &r->err;
-        for (size_t i = 0; !e && i < bf_diags_count(r->diags); i++)
-            if (bf_diags_at(r->diags, i)->status) e = bf_diags_at(r->diags, i);
-        cJSON *err = cJSON_AddObjectToObject(o, "error");
-        cJSON_AddStringToObject(err, "code", e->code[0] ? e->code : bf_status_name(e->status));
-        cJSON_AddStringToObject(err, "message", e->message);
-        if (e->block_id[0]) cJSON_AddStringToObject(err, "block", e->block_id);
-        if (e->port[0]) cJSON_AddStringToObject(err, "port", e->port);
-        if (e->attr[0]) cJSON_AddStringToObject(err, "attr", e->attr);
-        if (e->pointer[0]) cJSON_AddStringToObject(err, "pointer", e->pointer);
-    }
-    post_event(r->app, r, event_text(o), true);
+    if (r->status) add_run_error(o, r);
+    finish(r, o, NULL);
 }
 
 static void worker_main(void *arg) {
@@ -447,34 +560,40 @@ static void worker_main(void *arg) {
     }
 }
 
-srv_run *srv_run_start(srv_app *app, srv_page *p, const char *client, char **fetches, int n,
-                       bf_device_kind device, srv_response *res) {
+/*
+ * A new run of p, not yet queued, or NULL with res filled: the server is stopping (503), too
+ * many runs (429), or no memory (500). The caller fills what its kind needs and calls
+ * enqueue().
+ */
+static srv_run *run_new(srv_app *app, srv_page *p, const char *client, srv_response *res) {
     if (app->stopping) {
         srv_error(res, 503, "stopping", "the server is shutting down");
-        goto fail;
+        return NULL;
     }
     if (app->n_active >= app->lim.max_runs) {
         srv_error(res, 429, "limit",
                   "%d runs are queued or running, the most allowed (--max-runs)",
                   app->lim.max_runs);
-        goto fail;
+        return NULL;
     }
     srv_run *r = calloc(1, sizeof(*r));
     if (!r || !(r->diags = bf_diags_new())) {
         free(r);
         srv_error(res, 500, "no_memory", "out of memory");
-        goto fail;
+        return NULL;
     }
     snprintf(r->id, sizeof(r->id), "r%llu", (unsigned long long)++app->next_run);
     snprintf(r->page_name, sizeof(r->page_name), "%s", p->name);
     snprintf(r->client, sizeof(r->client), "%s", client);
     r->app = app;
     r->page = p;
-    r->fetches = fetches;
-    r->n_fetches = n;
-    r->device = device;
     r->state = RUN_QUEUED;
     atomic_init(&r->cancel, 0);
+    return r;
+}
+
+/* Hand r to the workers: from now on the session is theirs until the run is over. */
+static void enqueue(srv_app *app, srv_page *p, srv_run *r) {
     r->next = app->runs;
     app->runs = r;
     app->n_active++;
@@ -488,18 +607,75 @@ srv_run *srv_run_start(srv_app *app, srv_page *p, const char *client, char **fet
     app->jobs_tail = r;
     uv_cond_signal(&app->cv);
     uv_mutex_unlock(&app->mu);
+}
+
+srv_run *srv_run_start(srv_app *app, srv_page *p, const char *client, char **fetches, int n,
+                       bf_device_kind device, srv_response *res) {
+    srv_run *r = run_new(app, p, client, res);
+    if (!r) {
+        for (int i = 0; i < n; i++) free(fetches[i]);
+        free(fetches);
+        return NULL;
+    }
+    r->fetches = fetches;
+    r->n_fetches = n;
+    r->device = device;
+    enqueue(app, p, r);
     return r;
-fail:
-    for (int i = 0; i < n; i++) free(fetches[i]);
-    free(fetches);
-    return NULL;
+}
+
+srv_run *srv_teach_start(srv_app *app, srv_page *p, const char *client,
+                         const srv_teach_job *job, srv_response *res) {
+    srv_run *r = run_new(app, p, client, res);
+    if (!r) return NULL;
+    if (!(r->job = malloc(sizeof(*job)))) {
+        run_free(r);
+        srv_error(res, 500, "no_memory", "out of memory");
+        return NULL;
+    }
+    *r->job = *job;
+    enqueue(app, p, r);
+    return r;
+}
+
+/*
+ * On the loop, every few milliseconds while a cancelled run is not over: cancel its session
+ * again. bf_session_run (also inside the teaching calls, which may run it twice) clears the
+ * session's flag as it starts, so a cancel that landed just before would otherwise be lost;
+ * repeating it costs nothing once the run stops. Stops itself when no such run is left.
+ */
+static void recancel_cb(uv_timer_t *t) {
+    srv_app *app = t->data;
+    bool any = false;
+    for (srv_run *r = app->runs; r; r = r->next)
+        if (r->state != RUN_DONE && atomic_load(&r->cancel) && r->page) {
+            bf_session_cancel(r->page->s);
+            any = true;
+        }
+    if (!any) uv_timer_stop(t);
 }
 
 bool srv_run_cancel(srv_run *r) {
     if (r->state == RUN_DONE) return false;
+    srv_app *app = r->app;
     atomic_store(&r->cancel, 1);
     if (r->page) bf_session_cancel(r->page->s); /* any thread, any time */
+    if (app->handles_open && !uv_is_active((uv_handle_t *)&app->cancel_timer))
+        uv_timer_start(&app->cancel_timer, recancel_cb, 5, 5);
     return true;
+}
+
+const char *srv_run_result(const srv_run *r, size_t *len, const char **why) {
+    if (r->state != RUN_DONE) {
+        *why = "running";
+        return NULL;
+    }
+    if (!r->result) {
+        *why = "gone";
+        return NULL;
+    }
+    *len = r->result_len;
+    return r->result;
 }
 
 const bf_tensor *srv_run_tensor(srv_run *r, const char *block, const char *port,
@@ -531,6 +707,7 @@ static void async_cb(uv_async_t *a) {
             r->state = RUN_DONE;
             app->n_active--;
             app->n_finished++;
+            app->result_bytes += r->result_len;
             if (r->page) {
                 r->page->busy = false;
                 r->page->gen++;
@@ -545,6 +722,7 @@ static void async_cb(uv_async_t *a) {
         ev = next;
     }
     prune_finished(app);
+    prune_results(app);
     if (app->stopping && app->n_active == 0 && app->on_drained) {
         void (*cb)(srv_app *) = app->on_drained;
         app->on_drained = NULL;
@@ -591,6 +769,8 @@ int srv_app_init(srv_app *app, uv_loop_t *loop, const char *pages_dir, const bf_
     if (every < 50) every = 50;
     if (every > 10000) every = 10000;
     uv_timer_start(&app->idle_timer, idle_cb, every, every);
+    uv_timer_init(loop, &app->cancel_timer);
+    app->cancel_timer.data = app;
     app->handles_open = true;
     app->n_threads = lim->workers > 0 ? lim->workers : 1;
     app->threads = calloc((size_t)app->n_threads, sizeof(uv_thread_t));
@@ -621,6 +801,8 @@ void srv_app_close_handles(srv_app *app) {
     app->handles_open = false;
     uv_timer_stop(&app->idle_timer);
     uv_close((uv_handle_t *)&app->idle_timer, NULL);
+    uv_timer_stop(&app->cancel_timer);
+    uv_close((uv_handle_t *)&app->cancel_timer, NULL);
     uv_close((uv_handle_t *)&app->async, NULL);
 }
 

@@ -147,6 +147,8 @@ struct srv_app {
     bool quit;
     uv_async_t async;      /* workers -> loop: events and finished runs */
     uv_timer_t idle_timer; /* closes idle open pages */
+    uv_timer_t cancel_timer; /* repeats the cancel of runs not yet over (see srv_run_cancel) */
+    size_t result_bytes;   /* bytes of the kept terminal events (srv_run_result) */
     bool handles_open;
     void (*on_drained)(srv_app *app); /* called when stopping and no run is left */
     /* the built editor (static.c): web_fd is its folder when have_web */
@@ -212,9 +214,43 @@ void srv_page_rename(srv_page *p, const char *to);
  */
 srv_run *srv_run_start(srv_app *app, srv_page *p, const char *client, char **fetches, int n,
                        bf_device_kind device, srv_response *res);
+/*
+ * A teaching job (teach_routes.c fills it): bf_session_explain or bf_session_gradcheck on a
+ * run worker, with a run's rules: it counts against --max-runs, holds the page (busy) until
+ * it is over, is bounded by --run-timeout and cancelled by srv_run_cancel. Its events are
+ * run_started (with "kind"), then one of explain_finished / gradcheck_finished (with
+ * "result"), run_failed or run_cancelled.
+ */
+typedef enum srv_job_kind { SRV_JOB_RUN, SRV_JOB_EXPLAIN, SRV_JOB_GRADCHECK } srv_job_kind;
+
+typedef struct srv_teach_job {
+    srv_job_kind kind;            /* SRV_JOB_EXPLAIN or SRV_JOB_GRADCHECK */
+    char block[256];              /* the block id */
+    char port[64];                /* explain: output port, "" = the first */
+    int64_t index[BF_MAX_RANK];   /* explain: the element, in the output's own layout */
+    int rank;
+    int64_t max_terms;            /* explain: terms listed */
+    bf_gradcheck_options gc;      /* gradcheck (timeout_s is --run-timeout, set by runs.c) */
+} srv_teach_job;
+
+/* Queue a teaching job on `p` (not busy); the job is copied. NULL with res filled (a limit). */
+srv_run *srv_teach_start(srv_app *app, srv_page *p, const char *client,
+                         const srv_teach_job *job, srv_response *res);
 srv_run *srv_run_find(srv_app *app, const char *id);
 const char *srv_run_id(const srv_run *r);
-/* Cancel a queued or running run; returns false when it had already finished. */
+/*
+ * The terminal event of finished run r as JSON text (borrowed, valid until the next return to
+ * the loop), with the whole "result" of a teaching job even when the event sent on the
+ * WebSocket left it out for its size. NULL with *why "running", or "gone" (the oldest results
+ * are dropped past a memory budget).
+ */
+const char *srv_run_result(const srv_run *r, size_t *len, const char **why);
+/*
+ * Cancel a queued or running run; returns false when it had already finished. The cancel is
+ * repeated every few milliseconds until the run is over, so a cancel that lands while the
+ * worker is between jobs of the library (which clear the session's flag as they start) is not
+ * lost.
+ */
 bool srv_run_cancel(srv_run *r);
 /*
  * The tensor `block`:`port` of finished run `r`, or NULL with *why set: "running", "gone"

@@ -2,18 +2,26 @@
  * teach_routes.c - the teaching endpoints of `blockflow serve` (issue #15), on open pages:
  *
  *   POST /api/pages/{name}/explain    {"block", "index": [...], "port"?, "max_terms"?}
- *        -> bf_session_explain's JSON; max_terms defaults to 10000 and is capped at 100000
- *           (the sum always covers every term; "truncated" says when the list was cut)
+ *        -> 202 {"run_id", "page", "kind": "explain"}; the run's events end with
+ *           explain_finished {"result": bf_session_explain's JSON}; max_terms defaults to
+ *           10000 and is capped at 100000 (the sum always covers every term; "truncated" says
+ *           when the list was cut)
  *   POST /api/pages/{name}/gradcheck  {"block", "eps"?, "tolerance"?, "samples"?, "seed"?,
  *                                      "gpu"?}
- *        -> bf_session_gradcheck's JSON (samples capped at 1024)
+ *        -> 202 {"run_id", ...}; gradcheck_finished {"result": bf_session_gradcheck's JSON}
+ *           (samples capped at 1024)
  *   POST /api/pages/{name}/grad       {"block", "dy"?}
- *        -> {"created": {...}, "page": check} after bf_session_add_gradients (one edit batch)
+ *        -> 200 {"created": {...}, "page": check} after bf_session_add_gradients (one edit
+ *           batch; no kernels, so it is answered at once)
  *
- * Access, body and name checks are srv_route's, as for every endpoint; errors are the usual
- * {"error": {...}} (404 no such block, 422 for what the page cannot do, 409 while it runs).
- * explain and gradcheck compute on the request's thread, within --run-timeout: they are meant
- * for teaching-size pages; a long computation belongs in a run.
+ * explain and gradcheck run kernels (and gradcheck float64 finite differences), which never
+ * happens on the loop thread: they are jobs on the run workers (runs.c, srv_teach_start), with
+ * a run's rules (--max-runs, one at a time per page, --run-timeout, POST /api/runs/{id}/cancel)
+ * and a run's events; the terminal event is also GET /api/runs/{id}/result. What is checked
+ * here, at once, is what needs no kernel: the body (400), the page (404, 409 while it runs,
+ * 422 when it does not load) and the block's existence (404). What the library finds (no
+ * teaching view, an index out of range, a failed run) is the job's run_failed event.
+ * Access, body and name checks are srv_route's, as for every endpoint.
  */
 #include "server.h"
 
@@ -66,13 +74,50 @@ static srv_page *open_idle(srv_app *app, const char *name, const char *client,
     return srv_page_open(app, name, client, res);
 }
 
+/*
+ * Queue job `j` on page `name` (open it when needed) and answer 202 {"run_id", "page",
+ * "kind"}; or answer 409 (busy), 404 (no page or no block `j->block`), a load error, or a
+ * limit of srv_teach_start.
+ */
+static void start_job(srv_app *app, const char *name, const char *client, srv_teach_job *j,
+                      srv_response *res) {
+    srv_page *p = open_idle(app, name, client, res);
+    if (!p) return;
+    if (bf_page_find_block(bf_session_page(srv_page_session(p)), j->block) < 0) {
+        srv_error(res, 404, "not_found", "no block \"%s\" on page \"%s\"", j->block, name);
+        return;
+    }
+    srv_run *r = srv_teach_start(app, p, client, j, res);
+    if (!r) return;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "run_id", srv_run_id(r));
+    cJSON_AddStringToObject(o, "page", name);
+    cJSON_AddStringToObject(o, "kind", j->kind == SRV_JOB_EXPLAIN ? "explain" : "gradcheck");
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    srv_json(res, 202, text);
+}
+
+/* Copy the body's "block" into j->block; false (400 in res) when it does not fit. */
+static bool job_block(const cJSON *j, srv_teach_job *job, srv_response *res) {
+    const char *b = cJSON_GetObjectItemCaseSensitive(j, "block")->valuestring;
+    if (strlen(b) >= sizeof(job->block)) {
+        srv_error(res, 400, "bad_request", "a block id has fewer than %zu bytes",
+                  sizeof(job->block));
+        return false;
+    }
+    snprintf(job->block, sizeof(job->block), "%s", b);
+    return true;
+}
+
 static void explain(srv_app *app, const char *name, const char *client, const srv_request *req,
                     srv_response *res) {
     cJSON *j = body_object(app, req, res, "explain takes {\"block\": ID, \"index\": [i, ...], "
                            "\"port\"?: NAME, \"max_terms\"?: N}");
     if (!j) return;
     const cJSON *idx = cJSON_GetObjectItemCaseSensitive(j, "index"), *v;
-    int64_t index[BF_MAX_RANK];
+    srv_teach_job job = {.kind = SRV_JOB_EXPLAIN};
+    int64_t *index = job.index;
     int rank = 0;
     bool ok = cJSON_IsArray(idx) && cJSON_GetArraySize(idx) <= BF_MAX_RANK;
     const cJSON *list = ok ? idx : NULL;
@@ -83,34 +128,19 @@ static void explain(srv_app *app, const char *name, const char *client, const sr
     }
     const cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "port");
     double max_terms = number_or(j, "max_terms", 10000);
-    if (!ok || (port && !cJSON_IsString(port)) || !(max_terms >= 1)) {
+    if (!ok || (port && (!cJSON_IsString(port) ||
+                         strlen(port->valuestring) >= sizeof(job.port))) ||
+        !(max_terms >= 1)) {
         srv_error(res, 400, "bad_request", "index takes an array of non-negative integers, "
                   "port a name, max_terms a positive number");
         cJSON_Delete(j);
         return;
     }
-    srv_page *p = open_idle(app, name, client, res);
-    if (!p) {
-        cJSON_Delete(j);
-        return;
-    }
-    bf_explain_options o;
-    bf_explain_options_init(&o);
-    o.port = port ? port->valuestring : NULL;
-    o.max_terms = max_terms > 100000 ? 100000 : (int64_t)max_terms;
-    o.timeout_s = app->lim.run_timeout_s;
-    char *text = NULL;
-    bf_error e = {0};
-    bf_status st = bf_session_explain(srv_page_session(p),
-                                      cJSON_GetObjectItemCaseSensitive(j, "block")->valuestring,
-                                      index, rank, &o, &text, &e);
+    if (port) snprintf(job.port, sizeof(job.port), "%s", port->valuestring);
+    job.rank = rank;
+    job.max_terms = max_terms > 100000 ? 100000 : (int64_t)max_terms;
+    if (job_block(j, &job, res)) start_job(app, name, client, &job, res);
     cJSON_Delete(j);
-    if (st) {
-        fail(res, &e);
-        return;
-    }
-    srv_json(res, 200, strdup(text));
-    bf_string_free(text);
 }
 
 static void gradcheck(srv_app *app, const char *name, const char *client,
@@ -118,6 +148,7 @@ static void gradcheck(srv_app *app, const char *name, const char *client,
     cJSON *j = body_object(app, req, res, "gradcheck takes {\"block\": ID, \"eps\"?, "
                            "\"tolerance\"?, \"samples\"?, \"seed\"?, \"gpu\"?: bool}");
     if (!j) return;
+    srv_teach_job job = {.kind = SRV_JOB_GRADCHECK};
     bf_gradcheck_options o;
     bf_gradcheck_options_init(&o);
     o.eps = number_or(j, "eps", 0);
@@ -126,29 +157,14 @@ static void gradcheck(srv_app *app, const char *name, const char *client,
     o.samples = samples > 1024 ? 1024 : samples > 0 ? (int)samples : 0;
     o.seed = seed > 0 && seed < 9.0e15 ? (uint64_t)seed : 0;
     o.compare_gpu = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "gpu"));
-    o.timeout_s = app->lim.run_timeout_s;
     if (!(o.eps >= 0) || !(o.tolerance >= 0) || o.eps > 1) {
         srv_error(res, 400, "bad_request", "eps takes a number in [0, 1], tolerance >= 0");
         cJSON_Delete(j);
         return;
     }
-    srv_page *p = open_idle(app, name, client, res);
-    if (!p) {
-        cJSON_Delete(j);
-        return;
-    }
-    char *text = NULL;
-    bf_error e = {0};
-    bf_status st = bf_session_gradcheck(
-        srv_page_session(p), cJSON_GetObjectItemCaseSensitive(j, "block")->valuestring, &o,
-        &text, &e);
+    job.gc = o; /* timeout_s: --run-timeout, set by runs.c */
+    if (job_block(j, &job, res)) start_job(app, name, client, &job, res);
     cJSON_Delete(j);
-    if (st) {
-        fail(res, &e);
-        return;
-    }
-    srv_json(res, 200, strdup(text));
-    bf_string_free(text);
 }
 
 static void grad(srv_app *app, const char *name, const char *client, const srv_request *req,

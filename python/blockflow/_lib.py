@@ -202,6 +202,14 @@ _SIGNATURES = {
     "bf_session_block_stats": (POINTER(BfBlockStats), [c_void_p, c_int]),
     "bf_session_block_output_count": (c_int, [c_void_p, c_int]),
     "bf_session_block_output_name": (c_char_p, [c_void_p, c_int, c_int]),
+    "bf_explain_options_init": (None, [POINTER(BfExplainOptions)]),
+    "bf_session_explain": (c_int, [c_void_p, c_char_p, POINTER(c_int64), c_int,
+                                   POINTER(BfExplainOptions), POINTER(c_void_p), _ERR]),
+    "bf_gradcheck_options_init": (None, [POINTER(BfGradcheckOptions)]),
+    "bf_session_gradcheck": (c_int, [c_void_p, c_char_p, POINTER(BfGradcheckOptions),
+                                     POINTER(c_void_p), _ERR]),
+    "bf_session_add_gradients": (c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p),
+                                         _ERR]),
 }
 
 
@@ -263,7 +271,9 @@ def _c_size(init):
 
 
 def _check_layouts():
-    for cls, init in ((BfConfig, lib.bf_config_init), (BfRunOptions, lib.bf_run_options_init)):
+    for cls, init in ((BfConfig, lib.bf_config_init), (BfRunOptions, lib.bf_run_options_init),
+                      (BfExplainOptions, lib.bf_explain_options_init),
+                      (BfGradcheckOptions, lib.bf_gradcheck_options_init)):
         size = _c_size(init)
         if size != ctypes.sizeof(cls):
             name = next(k for k, v in STRUCTS.items() if v is cls)

@@ -18,6 +18,10 @@ Editing (add_block, connect, set_attr, ..., edit for a batch) changes the sessio
 place, as an editor's live page: each call is one C call that validates what it touches and
 either succeeds or raises and changes nothing; the next run recomputes exactly what the edit
 affected. save() writes the edited page back as canonical JSON.
+
+Teaching (explain, gradcheck, add_gradients) wraps runtime/teach.c: the first two run what
+they need, like run() (on a helper thread, Ctrl-C cancels), and return the library's JSON as a
+dict; add_gradients is an edit.
 """
 from __future__ import annotations
 
@@ -31,8 +35,8 @@ from typing import NamedTuple
 
 from . import _errors, _tensor
 from ._errors import InvalidArgumentError, IoError, LimitError, python_error
-from ._lib import (DEVICE_KINDS, LOAD_INCOMPLETE, BfConfig, BfRunOptions, cstr, lib, new,
-                   text)
+from ._lib import (BF_MAX_RANK, DEVICE_KINDS, LOAD_INCOMPLETE, BfConfig, BfExplainOptions,
+                   BfGradcheckOptions, BfRunOptions, cstr, lib, new, text)
 
 _LIMITS = ("max_session_bytes", "max_tensor_elements", "max_page_bytes", "max_blocks",
            "max_json_depth", "confine_files")
@@ -543,13 +547,110 @@ class Page:
             finally:
                 lib.bf_diags_free(diags)
 
+    # ---- teaching (runtime/teach.c) ----------------------------------------------------------
+    def explain(self, block, index, port=None, max_terms=None, *, device="auto", timeout=None):
+        """Where one output element of a convolution block comes from: the terms of its sum.
+
+        Runs the block and its inputs (what is up to date is reused), then lists the products
+        that make element `index` (a sequence of ints in the output's own layout) of output
+        `port` (None: the first). max_terms: how many terms to list (None: 10000, -1: all);
+        "sum" always covers every term. Returns bf_session_explain's JSON as a dict: "value",
+        "terms" [{"a": {"tensor", "index", "value"}, "b": {...}}], "n_terms", "n_padded",
+        "padding", "sum", "abs_sum", "max_abs_diff", ... Raises NotFoundError (block or port),
+        UnsupportedError (no teaching view), InvalidArgumentError (index), or what run() raises.
+        """
+        if device not in DEVICE_KINDS:
+            raise python_error(InvalidArgumentError, "bad_device",
+                               f"device must be one of {', '.join(DEVICE_KINDS)}, "
+                               f"got {device!r}")
+        idx = [int(i) for i in index]
+        if len(idx) > BF_MAX_RANK:
+            raise python_error(InvalidArgumentError, "bad_index",
+                               f"an index has at most {BF_MAX_RANK} entries", block=block)
+        opts = new(BfExplainOptions)
+        lib.bf_explain_options_init(ctypes.byref(opts))
+        c_port = cstr(port)  # kept alive for the call: opts.port borrows it
+        opts.port = c_port
+        opts.max_terms = 0 if max_terms is None else int(max_terms)
+        opts.device = DEVICE_KINDS[device]
+        opts.timeout_s = float(timeout or 0)
+        c_index = (ctypes.c_int64 * max(len(idx), 1))(*idx)
+        with self._lock:
+            s = self._session()
+            out, err = ctypes.c_void_p(), _errors.new_error()
+            status = self._interruptible(s, lambda: lib.bf_session_explain(
+                s, cstr(block), c_index, len(idx), ctypes.byref(opts), ctypes.byref(out),
+                ctypes.byref(err)))
+            _errors.check(status, err)
+            return json.loads(_take_string(out))
+
+    def gradcheck(self, block, *, eps=None, tolerance=None, full_below=None, samples=None,
+                  seed=None, compare_gpu=False, timeout=None):
+        """Check a gradient block, or both gradients of a forward block, in float64 against
+        central finite differences and the adjoint identity (bf_session_gradcheck).
+
+        Options, None for the library's defaults: eps (relative step, 1e-2), tolerance (1e-6),
+        full_below (check every element of tensors with at most this many, 4096), samples (else
+        a seeded sample of this many, 256), seed (1), compare_gpu (also run the block on the
+        CPU and the GPU), timeout (seconds, for the whole check). Returns the JSON as a dict;
+        a failed check is {"pass": False, ...}, not an exception. Raises NotFoundError,
+        UnsupportedError (not a gradient or forward block), or what run() raises.
+        """
+        opts = new(BfGradcheckOptions)
+        lib.bf_gradcheck_options_init(ctypes.byref(opts))
+        for name, value in (("eps", eps), ("tolerance", tolerance)):
+            if value is not None:
+                if not value > 0:
+                    raise python_error(InvalidArgumentError, "bad_option",
+                                       f"{name} must be a positive number, got {value!r}")
+                setattr(opts, name, float(value))
+        for name, value in (("full_below", full_below), ("samples", samples), ("seed", seed)):
+            if value is not None:
+                if int(value) <= 0:
+                    raise python_error(InvalidArgumentError, "bad_option",
+                                       f"{name} must be a positive integer, got {value!r}")
+                setattr(opts, name, int(value))
+        opts.compare_gpu = 1 if compare_gpu else 0
+        opts.timeout_s = float(timeout or 0)
+        with self._lock:
+            s = self._session()
+            out, err = ctypes.c_void_p(), _errors.new_error()
+            status = self._interruptible(s, lambda: lib.bf_session_gradcheck(
+                s, cstr(block), ctypes.byref(opts), ctypes.byref(out), ctypes.byref(err)))
+            _errors.check(status, err)
+            return json.loads(_take_string(out))
+
+    def add_gradients(self, forward_block, dy=None):
+        """Add the gradient blocks of a forward block, as tf.gradients builds them (one edit:
+        all or nothing). dy: the source of out_backprop ("block" or "block:port"), or None
+        for a new Placeholder of the forward output's dtype and shape. Returns the ids made:
+        {"dy": id, "gradients": {"filter": id, "input": id}, "blocks": [every new id]}.
+        Raises NotFoundError, UnsupportedError (no gradient types), ShapeError (a shape not
+        known before running), or what edit() raises.
+        """
+        with self._lock:
+            out, err = ctypes.c_void_p(), _errors.new_error()
+            status = lib.bf_session_add_gradients(self._session(), cstr(forward_block),
+                                                  cstr(dy), ctypes.byref(out),
+                                                  ctypes.byref(err))
+            self._placeholder_dtypes = None
+            _errors.check(status, err)
+            return json.loads(_take_string(out))
+
     @staticmethod
     def _run_interruptible(s, opts, diags, err):
         """bf_session_run on a helper thread; Ctrl-C here cancels it. Returns the status."""
+        return Page._interruptible(
+            s, lambda: lib.bf_session_run(s, ctypes.byref(opts), diags, ctypes.byref(err)))
+
+    @staticmethod
+    def _interruptible(s, call):
+        """call() (a C call on session s returning a status) on a helper thread; Ctrl-C here
+        cancels it with bf_session_cancel and raises KeyboardInterrupt once it has stopped."""
         box = {}
 
         def work():
-            box["status"] = lib.bf_session_run(s, ctypes.byref(opts), diags, ctypes.byref(err))
+            box["status"] = call()
 
         if threading.current_thread() is not threading.main_thread():
             work()  # signals only reach the main thread: nothing to wait for here

@@ -187,7 +187,8 @@ class WebSocket:
             if ev.get("run_id") != run_id:
                 continue
             out.append(ev)
-            if ev["type"] in ("run_finished", "run_failed", "run_cancelled"):
+            if ev["type"] in ("run_finished", "run_failed", "run_cancelled",
+                              "explain_finished", "gradcheck_finished"):
                 return out
 
     def close(self):

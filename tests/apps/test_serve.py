@@ -747,21 +747,47 @@ class TestShutdown(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def gradcheck_page(h, c=16):
+    """A Conv2D whose full gradient check (1024 samples) takes seconds: 2 x 2 x 1024 float64
+    forward convolutions of a [1, h, h, c] image."""
+    page = teach_page()
+    page["name"] = "gc"
+    page["blocks"][0]["attrs"]["shape"] = [1, h, h, c]
+    page["blocks"][1]["attrs"]["shape"] = [3, 3, c, c]
+    return page
+
+
 class TestTeach(ServeCase):
-    """POST /api/pages/{name}/explain, /gradcheck and /grad (apps/server/teach_routes.c)."""
+    """POST /api/pages/{name}/explain, /gradcheck and /grad (apps/server/teach_routes.c):
+    explain and gradcheck are jobs on the run workers (202, then the run's events)."""
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
         page = teach_page(stride=2)
         page["name"] = "grads"
-        with open(os.path.join(cls.pages, "grads.json"), "w") as f:
-            json.dump(page, f)
+        for name, pg in (("grads", page), ("grads2", page), ("gclong", gradcheck_page(48))):
+            with open(os.path.join(cls.pages, name + ".json"), "w") as f:
+                json.dump(pg, f)
+
+    def job(self, page, act, body, ws, status=202):
+        """Start a job; its run id and events (run_started ... the terminal one)."""
+        st, j, _ = self.api("POST", "/api/pages/%s/%s" % (page, act), body,
+                            headers={"X-Blockflow-Client": ws.client})
+        self.assertEqual(st, status, j)
+        self.assertEqual((j["kind"], j["page"]), (act, page))
+        evs = ws.run_events(j["run_id"], timeout=300 * SLOW)
+        self.assertEqual(evs[0]["type"], "run_started")
+        self.assertEqual(evs[0]["kind"], act)
+        self.assertEqual(len(evs), 2, evs)  # no block events: one terminal event
+        return j["run_id"], evs
 
     def test_explain(self):
-        st, j, _ = self.api("POST", "/api/pages/grads/explain",
-                            {"block": "y", "index": [0, 3, 3, 1], "max_terms": 2})
-        self.assertEqual(st, 200, j)
+        ws = self.ws()
+        rid, evs = self.job("grads", "explain",
+                            {"block": "y", "index": [0, 3, 3, 1], "max_terms": 2}, ws)
+        self.assertEqual(evs[-1]["type"], "explain_finished")
+        j = evs[-1]["result"]
         self.assertEqual(j["padding"], {"mode": "SAME", "top": 0, "bottom": 1, "left": 0,
                                         "right": 1, "odd": ["bottom", "right"]})
         self.assertEqual(j["n_terms"], 4)  # 9 taps, 5 of them in the padding
@@ -771,37 +797,129 @@ class TestTeach(ServeCase):
         self.assertEqual(j["terms"][0]["a"]["tensor"], "input")
         self.assertEqual(j["terms"][0]["b"]["tensor"], "filter")
         self.assertLessEqual(abs(j["sum"] - j["value"]), 2e-6 * j["abs_sum"])
-        for body, code in (({"block": "y", "index": [0, 4, 0, 0]}, 422),
-                           ({"block": "nope", "index": [0, 0, 0, 0]}, 404),
-                           ({"block": "x", "index": [0, 0, 0, 0]}, 422),
+        # the same terminal event, result included, while the run is kept
+        st, got, _ = self.api("GET", "/api/runs/%s/result" % rid)
+        self.assertEqual((st, got), (200, evs[-1]))
+        self.assertEqual(self.api("GET", "/api/runs/r999999/result")[0], 404)
+        # what needs no kernel is answered at once
+        for body, code in (({"block": "nope", "index": [0, 0, 0, 0]}, 404),
                            ({"block": "y", "index": "0"}, 400),
+                           ({"block": "y", "index": [0, 0, 0, 0], "port": 3}, 400),
                            ({"index": [0, 0, 0, 0]}, 400)):
             st, j, _ = self.api("POST", "/api/pages/grads/explain", body)
             self.assertEqual(st, code, (body, j))
             self.assertIn("error", j)
+        # what the library finds ends the job with run_failed
+        for body, code in (({"block": "y", "index": [0, 4, 0, 0]}, "bad_index"),
+                           ({"block": "x", "index": [0, 0, 0, 0]}, "unsupported")):
+            rid, evs = self.job("grads", "explain", body, ws)
+            self.assertEqual(evs[-1]["type"], "run_failed", evs)
+            self.assertEqual(evs[-1]["error"]["code"], code, evs)
+            self.assertEqual(self.api("GET", "/api/runs/%s/result" % rid)[1], evs[-1])
 
     def test_grad_then_gradcheck(self):
-        st, j, _ = self.api("POST", "/api/pages/grads/gradcheck", {"block": "y", "gpu": True})
-        self.assertEqual(st, 200, j)
+        ws = self.ws()
+        _, evs = self.job("grads2", "gradcheck", {"block": "y", "gpu": True}, ws)
+        self.assertEqual(evs[-1]["type"], "gradcheck_finished", evs)
+        j = evs[-1]["result"]
         self.assertTrue(j["pass"], j)
         self.assertEqual(sorted(c["wrt"] for c in j["checks"]), ["filter", "input"])
         self.assertIn("available", j["gpu"])
-        st, j, _ = self.api("POST", "/api/pages/grads/grad", {"block": "y"})
+        st, j, _ = self.api("POST", "/api/pages/grads2/grad", {"block": "y"})
         self.assertEqual(st, 200, j)
         self.assertEqual(j["created"]["gradients"], {"filter": "y_grad_filter",
                                                      "input": "y_grad_input"})
         self.assertIn("y_grad_input", j["page"]["blocks"])
-        st, j, _ = self.api("POST", "/api/pages/grads/gradcheck", {"block": "y_grad_filter"})
-        self.assertEqual(st, 422, j)  # its out_backprop is a Placeholder not fed yet
-        st, j, _ = self.api("POST", "/api/pages/grads/grad", {"block": "y", "dy": "y"})
+        _, evs = self.job("grads2", "gradcheck", {"block": "y_grad_filter"}, ws)
+        self.assertEqual(evs[-1]["type"], "run_failed", evs)  # out_backprop: a Placeholder
+        st, j, _ = self.api("POST", "/api/pages/grads2/grad", {"block": "y", "dy": "y"})
         self.assertEqual(st, 200, j)
-        st, j, _ = self.api("POST", "/api/pages/grads/gradcheck",
-                            {"block": j["created"]["gradients"]["input"]})
-        self.assertEqual(st, 200, j)
+        _, evs = self.job("grads2", "gradcheck",
+                          {"block": j["created"]["gradients"]["input"]}, ws)
+        j = evs[-1]["result"]
         self.assertTrue(j["pass"], j)
         self.assertEqual(j["forward"], "y")
-        st, j, _ = self.api("POST", "/api/pages/grads/grad", {"block": "x"})
+        st, j, _ = self.api("POST", "/api/pages/grads2/grad", {"block": "x"})
         self.assertEqual(st, 422, j)
+
+    def test_long_gradcheck_blocks_nobody_then_cancel(self):
+        ws = self.ws()
+        other = self.ws()
+        body = {"block": "y", "samples": 1024}
+        t0 = time.time()
+        st, j, _ = self.api("POST", "/api/pages/gclong/gradcheck", body,
+                            headers={"X-Blockflow-Client": ws.client})
+        self.assertEqual(st, 202, j)
+        rid = j["run_id"]
+        self.assertEqual(ws.recv_json(timeout=60 * SLOW)["type"], "run_started")
+        # meanwhile: health, another page's explain, and the busy page's refusals
+        lat = []
+        for _ in range(3):
+            t = time.time()
+            self.assertEqual(self.api("GET", "/api/health")[0], 200)
+            lat.append(time.time() - t)
+        t = time.time()
+        st, j, _ = self.api("POST", "/api/pages/grads/explain",
+                            {"block": "y", "index": [0, 0, 0, 0]},
+                            headers={"X-Blockflow-Client": other.client})
+        self.assertEqual(st, 202, j)
+        evs = other.run_events(j["run_id"], timeout=60 * SLOW)
+        self.assertEqual(evs[-1]["type"], "explain_finished")
+        lat.append(time.time() - t)
+        for act, b in (("gradcheck", body), ("explain", {"block": "y", "index": [0, 0, 0, 0]}),
+                       ("run", {}), ("grad", {"block": "y"})):
+            st, j, _ = self.api("POST", "/api/pages/gclong/" + act, b)
+            self.assertEqual((st, j["error"]["code"]), (409, "busy"), act)
+        st, j, _ = self.api("GET", "/api/runs/%s/result" % rid)
+        self.assertEqual((st, j["error"]["code"]), (409, "busy"))
+        evs = ws.run_events(rid, timeout=300 * SLOW)
+        duration = time.time() - t0
+        self.assertEqual(evs[-1]["type"], "gradcheck_finished", evs)
+        self.assertTrue(evs[-1]["result"]["pass"], evs[-1])
+        # every other request took a small part of the job's time
+        self.assertLess(max(lat), duration / 5, (lat, duration))
+        # the same job again, cancelled: it stops long before it would have finished
+        st, j, _ = self.api("POST", "/api/pages/gclong/gradcheck", body,
+                            headers={"X-Blockflow-Client": ws.client})
+        rid = j["run_id"]
+        self.assertEqual(ws.recv_json(timeout=60 * SLOW)["type"], "run_started")
+        time.sleep(duration / 10)
+        t = time.time()
+        st, j, _ = self.api("POST", "/api/runs/%s/cancel" % rid)
+        self.assertEqual((st, j["cancelled"]), (202, True))
+        evs = ws.run_events(rid, timeout=300 * SLOW)
+        self.assertEqual(evs[-1]["type"], "run_cancelled", evs)
+        self.assertEqual(evs[-1]["error"]["status"], "ECANCELED", evs)
+        self.assertLess(time.time() - t, duration / 3)
+        self.assertEqual(self.api("GET", "/api/runs/%s/result" % rid)[1], evs[-1])
+        # the page is free again
+        self.assertEqual(self.api("POST", "/api/pages/gclong/explain",
+                                  {"block": "y", "index": [0, 0, 0, 0]})[0], 202)
+
+    def test_cancel_before_it_starts_and_run_limit(self):
+        srv = Server(BINARY, self.pages, extra=("--workers", "1", "--max-runs", "2"))
+        try:
+            ws = WebSocket(srv.port, token=srv.token)
+            hdr = {"X-Blockflow-Client": ws.client}
+            body = {"block": "y", "samples": 1024}
+            st, a, _ = srv.request("POST", "/api/pages/gclong/gradcheck", body, headers=hdr)
+            self.assertEqual(st, 202, a)
+            st, b, _ = srv.request("POST", "/api/pages/grads/gradcheck", {"block": "y"},
+                                   headers=hdr)
+            self.assertEqual(st, 202, b)  # queued behind the first (one worker)
+            st, j, _ = srv.request("POST", "/api/pages/grads2/explain",
+                                   {"block": "y", "index": [0, 0, 0, 0]}, headers=hdr)
+            self.assertEqual((st, j["error"]["code"]), (429, "limit"))
+            for rid in (b["run_id"], a["run_id"]):
+                st, j, _ = srv.request("POST", "/api/runs/%s/cancel" % rid)
+                self.assertEqual(st, 202, j)
+            for rid in (a["run_id"], b["run_id"]):
+                evs = ws.run_events(rid, timeout=120 * SLOW)
+                self.assertEqual([e["type"] for e in evs], ["run_started", "run_cancelled"])
+            ws.close()
+        finally:
+            rc, err = srv.stop()
+            self.assertEqual(rc, 0, err)
 
 
 if __name__ == "__main__":
