@@ -101,3 +101,20 @@ test('the output-size text uses the block\'s numbers and the server\'s answer', 
   assert.deepEqual(strideDilation({strides: [1, 2, 3, 1]}, 'NHWC'),
                    {sh: 2, sw: 3, dh: 1, dw: 1});
 });
+
+test('a small constant gets a grid per slice, laid out as it is wired', async () => {
+  const {constGrid, constLayout, flatIndex} = await import('../src/model/teach.js');
+  const page = {blocks: [{id: 'x', type: 'Const'}, {id: 'w', type: 'Const'},
+                         {id: 'y', type: 'DepthwiseConv2dNative', inputs: {input: 'x', filter: 'w'},
+                          attrs: {data_format: 'NCHW'}}]};
+  assert.equal(constLayout(page, 'w'), 'HWCM');
+  assert.equal(constLayout(page, 'x'), 'NCHW');
+  assert.equal(constLayout(page, 'y'), 'NHWC');
+  const g = constGrid([1, 2, 3, 3], 1, 'NCHW');
+  assert.equal(g.values.length, 18);
+  assert.deepEqual(g.tables.map((t) => t.label), ['batch 0, channel 0', 'batch 0, channel 1']);
+  assert.equal(flatIndex([1, 2, 3, 3], [0, 1, 2, 0]), 15);
+  assert.equal(constGrid([9, 9], 0, 'NHWC'), null, 'more than 64 elements');
+  assert.equal(constGrid([2], [1, 2, 3], 'NHWC'), null, 'a value that does not fit');
+  assert.equal(constGrid([2, 2], [1, 2, 3, 4], 'NHWC').tables.length, 1);
+});

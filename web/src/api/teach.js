@@ -23,6 +23,7 @@ export class JobEvents {
     this.keep = keep;
     this.done = new Map();    /* run id -> terminal event (the last `keep`) */
     this.waiters = new Map(); /* run id -> [resolve] */
+    this.connected = false;   /* the WebSocket is open: set by its owner */
   }
 
   /** Feed one event; true when it was a terminal event. */
@@ -80,7 +81,8 @@ async function resultOf(api, ev) {
 /**
  * The result of a teaching call answered {status, data}: data itself for 200, else (202) the
  * job's result. opts.onStarted(runId) is called for a job; opts.pollMs (default 1500) paces
- * the fallback poll. The result carries `run_id` (non-enumerable) when it came from a job:
+ * the fallback poll while the socket is down (every 10 s while it is up, in case an event is
+ * lost: a 409 answer shows as an error in a browser's console). The result carries `run_id` (non-enumerable) when it came from a job:
  * that run holds the block's and its inputs' tensors (GET /api/runs/{id}/tensors/...).
  */
 export async function awaitJob(api, events, {status, data}, opts = {}) {
@@ -92,7 +94,7 @@ export async function awaitJob(api, events, {status, data}, opts = {}) {
   try {
     const ev = await Promise.race([
       w.promise,
-      pollResult(api, id, opts.pollMs ?? 1500, ctl).then((e) => e || new Promise(() => {})),
+      pollResult(api, id, opts.pollMs ?? (events && events.connected ? 10000 : 1500), ctl).then((e) => e || new Promise(() => {})),
     ]);
     let result = await resultOf(api, ev);
     if (result && typeof result === 'object' && !Array.isArray(result)) {
@@ -105,6 +107,48 @@ export async function awaitJob(api, events, {status, data}, opts = {}) {
     clearTimeout(ctl.timer);
     if (ctl.wake) ctl.wake();
     w.stop();
+  }
+}
+
+/**
+ * One thing at a time on an open page: its runs, the teaching jobs and the tensor reads of a
+ * job's run go in turn (a job or run makes the page busy: a read meanwhile gets 410, a job
+ * 409). A read of a run that is no longer the newest job's is skipped (it resolves to null).
+ * `running` is true from a page run's request to its last event (set by the page's owner).
+ */
+export class Gate {
+  constructor() {
+    this.chain = Promise.resolve();
+    this.current = null;
+    this.running = false;
+    this.jobSinceRun = false; /* a job replaced the last page run's tensors */
+  }
+  /** The page was edited: the last run's and job's tensors are gone (the server says 410). */
+  stale() {
+    this.current = null;
+    this.jobSinceRun = true;
+  }
+
+  /** Start a page run: no read of an earlier job's tensors after this. */
+  run(fn) {
+    this.running = true;
+    this.current = null;
+    this.jobSinceRun = false;
+    return this.serial(fn).catch((e) => { this.running = false; throw e; });
+  }
+  serial(fn) {
+    const p = this.chain.then(fn, fn);
+    this.chain = p.catch(() => {});
+    return p;
+  }
+  read(runId, fn) { return this.serial(() => (runId === this.current ? fn() : null)); }
+  job(fn) {
+    this.jobSinceRun = true;
+    return this.serial(async () => {
+      const r = await fn();
+      if (r && r.run_id && !this.running) this.current = r.run_id;
+      return r;
+    });
   }
 }
 

@@ -146,3 +146,51 @@ export function depthwiseChannel(k, M) {
 export function sumOfProducts(result) {
   return (result && result.terms ? result.terms : []).reduce((s, t) => s + t.a.value * t.b.value, 0);
 }
+
+/**
+ * The layout to show a constant's values in, from where it is wired: the filter of a
+ * convolution is HWIO (depthwise HWCM), an activation follows its block's data_format.
+ */
+export function constLayout(page, id) {
+  for (const b of (page && page.blocks) || []) {
+    for (const [port, src] of Object.entries(b.inputs || {})) {
+      if (String(src).split(':')[0] !== id || !isTeachable(b.type)) continue;
+      if (port === 'filter') return isDepthwise(b.type) ? 'HWCM' : 'HWIO';
+      if (port === 'input' || port === 'out_backprop') return tensorLayout(b.type, b.attrs, port);
+    }
+  }
+  return 'NHWC';
+}
+
+/**
+ * The editable grid of a small constant: null unless `value` is a number or a flat list and
+ * the shape has 1..64 elements. Else {values (flat, the scalar broadcast), tables: [{label,
+ * picks, spec}]}: one row x column table per combination of the other axes.
+ */
+export function constGrid(shape, value, layout, max = 64) {
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) return null;
+  const n = shape.reduce((a, d) => a * d, 1);
+  if (n < 1 || n > max) return null;
+  let values;
+  if (typeof value === 'number') values = new Array(n).fill(value);
+  else if (Array.isArray(value) && value.length === n && value.every((v) => typeof v === 'number')) values = value.slice();
+  else if (value === undefined || value === null) values = new Array(n).fill(0);
+  else return null;
+  const base = sliceSpec(shape, layout);
+  const tables = [];
+  const walk = (k, picks) => {
+    if (k === base.pickers.length) {
+      const spec = sliceSpec(shape, layout, picks);
+      tables.push({label: spec.pickers.map((p) => `${p.name} ${p.index}`).join(', '), picks, spec});
+      return;
+    }
+    for (let i = 0; i < base.pickers[k].size; i++) walk(k + 1, {...picks, [base.pickers[k].axis]: i});
+  };
+  walk(0, {});
+  return {values, tables};
+}
+
+/** The flat (row-major) offset of `index` in `shape`. */
+export function flatIndex(shape, index) {
+  return index.reduce((f, v, i) => f * shape[i] + v, 0);
+}
