@@ -165,6 +165,7 @@ try {
   await page.locator('[data-testid="grid-same"] g[data-index="0,2,1,0"]').hover();
   await page.getByTestId('sum-line').filter({hasText: 'same[0, 2, 1, 0]'}).waitFor();
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="tap-x"]').length === 4);
+  await pv.scrollIntoViewIfNeeded();
   await shot('padding-view-same-odd');
 
   /* 6. type a number into the constant x: the page re-runs and the explanation follows */

@@ -312,6 +312,7 @@ export default function TeachPanel({api, events, gate, docName, block, check, ru
                            elements={by[t] || []} tone={side} note={chanNote(layout)} />
               ) : null;
             })}
+            <TermsTable result={result} blockId={block.id} />
             {actSpec && <PaddingSlice api={api} gate={gate} runId={runId} spec={actSpec} layout={actLayout}
                                       taps={actTaps} padding={pad} formula={formula}
                                       nPadded={result.n_padded}
@@ -321,7 +322,6 @@ export default function TeachPanel({api, events, gate, docName, block, check, ru
                                       tapsLabel={actName === 'output' ? 'the clicked element'
                                         : 'taps of this element (numbered as the terms)'} />}
           </div>
-          <TermsTable result={result} blockId={block.id} />
         </>
       )}
     </div>
