@@ -83,11 +83,20 @@ const lit = (name) => page.locator(`[data-testid="lit-${name}"]`).evaluateAll((e
   els.map((e) => ({index: e.dataset.index, value: Number(e.dataset.value),
                    term: Number(e.dataset.term)})));
 
+/* select a block: show the Problems tab (a smaller panel) and fit the page in view first */
+async function select(id) {
+  await page.getByRole('tab', {name: /Problems/}).click();
+  await page.locator('.react-flow__controls-fitview').click();
+  await page.getByTestId(`block-${id}`).click();
+  await page.getByRole('heading', {level: 2}).first().waitFor();
+  assert.equal(await page.getByTestId('block-id').inputValue(), id, `${id} is selected`);
+}
+
 async function openTeach(pageName, block) {
   await page.goto(`http://127.0.0.1:${port}/`);
   await page.getByRole('button', {name: pageName}).click();
   await page.getByTestId(`block-${block}`).waitFor();
-  await page.getByTestId(`block-${block}`).click();
+  await select(block);
   await page.getByTestId('teach-tab').click();
   await page.getByTestId('terms-table').waitFor();
 }
@@ -130,7 +139,7 @@ try {
   await shot('backprop-filter-contributions');
 
   /* 3. BackpropInput: dX[0,2,2,0] from out_backprop x filter */
-  await page.getByTestId('block-dx').click();
+  await select('dx');
   await page.getByTestId('teach-tab').click();
   await page.getByTestId('sum-line').filter({hasText: 'dx[0, 0, 0, 0]'}).waitFor();
   await clickAndCheck('dx', [0, 2, 2, 0], 'out_backprop', 'filter');
@@ -160,8 +169,8 @@ try {
   await page.locator('[data-testid="grid-same"] g[data-index="0,4,4,0"]').hover();
   await page.getByTestId('sum-line').filter({hasText: 'same[0, 4, 4, 0] = 25'}).waitFor();
   await page.getByTestId('sum-line').filter({hasText: '3 taps fell in the padding'}).waitFor();
-  assert.deepEqual(await pv.locator('[data-testid="tap-x"]').evaluateAll((els) =>
-    els.map((e) => e.dataset.index)), ['0,4,4,0']);
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="tap-x"]')]
+    .map((e) => e.dataset.index).join(' ') === '0,4,4,0');
   await page.locator('[data-testid="grid-same"] g[data-index="0,2,1,0"]').hover();
   await page.getByTestId('sum-line').filter({hasText: 'same[0, 2, 1, 0]'}).waitFor();
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="tap-x"]').length === 4);
@@ -171,13 +180,13 @@ try {
   /* 6. type a number into the constant x: the page re-runs and the explanation follows */
   await page.getByRole('button', {name: '▶ Run', exact: true}).click();
   await page.getByTestId('run-state').filter({hasText: 'finished'}).waitFor();
-  await page.getByTestId('block-x').click();
+  await select('x');
   await page.getByRole('button', {name: 'Dismiss'}).click();
   const c00 = page.getByTestId('cell-x[0,0,0,0]');
   await c00.fill('100');
   await c00.press('Enter');
   await page.getByTestId('message').filter({hasText: 'Run finished'}).waitFor();
-  await page.getByTestId('block-same').click();
+  await select('same');
   await page.getByTestId('teach-tab').click();
   await page.locator('[data-testid="grid-same"] g[data-index="0,0,0,0"]').click();
   /* same[0,0,0,0] = 100*1 + 2*2 + 6*3 + 7*4 = 150 */
