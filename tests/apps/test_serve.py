@@ -896,6 +896,27 @@ class TestTeach(ServeCase):
         self.assertEqual(self.api("POST", "/api/pages/gclong/explain",
                                   {"block": "y", "index": [0, 0, 0, 0]})[0], 202)
 
+    def test_large_result_is_fetched_not_pushed(self):
+        srv = Server(BINARY, self.pages, extra=("--max-ws-queue", "16K"))
+        try:
+            ws = WebSocket(srv.port, token=srv.token)
+            st, j, _ = srv.request("POST", "/api/pages/gclong/explain",
+                                   {"block": "y", "index": [0, 5, 5, 3]},
+                                   headers={"X-Blockflow-Client": ws.client})
+            self.assertEqual(st, 202, j)
+            evs = ws.run_events(j["run_id"], timeout=120 * SLOW)
+            self.assertEqual(evs[-1]["type"], "explain_finished")
+            self.assertTrue(evs[-1]["result_omitted"])  # 144 terms: more than 8 KiB
+            self.assertNotIn("result", evs[-1])
+            st, got, _ = srv.request("GET", "/api/runs/%s/result" % j["run_id"])
+            self.assertEqual(st, 200)
+            self.assertEqual(got["result"]["n_terms"], 3 * 3 * 16)
+            self.assertEqual(len(got["result"]["terms"]), 144)
+            ws.close()
+        finally:
+            rc, err = srv.stop()
+            self.assertEqual(rc, 0, err)
+
     def test_cancel_before_it_starts_and_run_limit(self):
         srv = Server(BINARY, self.pages, extra=("--workers", "1", "--max-runs", "2"))
         try:
