@@ -20,6 +20,11 @@ export class Api {
   }
 
   async req(method, path, body) {
+    return (await this.reqFull(method, path, body)).data;
+  }
+
+  /** The answer as {status, data}: for calls whose 200 and 202 mean different things. */
+  async reqFull(method, path, body) {
     const headers = {};
     if (this.client) headers['X-Blockflow-Client'] = this.client;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -30,7 +35,7 @@ export class Api {
     const type = r.headers.get('content-type') || '';
     const data = type.startsWith('application/json') ? await r.json() : await r.text();
     if (!r.ok) throw new ApiError(r.status, typeof data === 'object' ? data : {});
-    return data;
+    return {status: r.status, data};
   }
 
   page(name) { return `/api/pages/${encodeURIComponent(name)}`; }

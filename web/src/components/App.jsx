@@ -10,6 +10,7 @@
 import React, {useCallback, useEffect, useMemo, useRef, useState} from 'react';
 import {ReactFlowProvider} from '@xyflow/react';
 import {Api, ApiError, connectEvents} from '../api.js';
+import {Gate, JobEvents, addGradients as addGradientsCall} from '../api/teach.js';
 import {indexCatalog, initialAttrs, freshId} from '../model/catalog.js';
 import {applyEdits, copyBlocks, diffPages, emptyPage, pasteBlocks,
         parseSource} from '../model/page.js';
@@ -46,6 +47,8 @@ export default function App() {
   const queue = useRef(null);
   const clipboard = useRef(null);
   const runRef = useRef(null);
+  const jobEvents = useRef(new JobEvents()); /* the teaching jobs' events (explain, gradcheck) */
+  const gate = useRef(new Gate()); /* page runs and teaching jobs, in turn */
   pageRef.current = page;
   docRef.current = doc;
   runRef.current = run;
@@ -71,15 +74,28 @@ export default function App() {
     });
     refreshLists();
     return connectEvents({
-      onHello: (client) => { api.client = client; setWsState('open'); },
+      onHello: (client) => {
+        api.client = client;
+        jobEvents.current.connected = true;
+        setWsState('open');
+      },
       onEvent: (ev) => onRunEvent(ev),
-      onState: (s) => setWsState(s === 'open' ? 'open' : 'closed'),
+      onState: (s) => {
+        if (s !== 'open') jobEvents.current.connected = false;
+        setWsState(s === 'open' ? 'open' : 'closed');
+      },
     });
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
 
   /* ---- run events ------------------------------------------------------------------- */
   const onRunEvent = (ev) => {
+    /* a teaching job (it names its kind) is not the page's run: the Teach tab waits for it */
+    if (ev.kind) {
+      jobEvents.current.push(ev);
+      return;
+    }
+    if (/^run_(finished|failed|cancelled)$/.test(ev.type)) gate.current.running = false;
     setRun((r) => {
       /* events may arrive before the run request's answer: the first one starts the run */
       if (!r || ev.run_id !== r.id) {
@@ -166,6 +182,7 @@ export default function App() {
     setPage(after);
     pageRef.current = after;
     setDirty(true);
+    if (edits.some((e) => e.op !== 'set_ui')) gate.current.stale();
     if (record) history.current.push(before, after, key);
     bump((n) => n + 1);
     queue.current.enqueue(edits).then((ck) => { if (ck) setCheck(ck); }).catch((e) => {
@@ -325,7 +342,7 @@ export default function App() {
     try {
       await queue.current.idle();
       if (!api.client) say('info', 'Waiting for the event connection...');
-      const res = await api.run(d.name, upTo ? [upTo] : null);
+      const res = await gate.current.run(() => api.run(d.name, upTo ? [upTo] : null));
       setRun((r) => (r && r.id === res.run_id ? {...r, upTo: upTo || null}
         : {id: res.run_id, state: 'running', status: {}, upTo: upTo || null}));
     } catch (e) {
@@ -336,6 +353,36 @@ export default function App() {
       say('error', `Run refused: ${e.message}`);
     }
   }, [say]);
+
+  /** "Add gradient blocks" on a forward block: one server call, then the page as it holds it. */
+  const addGradients = useCallback(async (id) => {
+    const d = docRef.current;
+    if (!d) return;
+    try {
+      await queue.current.idle();
+      const before = pageRef.current;
+      gate.current.stale();
+      const res = await addGradientsCall(api, d.name, id);
+      const sess = await api.getPage(d.name, true);
+      const after = sess.session_page || before;
+      setPage(after);
+      pageRef.current = after;
+      setCheck(res.page);
+      setDirty(true);
+      history.current.push(before, after, null);
+      const g = res.created.gradients || {};
+      say('ok', `Added ${res.created.blocks.join(', ')}: ${Object.entries(g).map(([k, v]) =>
+        `${v} is d/d${k}`).join(', ')}; ${res.created.dy} is the incoming gradient dy.`);
+    } catch (e) {
+      say('error', `Gradient blocks not added: ${e.message}`);
+    }
+  }, [say]);
+
+  /** A constant's grid changed: send the edit, then re-run (only what depends on it runs). */
+  const editValue = useCallback((edits, opts) => {
+    change(edits, opts);
+    if (runRef.current && runRef.current.id) startRun(null);
+  }, [change, startRun]);
 
   const cancelRun = useCallback(async () => {
     const r = runRef.current;
@@ -416,12 +463,13 @@ export default function App() {
           <BottomPanel
             api={api} page={page} problems={problems} run={run} selectedBlock={selectedBlock}
             index={index} onSelect={(id) => setSelected(id ? [id] : [])}
-            onRunTo={(id) => startRun(id)}
+            onRunTo={(id) => startRun(id)} events={jobEvents.current} gate={gate.current}
+            docName={doc && doc.name} check={check} onAddGradients={addGradients}
           />
         </div>
         <Inspector
           page={page} index={index} check={check} block={selectedBlock} files={files}
-          run={run} onChange={change} onSelect={setSelected} onRefreshFiles={refreshLists}
+          run={run} onChange={change} onEditValue={editValue} onSelect={setSelected} onRefreshFiles={refreshLists}
         />
       </div>
       {message && (

@@ -3,29 +3,43 @@
 import React, {useEffect, useState} from 'react';
 import ProblemsPanel from './ProblemsPanel.jsx';
 import TensorView from './TensorView.jsx';
+import TeachPanel from './TeachPanel.jsx';
+import {isTeachable} from '../model/teach.js';
 
 export default function BottomPanel({api, page, problems, run, selectedBlock, index, onSelect,
-                                     onRunTo}) {
+                                     onRunTo, events, gate, docName, check, onAddGradients}) {
   const [tab, setTab] = useState('problems');
+  const teachable = selectedBlock && isTeachable(selectedBlock.type);
+  const shown = tab === 'teach' && !teachable ? 'output' : tab;
   const errors = problems.filter((p) => p.severity !== 'warning').length;
   useEffect(() => {
-    if (run && run.state === 'finished' && selectedBlock) setTab('output');
+    if (run && run.state === 'finished' && selectedBlock && tab !== 'teach') setTab('output');
   }, [run && run.state, selectedBlock && selectedBlock.id]);
   if (!page) return null;
   return (
-    <section className="bottom" aria-label="Problems and output">
+    <section className={`bottom ${shown === 'teach' ? 'bottom-teach' : ''}`}
+             aria-label="Problems and output">
       <div className="tabs" role="tablist">
-        <button role="tab" aria-selected={tab === 'problems'} onClick={() => setTab('problems')}>
+        <button role="tab" aria-selected={shown === 'problems'} onClick={() => setTab('problems')}>
           Problems {errors ? <span className="count bad">{errors}</span> : <span className="count ok">0</span>}
         </button>
-        <button role="tab" aria-selected={tab === 'output'} onClick={() => setTab('output')}>
+        <button role="tab" aria-selected={shown === 'output'} onClick={() => setTab('output')}>
           Output {selectedBlock ? `of “${selectedBlock.id}”` : ''}
         </button>
+        {teachable && (
+          <button role="tab" aria-selected={shown === 'teach'} onClick={() => setTab('teach')}
+                  data-testid="teach-tab">
+            Teach: where “{selectedBlock.id}” comes from
+          </button>
+        )}
       </div>
       <div className="tab-body">
-        {tab === 'problems'
+        {shown === 'problems'
           ? <ProblemsPanel problems={problems} onSelect={onSelect} />
-          : <TensorView api={api} run={run} block={selectedBlock} index={index}
+          : shown === 'teach'
+          ? <TeachPanel key={`${docName}/${selectedBlock.id}`} api={api} events={events} gate={gate} docName={docName} block={selectedBlock}
+                        check={check} run={run} onAddGradients={onAddGradients} />
+          : <TensorView gate={gate} api={api} run={run} block={selectedBlock} index={index}
                         onRunTo={onRunTo} />}
       </div>
     </section>

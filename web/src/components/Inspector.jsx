@@ -7,6 +7,7 @@ import {attrWidgets} from '../model/catalog.js';
 import {parseSource} from '../model/page.js';
 import AttrField from './AttrField.jsx';
 import DocToggle from './DocToggle.jsx';
+import ConstGrid from './ConstGrid.jsx';
 
 function TextCommit({label, value, onCommit, multiline, testid}) {
   const [v, setV] = useState(value || '');
@@ -19,7 +20,7 @@ function TextCommit({label, value, onCommit, multiline, testid}) {
 }
 
 export default function Inspector({page, index, check, block, files, onChange, onSelect,
-                                   onRefreshFiles}) {
+                                   onRefreshFiles, onEditValue}) {
   if (!page || !index) {
     return <aside className="inspector" aria-label="Inspector"><h2>Inspector</h2>
       <p className="muted">Open a page to see its blocks here.</p></aside>;
@@ -88,6 +89,8 @@ export default function Inspector({page, index, check, block, files, onChange, o
                      [{op: 'set_attr', block: block.id, attr: w.name, value}],
                      {key: `attr:${block.id}:${w.name}`})} />
       ))}
+      {block.type === 'Const' && <ConstGrid page={page} block={block}
+                                            onEditValue={onEditValue || onChange} />}
       {info && (
         <>
           <h3>Ports</h3>

@@ -5,7 +5,7 @@ import React, {useEffect, useMemo, useState} from 'react';
 import {LAYOUT_NAMES, defaultLayout, fmt, sliceSpec} from '../model/tensor.js';
 import Heatmap from './Heatmap.jsx';
 
-export default function TensorView({api, run, block, index, onRunTo}) {
+export default function TensorView({api, run, block, index, onRunTo, gate}) {
   const entry = block && index ? index.byType.get(block.type) : null;
   const outputs = entry ? entry.outputs.map((o) => o.name) : ['output'];
   const [port, setPort] = useState(outputs[0]);
@@ -15,7 +15,9 @@ export default function TensorView({api, run, block, index, onRunTo}) {
   const [picks, setPicks] = useState({});
   const [win, setWin] = useState(null);
   const spec = block ? (port === outputs[0] ? block.id : `${block.id}:${port}`) : null;
-  const ready = run && run.id && run.state === 'finished';
+  /* a teaching job (explain, gradcheck) since the run replaced its tensors */
+  const replaced = !!(gate && (gate.jobSinceRun || gate.running));
+  const ready = run && run.id && run.state === 'finished' && !replaced;
 
   useEffect(() => { setPort(outputs[0]); setPicks({}); }, [block && block.id]);
   useEffect(() => { if (block) setLayout(defaultLayout(block.type, block.attrs)); },
@@ -38,6 +40,7 @@ export default function TensorView({api, run, block, index, onRunTo}) {
     return (
       <div className="muted">
         <p>{run && run.state === 'running' ? 'Running…'
+          : replaced ? 'The Teach tab ran the page since the last run: run it again to see this output.'
           : err && err.status === 410 ? 'The page changed since the last run.'
           : err && err.status === 404 ? `The last run did not compute “${block.id}”.`
           : `No result for “${block.id}” yet.`}</p>

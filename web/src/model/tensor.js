@@ -13,6 +13,8 @@ const LAYOUTS4 = {
   NHWC: {rows: 1, cols: 2, picks: [[0, 'batch'], [3, 'channel']]},
   NCHW: {rows: 2, cols: 3, picks: [[0, 'batch'], [1, 'channel']]},
   HWIO: {rows: 0, cols: 1, picks: [[2, 'in channel'], [3, 'out channel']]},
+  /* a depthwise filter [fh, fw, C, M]: output channel c*M + m reads filter [:, :, c, m] */
+  HWCM: {rows: 0, cols: 1, picks: [[2, 'channel'], [3, 'multiplier']]},
 };
 
 export const LAYOUT_NAMES = Object.keys(LAYOUTS4);
@@ -20,6 +22,7 @@ export const LAYOUT_NAMES = Object.keys(LAYOUTS4);
 /** The layout a block's 4-D output most likely has: HWIO for filter gradients, else its
  *  data_format (NHWC by default). */
 export function defaultLayout(blockType, attrs) {
+  if (/^Depthwise.*BackpropFilter$/.test(blockType || '')) return 'HWCM';
   if (/BackpropFilter$/.test(blockType || '')) return 'HWIO';
   const f = attrs && attrs.data_format;
   return f === 'NCHW' ? 'NCHW' : 'NHWC';

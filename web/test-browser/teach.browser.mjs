@@ -1,0 +1,224 @@
+// teach.browser.mjs - the teaching views of the editor (README "Teaching") end to end, in
+// Debian's Chromium driven by playwright-core, on a real `blockflow serve` with the pages of
+// examples/teach: for a Conv2DBackpropFilter and a Conv2DBackpropInput block, click an element,
+// read the lit operand cells and their values from the page and check that the products sum to
+// the clicked value; the padding view of SAME on an odd size shows the ring after the data
+// only; a constant typed into its grid re-runs the page and the explanation follows; the
+// gradient check reports a pass; "Add gradient blocks" lays the gradients out beside the
+// forward block. A screenshot of each step goes to BF_SCREENSHOTS (default
+// build/teach-screenshots). Exit 77 (ctest: skipped) without Chromium.
+import {spawn} from 'node:child_process';
+import {cpSync, existsSync, mkdirSync, mkdtempSync, rmSync} from 'node:fs';
+import {tmpdir} from 'node:os';
+import {dirname, join, resolve} from 'node:path';
+import {fileURLToPath} from 'node:url';
+import assert from 'node:assert/strict';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '../..');
+const CHROMIUM = process.env.BF_CHROMIUM || '/usr/bin/chromium';
+const BINARY = resolve(process.env.BF_BINARY || join(repo, 'build/blockflow'));
+const SHOTS = resolve(process.env.BF_SCREENSHOTS || join(repo, 'build/teach-screenshots'));
+const WEB = resolve(process.env.BF_WEB || join(repo, 'web/dist'));
+
+if (!existsSync(CHROMIUM)) {
+  console.log(`SKIPPED: ${CHROMIUM} is missing (Debian: apt-get install chromium)`);
+  process.exit(77);
+}
+if (!existsSync(join(WEB, 'index.html'))) {
+  console.error(`${WEB}/index.html is missing: run make editor`);
+  process.exit(1);
+}
+const {chromium} = await import('playwright-core');
+
+const tmp = mkdtempSync(join(tmpdir(), 'bf-teach-'));
+const pages = join(tmp, 'pages');
+mkdirSync(pages);
+for (const f of ['stride2_odd_input.json', 'valid_vs_same.json', 'finite_difference_check.json',
+                 'depthwise_multiplier2.json']) {
+  cpSync(join(repo, 'examples/teach', f), join(pages, f));
+}
+mkdirSync(SHOTS, {recursive: true});
+
+const token = 'teach-test-token-0123';
+const server = spawn(BINARY, ['serve', '--listen', '127.0.0.1:0', '--pages', pages,
+                              '--token', token, '--web', WEB, '--threads', '2'],
+                     {stdio: ['ignore', 'pipe', 'pipe']});
+let serverErr = '';
+server.stderr.on('data', (d) => { serverErr += d; });
+const port = await new Promise((ok, fail) => {
+  let out = '';
+  const t = setTimeout(() => fail(new Error('server did not start: ' + serverErr)), 30000);
+  server.stdout.on('data', (d) => {
+    out += d;
+    const m = /listening on port (\d+)/.exec(out);
+    if (m) { clearTimeout(t); ok(Number(m[1])); }
+  });
+  server.on('exit', (c) => fail(new Error(`server exited ${c}: ${serverErr}`)));
+});
+
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const page = await browser.newPage({viewport: {width: 1440, height: 900}});
+const consoleErrors = [];
+page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+page.on('pageerror', (e) => consoleErrors.push(String(e)));
+const reqLog = [];
+page.on('response', (r) => { reqLog.push(`${r.status()} ${r.request().method()} ${r.url().replace(/^http:\/\/[^/]*/, '')}`); if (r.status() >= 400) consoleErrors.push(`${r.status()} ${r.url()}`); });
+let step = 0;
+const shot = async (name) => {
+  step++;
+  const file = join(SHOTS, `${String(step).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({path: file});
+  console.log(`ok ${step} - ${name} (${file})`);
+};
+
+
+/* the lit cells of tensor `name` in the Teach tab: [{index, value, term}] */
+const lit = (name) => page.locator(`[data-testid="lit-${name}"]`).evaluateAll((els) =>
+  els.map((e) => ({index: e.dataset.index, value: Number(e.dataset.value),
+                   term: Number(e.dataset.term)})));
+
+/* select a block: show the Problems tab (a smaller panel) and fit the page in view first */
+async function select(id) {
+  await page.getByRole('tab', {name: /Problems/}).click();
+  await page.locator('.react-flow__controls-fitview').click();
+  await page.getByTestId(`block-${id}`).click();
+  await page.getByRole('heading', {level: 2}).first().waitFor();
+  assert.equal(await page.getByTestId('block-id').inputValue(), id, `${id} is selected`);
+}
+
+async function openTeach(pageName, block) {
+  await page.goto(`http://127.0.0.1:${port}/`);
+  await page.getByRole('button', {name: pageName}).click();
+  await page.getByTestId(`block-${block}`).waitFor();
+  await select(block);
+  await page.getByTestId('teach-tab').click();
+  await page.getByTestId('terms-table').waitFor();
+}
+
+/* click element `index` of the block's map; check what lights up against the terms */
+async function clickAndCheck(block, index, a, b) {
+  const cell = page.locator(`[data-testid="grid-${block}"] g[data-index="${index.join(',')}"]`);
+  const clicked = Number(await cell.getAttribute('data-value'));
+  await cell.click();
+  await page.getByTestId('sum-line').filter({hasText: `${block}[${index.join(', ')}] =`}).waitFor();
+  await page.getByTestId('explain-busy').waitFor({state: 'detached'});
+  await page.waitForFunction((n) => document.querySelectorAll(`[data-testid="lit-${n}"]`).length > 0, a);
+  const rows = await page.getByTestId('term').count();
+  const la = await lit(a);
+  const lb = await lit(b);
+  assert.equal(la.length, rows, `${a}: one lit cell per term`);
+  assert.equal(lb.length, rows, `${b}: one lit cell per term`);
+  let sum = 0;
+  for (let k = 0; k < rows; k++) {
+    const x = la.find((c) => c.term === k);
+    const y = lb.find((c) => c.term === k);
+    assert.ok(x && y, `term ${k} lit on both operands`);
+    sum += x.value * y.value;
+  }
+  assert.ok(Math.abs(sum - clicked) <= 1e-4 * Math.max(1, Math.abs(clicked)),
+            `${block}[${index}] = ${clicked}: the lit products sum to ${sum}`);
+  console.log(`ok - ${block}[${index}] = ${clicked} = sum of ${rows} lit products ${a} x ${b}`);
+  return {clicked, rows};
+}
+
+let failed = false;
+try {
+  /* 1. open with the token */
+  await page.goto(`http://127.0.0.1:${port}/?token=${token}`);
+  await page.getByRole('button', {name: 'stride2_odd_input'}).waitFor();
+
+  /* 2. BackpropFilter: click dW[1,0,0,0]; its input and out_backprop elements light up */
+  await openTeach('stride2_odd_input', 'dw');
+  await clickAndCheck('dw', [1, 0, 0, 0], 'input', 'out_backprop');
+  await shot('backprop-filter-contributions');
+
+  /* 3. BackpropInput: dX[0,2,2,0] from out_backprop x filter */
+  await select('dx');
+  await page.getByTestId('teach-tab').click();
+  await page.getByTestId('sum-line').filter({hasText: 'dx[0, 0, 0, 0]'}).waitFor();
+  await clickAndCheck('dx', [0, 2, 2, 0], 'out_backprop', 'filter');
+  await clickAndCheck('dx', [0, 3, 2, 0], 'out_backprop', 'filter');
+  await shot('backprop-input-contributions');
+
+  /* 4. depthwise filter gradient: per channel and multiplier */
+  await openTeach('depthwise_multiplier2', 'dw');
+  const own = page.locator('.tensor-map').first(); /* dW [fh, fw, C, M]: pick c = 1, m = 1 */
+  await own.getByLabel('channel', {exact: true}).fill('1');
+  await own.getByLabel('multiplier').fill('1');
+  await clickAndCheck('dw', [1, 0, 1, 1], 'input', 'out_backprop');
+  await page.getByTestId('depthwise-note').filter({hasText: 'channel 3 = input channel 1 × 2 + multiplier 1'}).waitFor();
+  await shot('depthwise-filter-gradient');
+
+  /* 5. the padding view: SAME on a 5x5 image with a 2x2 filter pads 0 before, 1 after */
+  await openTeach('valid_vs_same', 'same');
+  const pv = page.getByTestId('padding-view');
+  await pv.getByTestId('padding-text').filter({hasText: 'top 0, bottom 1, left 0, right 1'}).waitFor();
+  const ring = await pv.locator('[data-testid^="ring-"]').evaluateAll((els) =>
+    els.map((e) => [e.dataset.testid, Number(e.dataset.row), Number(e.dataset.col)]));
+  assert.equal(ring.length, 11, 'one row below and one column right of 5x5: 6+6-1 cells');
+  assert.ok(ring.every(([, r, c]) => r === 5 || c === 5), 'the ring is after the data only');
+  assert.ok(ring.every(([k]) => k === 'ring-odd'), "every ring cell is SAME's odd pixel");
+  await pv.getByTestId('size-formula').filter({hasText: 'height: out = ⌈in / stride⌉ = ⌈5 / 1⌉ = 5'}).waitFor();
+  /* the bottom-right output reads one data pixel; three taps fell in the padding */
+  await page.locator('[data-testid="grid-same"] g[data-index="0,4,4,0"]').hover();
+  await page.getByTestId('sum-line').filter({hasText: 'same[0, 4, 4, 0] = 25'}).waitFor();
+  await page.getByTestId('sum-line').filter({hasText: '3 taps fell in the padding'}).waitFor();
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="tap-x"]')]
+    .map((e) => e.dataset.index).join(' ') === '0,4,4,0');
+  await page.locator('[data-testid="grid-same"] g[data-index="0,2,1,0"]').hover();
+  await page.getByTestId('sum-line').filter({hasText: 'same[0, 2, 1, 0]'}).waitFor();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="tap-x"]').length === 4);
+  await pv.scrollIntoViewIfNeeded();
+  await shot('padding-view-same-odd');
+
+  /* 6. type a number into the constant x: the page re-runs and the explanation follows */
+  await page.getByRole('button', {name: '▶ Run', exact: true}).click();
+  await page.getByTestId('run-state').filter({hasText: 'finished'}).waitFor();
+  await select('x');
+  await page.getByRole('button', {name: 'Dismiss'}).click();
+  const c00 = page.getByTestId('cell-x[0,0,0,0]');
+  await c00.fill('100');
+  await c00.press('Enter');
+  await page.getByTestId('message').filter({hasText: 'Run finished'}).waitFor();
+  await select('same');
+  await page.getByTestId('teach-tab').click();
+  await page.locator('[data-testid="grid-same"] g[data-index="0,0,0,0"]').click();
+  /* same[0,0,0,0] = 100*1 + 2*2 + 6*3 + 7*4 = 150 */
+  await page.getByTestId('sum-line').filter({hasText: 'same[0, 0, 0, 0] = 150'}).waitFor();
+  await shot('constant-edited');
+
+  /* 7. Add gradient blocks beside the forward block */
+  await page.getByTestId('add-gradients').click();
+  await page.getByTestId('block-same_grad_filter').waitFor();
+  await page.getByTestId('block-same_grad_input').waitFor();
+  const f = await page.getByTestId('block-same').boundingBox();
+  const g = await page.getByTestId('block-same_grad_filter').boundingBox();
+  assert.ok(g.x > f.x + f.width / 2, 'the gradient blocks are laid out to the right');
+  await shot('gradient-blocks-added');
+
+  /* 8. the gradient check of a filter gradient passes */
+  await openTeach('finite_difference_check', 'dw');
+  await page.getByTestId('gradcheck-button').click();
+  await page.getByTestId('gradcheck-verdict').filter({hasText: /^PASS/}).waitFor({timeout: 60000});
+  assert.equal(await page.getByTestId('gradcheck').getAttribute('data-pass'), 'true');
+  await shot('gradient-check-pass');
+
+  assert.deepEqual(consoleErrors, [], 'no errors in the browser console');
+} catch (e) {
+  failed = true;
+  console.error('FAILED:', e);
+  await page.screenshot({path: join(SHOTS, 'failure.png')}).catch(() => {});
+  if (consoleErrors.length) console.error('browser console:', consoleErrors.join('\n'));
+  if (process.env.BF_TEACH_DEBUG) console.error(reqLog.join('\n'));
+} finally {
+  await browser.close();
+  server.kill('SIGTERM');
+  rmSync(tmp, {recursive: true, force: true});
+}
+process.exit(failed ? 1 : 0);
