@@ -210,7 +210,7 @@ static char *list_ext(srv_store *st, const char *ext, bool strip) {
         if (n >= 100000) break;
     }
     closedir(d);
-    qsort(names, n, sizeof(*names), cmp_str);
+    if (n) qsort(names, n, sizeof(*names), cmp_str); /* names is NULL when n is 0 */
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; i < n; i++) {
         if (arr) cJSON_AddItemToArray(arr, cJSON_CreateString(names[i]));

@@ -209,6 +209,7 @@ try {
   console.error('FAILED:', e);
   await page.screenshot({path: join(SHOTS, 'failure.png')}).catch(() => {});
   if (consoleErrors.length) console.error('browser console:', consoleErrors.join('\n'));
+  if (serverErr) console.error('server stderr:', serverErr.slice(-20000));
 } finally {
   await browser.close();
   server.kill('SIGTERM');
