@@ -512,7 +512,7 @@ BF_API bf_status bf_session_check_json(bf_session *s, char **out, bf_error *err)
  * BF_ENOMEM, BF_ELIMIT and kernel errors, each naming the block. After a failed run the
  * session stays usable; results of blocks that completed are kept as the cache allows.
  * The call blocks the calling thread until the run ends (its blocks run on libuv's thread
- * pool meanwhile). An event-loop program, such as the coming server, calls it from a worker
+ * pool meanwhile). An event-loop program, such as `blockflow serve`, calls it from a worker
  * thread, forwards the on_event records to its loop, and cancels with bf_session_cancel().
  */
 BF_API bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *diags,
