@@ -13,10 +13,10 @@ PREFIX      ?= /usr/local
 DEPS        := gcc make cmake pkg-config libuv1-dev libcjson-dev check python3 python3-numpy \
                python3-pytest libwebsockets-dev
 
-# The editor (web/) needs Node.js >= 18 with npm, and its browser test Debian's chromium. Debian's
-# nodejs/npm are installed only when the node/npm commands are missing: a Node.js that bundles
-# npm may already be there, and Debian's npm package conflicts with it.
-WEB_DEPS    := chromium
+# The editor (web/) needs Node.js >= 18 with npm, and its browser tests Debian's chromium and
+# firefox-esr. Debian's nodejs/npm are installed only when the node/npm commands are missing: a
+# Node.js that bundles npm may already be there, and Debian's npm package conflicts with it.
+WEB_DEPS    := chromium firefox-esr
 SERVE_LISTEN ?= 127.0.0.1:8470
 
 .PHONY: all deps web-deps build editor serve run test install clean

@@ -1,0 +1,292 @@
+// editor.firefox.mjs - the editor end to end in Debian's Firefox ESR, driven over WebDriver BiDi
+// by puppeteer-core (playwright-core cannot drive a stock Firefox): a real `blockflow serve` on
+// an ephemeral loopback port with a temporary pages folder; open the editor with the token,
+// load an example (nchw), see the wire labels (dtype[shape]), change an attribute and see the
+// labels change and a problem marked, fix it, run and see every block finish, read a heatmap
+// value on hover, save with Ctrl+S, and check that `blockflow run` on the saved file gives the
+// value the heatmap showed. Any error in the browser console fails it. A screenshot of each
+// step goes to BF_SCREENSHOTS (default build/editor-firefox-screenshots). No browser download:
+// it runs /usr/bin/firefox-esr (BF_FIREFOX) headless with a fresh profile and its background
+// network features off. Exit 77 (ctest: skipped) without Firefox.
+import {spawn, spawnSync} from 'node:child_process';
+import {cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync} from 'node:fs';
+import {tmpdir} from 'node:os';
+import {dirname, join, resolve} from 'node:path';
+import {fileURLToPath} from 'node:url';
+import assert from 'node:assert/strict';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '../..');
+const FIREFOX = process.env.BF_FIREFOX || '/usr/bin/firefox-esr';
+const BINARY = resolve(process.env.BF_BINARY || join(repo, 'build/blockflow'));
+const SHOTS = resolve(process.env.BF_SCREENSHOTS || join(repo, 'build/editor-firefox-screenshots'));
+const WEB = resolve(process.env.BF_WEB || join(repo, 'web/dist'));
+const WAIT = 30000; /* ms for any one expectation: the machine may be busy */
+
+if (!existsSync(FIREFOX)) {
+  console.log(`SKIPPED: ${FIREFOX} is missing (Debian: apt-get install firefox-esr)`);
+  process.exit(77);
+}
+if (!existsSync(join(WEB, 'index.html'))) {
+  console.error(`${WEB}/index.html is missing: run make editor`);
+  process.exit(1);
+}
+const {default: puppeteer} = await import('puppeteer-core');
+
+/* a float .npy (format 1.0/2.0/3.0, little-endian, C order) -> {shape, data} */
+function readNpy(path) {
+  const b = readFileSync(path);
+  const major = b[6];
+  const hl = major === 1 ? b.readUInt16LE(8) : b.readUInt32LE(8);
+  const off = major === 1 ? 10 : 12;
+  const header = b.subarray(off, off + hl).toString('latin1');
+  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
+  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((s) => s.trim())
+    .filter(Boolean).map(Number);
+  const body = b.subarray(off + hl);
+  const n = shape.reduce((a, x) => a * x, 1);
+  const data = [];
+  for (let i = 0; i < n; i++) {
+    data.push(descr === '<f8' ? body.readDoubleLE(i * 8) : body.readFloatLE(i * 4));
+  }
+  return {shape, data};
+}
+
+/* Firefox's background network features off: the machine may have no network, and a test
+ * must not talk to the outside anyway. */
+const PREFS = {
+  'app.update.enabled': false,
+  'app.update.auto': false,
+  'app.normandy.enabled': false,
+  'app.shield.optoutstudies.enabled': false,
+  'browser.shell.checkDefaultBrowser': false,
+  'browser.startup.homepage_override.mstone': 'ignore',
+  'browser.aboutwelcome.enabled': false,
+  'browser.safebrowsing.malware.enabled': false,
+  'browser.safebrowsing.phishing.enabled': false,
+  'browser.safebrowsing.downloads.enabled': false,
+  'browser.safebrowsing.downloads.remote.enabled': false,
+  'browser.safebrowsing.blockedURIs.enabled': false,
+  'browser.safebrowsing.provider.mozilla.updateURL': '',
+  'browser.safebrowsing.provider.google4.updateURL': '',
+  'browser.newtabpage.enabled': false,
+  'browser.newtabpage.activity-stream.feeds.topsites': false,
+  'browser.newtabpage.activity-stream.feeds.snippets': false,
+  'browser.newtabpage.activity-stream.feeds.section.topstories': false,
+  'browser.search.update': false,
+  'browser.search.geoip.url': '',
+  'browser.region.network.url': '',
+  'browser.region.update.enabled': false,
+  'browser.ping-centre.telemetry': false,
+  'browser.topsites.contile.enabled': false,
+  'captivedetect.canonicalURL': '',
+  'datareporting.healthreport.uploadEnabled': false,
+  'datareporting.policy.dataSubmissionEnabled': false,
+  'datareporting.usage.uploadEnabled': false,
+  'toolkit.telemetry.enabled': false,
+  'toolkit.telemetry.unified': false,
+  'toolkit.telemetry.archive.enabled': false,
+  'toolkit.telemetry.server': '',
+  'toolkit.coverage.opt-out': true,
+  'extensions.update.enabled': false,
+  'extensions.getAddons.cache.enabled': false,
+  'extensions.blocklist.enabled': false,
+  'extensions.systemAddon.update.enabled': false,
+  'geo.provider.network.url': '',
+  'media.gmp-manager.url': '',
+  'media.gmp-gmpopenh264.enabled': false,
+  'network.captive-portal-service.enabled': false,
+  'network.connectivity-service.enabled': false,
+  'network.dns.disablePrefetch': true,
+  'network.http.speculative-parallel-limit': 0,
+  'network.prefetch-next': false,
+  'network.trr.mode': 5,
+  'security.OCSP.enabled': 0,
+  'services.settings.server': 'http://127.0.0.1:9/',
+  'services.sync.enabled': false,
+  'identity.fxaccounts.enabled': false,
+  'messaging-system.rsexperimentloader.enabled': false,
+  'privacy.sanitize.sanitizeOnShutdown': false,
+};
+
+const tmp = mkdtempSync(join(tmpdir(), 'bf-editor-ff-'));
+const pages = join(tmp, 'pages');
+const profile = join(tmp, 'profile');
+mkdirSync(pages);
+mkdirSync(profile);
+for (const f of ['filter_grad_same.json', 'filter_grad_valid.json', 'nchw.json']) {
+  cpSync(join(repo, 'examples', f), join(pages, f));
+}
+mkdirSync(SHOTS, {recursive: true});
+
+const token = 'editor-firefox-token-0123';
+const server = spawn(BINARY, ['serve', '--listen', '127.0.0.1:0', '--pages', pages,
+                              '--token', token, '--web', WEB, '--threads', '2'],
+                     {stdio: ['ignore', 'pipe', 'pipe']});
+let serverErr = '';
+server.stderr.on('data', (d) => { serverErr += d; });
+const port = await new Promise((ok, fail) => {
+  let out = '';
+  const t = setTimeout(() => fail(new Error('server did not start: ' + serverErr)), 30000);
+  server.stdout.on('data', (d) => {
+    out += d;
+    const m = /listening on port (\d+)/.exec(out);
+    if (m) { clearTimeout(t); ok(Number(m[1])); }
+  });
+  server.on('exit', (c) => fail(new Error(`server exited ${c}: ${serverErr}`)));
+});
+
+let browser;
+let page;
+const consoleErrors = [];
+let failed = false;
+try {
+  browser = await puppeteer.launch({
+    browser: 'firefox',
+    executablePath: FIREFOX,
+    headless: true,
+    userDataDir: profile,
+    extraPrefsFirefox: PREFS,
+    protocolTimeout: 120000,
+    timeout: 60000,
+    env: {...process.env, MOZ_CRASHREPORTER_DISABLE: '1'},
+  });
+  page = (await browser.pages())[0] || await browser.newPage();
+  await page.setViewport({width: 1440, height: 900});
+  page.setDefaultTimeout(WAIT);
+  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  page.on('pageerror', (e) => consoleErrors.push(String(e)));
+
+  let step = 0;
+  const shot = async (name) => {
+    step++;
+    const file = join(SHOTS, `${String(step).padStart(2, '0')}-${name}.png`);
+    await page.screenshot({path: file});
+    console.log(`ok ${step} - ${name} (${file})`);
+  };
+  /* the first element matching a CSS selector whose text contains `text` (or matches it) */
+  const byText = async (sel, text) => {
+    const h = await page.waitForFunction((s, t, re) => {
+      const m = re ? new RegExp(t) : null;
+      return [...document.querySelectorAll(s)].find((e) => (m ? m.test(e.textContent)
+                                                              : e.textContent.includes(t)));
+    }, {polling: 100, timeout: WAIT}, sel, text instanceof RegExp ? text.source : text,
+    text instanceof RegExp);
+    return h.asElement();
+  };
+  const tid = (id) => `[data-testid="${id}"]`;
+  const label = (id, text) => byText(tid(`wire-${id}`), text);
+  const attr = (sel, name) => page.$eval(sel, (e, n) => e.getAttribute(n), name);
+  const clickPane = async () => {
+    const b = await (await page.$('.react-flow__pane')).boundingBox();
+    await page.mouse.click(b.x + 5, b.y + 5);
+  };
+  const ctrl = async (key) => {
+    await page.keyboard.down('Control');
+    await page.keyboard.press(key);
+    await page.keyboard.up('Control');
+  };
+
+  /* 1. open with the token: the cookie is set, the token leaves the address bar */
+  await page.goto(`http://127.0.0.1:${port}/?token=${token}`);
+  await page.waitForSelector('.page-list button[data-page="filter_grad_same"]');
+  assert.ok(!page.url().includes('token='), 'the token stays out of the address bar');
+  await shot('welcome');
+
+  /* 2. load an example: wires labelled with the server's inferred dtype and shape */
+  await page.click('.page-list button[data-page="nchw"]');
+  await page.waitForSelector(tid('block-dx'));
+  await label('y.input', 'float32[1,2,6,6]');
+  await label('y.filter', 'float32[3,3,2,3]');
+  await label('dx.out_backprop', 'float32[1,3,3,3]');
+  await label('dx.input_sizes', 'int32[4]');
+  await page.waitForSelector(tid('no-problems'));
+  await shot('example-opened');
+
+  /* 3. change an attribute (x's shape): the labels downstream change, and dx, whose
+   * input_sizes no longer match, shows the problem; then fix xs to match */
+  const setText = async (sel, text) => {
+    const box = await page.waitForSelector(sel);
+    await box.click();
+    await box.evaluate((e) => e.select());
+    await page.keyboard.type(text);
+    await page.keyboard.press('Enter');
+  };
+  await page.click(tid('block-x'));
+  await setText('#attr-x-shape', '1, 2, 8, 8');
+  await label('y.input', 'float32[1,2,8,8]');
+  await label('dx.out_backprop', 'float32[1,3,4,4]');
+  await page.waitForSelector(tid('problems-dx'));
+  await byText('.topbar', '●'); /* unsaved */
+  await shot('attribute-changed-problem-marked');
+  await page.click(tid('block-xs'));
+  await setText('#attr-xs-value', '1, 2, 8, 8');
+  await page.waitForSelector(tid('no-problems'));
+  await byText(tid('block-dx'), 'float32[1,2,8,8]');
+  await shot('attribute-changed');
+
+  /* 4. run, and see every block finish */
+  await clickPane();
+  await (await byText('.topbar button', '▶ Run')).click();
+  await byText(tid('run-state'), 'finished');
+  for (const id of ['x', 'w', 'y', 'xs', 'dx']) {
+    const st = await attr(tid(`block-${id}`), 'data-state');
+    assert.ok(['finished', 'cached'].includes(st), `${id} finished (${st})`);
+  }
+  assert.equal(await attr(tid('block-dx'), 'data-state'), 'finished');
+  await byText(tid('run-dx'), /cpu · .* ms/);
+  await shot('run-finished');
+
+  /* 5. inspect dx: summary and heatmap (NCHW: batch 0, channel 0, 8x8); read a value */
+  await page.click(tid('block-dx'));
+  await (await byText('button[role="tab"]', 'Output')).click();
+  await byText(tid('summary'), '[1, 2, 8, 8]');
+  const heat = await page.waitForSelector(tid('heatmap'));
+  /* the 8x8 map is taller than the bottom panel: scroll the value line and the top row
+   * into view */
+  await heat.evaluate((e) => e.parentElement.scrollIntoView({block: 'start'}));
+  const hb = await heat.boundingBox();
+  assert.ok(hb.width > 0 && hb.height > 0, 'the heatmap has a size');
+  const [hx, hy] = [hb.x + hb.width * (1.5 / 8), hb.y + hb.height * (0.5 / 8)]; /* row 0, col 1 */
+  assert.ok(await page.evaluate((x, y) => document.elementFromPoint(x, y)?.dataset.testid,
+                                hx, hy) === 'heatmap', 'the cell is visible under the pointer');
+  await page.mouse.move(hx, hy);
+  const hover = await (await byText(tid('hover-value'), 'dx[0, 0, 0, 1]'))
+    .evaluate((e) => e.textContent);
+  const shown = Number(hover.split('=')[1]);
+  assert.ok(Number.isFinite(shown), `a number under the pointer: ${hover}`);
+  await shot('heatmap-hover');
+
+  /* 6. save with Ctrl+S: the unsaved mark goes; the file is the CLI's page format, and
+   * blockflow run on it gives the number the heatmap showed */
+  await clickPane();
+  await ctrl('s');
+  await byText(tid('message'), 'Saved');
+  assert.equal(await page.$$eval('.topbar .dirty', (l) => l.length), 0,
+               'no unsaved mark after saving');
+  await shot('saved');
+  const saved = JSON.parse(readFileSync(join(pages, 'nchw.json'), 'utf8'));
+  assert.equal(saved.format, 'blockflow.page');
+  assert.deepEqual(saved.blocks.find((b) => b.id === 'x').attrs.shape, [1, 2, 8, 8]);
+  const out = join(tmp, 'out');
+  const r = spawnSync(BINARY, ['run', join(pages, 'nchw.json'), '--out', out],
+                      {encoding: 'utf8'});
+  assert.equal(r.status, 0, r.stderr);
+  const dx = readNpy(join(out, 'dx.npy'));
+  assert.deepEqual(dx.shape, [1, 2, 8, 8]);
+  assert.ok(Math.abs(shown - dx.data[1]) <= 1e-5 * Math.max(1e-3, Math.abs(dx.data[1])),
+            `hover shows dx[0,0,0,1] = ${dx.data[1]} (to 6 digits), not ${shown}`);
+  console.log(`ok - heatmap hover in Firefox (${hover}) equals blockflow run's dx.npy[0,0,0,1]`);
+  assert.deepEqual(consoleErrors, [], 'no errors in the browser console');
+} catch (e) {
+  failed = true;
+  console.error('FAILED:', e);
+  if (page) await page.screenshot({path: join(SHOTS, 'failure.png')}).catch(() => {});
+  if (consoleErrors.length) console.error('browser console:', consoleErrors.join('\n'));
+  if (serverErr) console.error('server stderr:', serverErr.slice(-20000));
+} finally {
+  if (browser) await browser.close().catch((e) => console.error('closing Firefox:', e));
+  server.kill('SIGTERM');
+  rmSync(tmp, {recursive: true, force: true});
+}
+process.exit(failed ? 1 : 0);
