@@ -290,8 +290,11 @@ export default function App() {
     change([{op: 'connect', block: target, port: tp, source: first ? source : `${source}:${sp}`}]);
   }, [index, check, change, say]);
 
-  const removeBlocks = useCallback((ids) => {
-    if (ids.length) change(ids.map((id) => ({op: 'remove_block', id})));
+  /** Remove blocks `ids` (their wires go with them) and cut `wires`, as one undo step. */
+  const removeBlocks = useCallback((ids, wires = []) => {
+    const edits = [...wires.map(({block, port}) => ({op: 'disconnect', block, port})),
+                   ...ids.map((id) => ({op: 'remove_block', id}))];
+    if (edits.length) change(edits);
     setSelected([]);
   }, [change]);
 

@@ -33,7 +33,6 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
 
   const onNodesChange = useCallback((changes) => {
     let sel = null;
-    const removed = [];
     for (const c of changes) {
       if (c.type === 'position' && c.position) {
         if (c.dragging) setDrag({id: c.id, ...c.position});
@@ -46,32 +45,37 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
         sel = sel || new Set(selected);
         if (c.selected) sel.add(c.id);
         else sel.delete(c.id);
-      } else if (c.type === 'remove') {
-        removed.push(c.id);
       }
+      /* removals come once, blocks and wires together, through onDelete below */
     }
-    if (removed.length) onRemoveBlocks(removed);
-    else if (sel) onSelect([...sel]);
-  }, [selected, onSelect, onMove, onRemoveBlocks]);
+    if (sel) onSelect([...sel]);
+  }, [selected, onSelect, onMove]);
 
   const onEdgesChange = useCallback((changes) => {
-    const cut = [];
     let sel = null;
     for (const c of changes) {
-      if (c.type === 'remove') {
-        const [block, port] = [c.id.slice(0, c.id.lastIndexOf('.')), c.id.slice(c.id.lastIndexOf('.') + 1)];
-        if (page.blocks.some((b) => b.id === block)) cut.push({block, port});
-      } else if (c.type === 'select') {
+      if (c.type === 'select') {
         sel = sel || new Set(selEdges);
         if (c.selected) sel.add(c.id);
         else sel.delete(c.id);
       }
     }
-    if (cut.length) {
-      onDisconnect(cut);
-      setSelEdges([]);
-    } else if (sel) setSelEdges([...sel]);
-  }, [page, selEdges, onDisconnect]);
+    if (sel) setSelEdges([...sel]);
+  }, [selEdges]);
+
+  /* Delete / Backspace: the selected blocks, the wires in and out of them and the selected
+   * wires go as ONE edit (React Flow reports the wires and the blocks as two changes; two
+   * edits would take two Ctrl+Z, the first bringing a block back without its wires). */
+  const onDelete = useCallback(({nodes: gone, edges: cutEdges}) => {
+    const ids = gone.map((n) => n.id);
+    const wires = cutEdges.map((e) => {
+      const i = e.id.lastIndexOf('.');
+      return {block: e.id.slice(0, i), port: e.id.slice(i + 1)};
+    }).filter((w) => !ids.includes(w.block) && page.blocks.some((b) => b.id === w.block));
+    if (ids.length) onRemoveBlocks(ids, wires);
+    else if (wires.length) onDisconnect(wires);
+    setSelEdges([]);
+  }, [page, onRemoveBlocks, onDisconnect]);
 
   const onDrop = useCallback((e) => {
     e.preventDefault();
@@ -87,6 +91,7 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
       <ReactFlow
         nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes}
         onNodesChange={onNodesChange} onEdgesChange={onEdgesChange} onConnect={onConnect}
+        onDelete={onDelete}
         deleteKeyCode={['Delete', 'Backspace']} multiSelectionKeyCode={['Shift', 'Meta', 'Control']}
         minZoom={0.2} maxZoom={2.5} proOptions={{hideAttribution: true}}
         onPaneClick={() => { onSelect([]); setSelEdges([]); }}
