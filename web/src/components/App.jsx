@@ -112,12 +112,18 @@ export default function App() {
                        outputs: ev.outputs};
           break;
         case 'block_failed':
-          status[b] = {state: 'failed', code: ev.code, message: ev.message};
+          /* the block a Cancel stopped did not fail: it was cancelled */
+          status[b] = ev.code === 'ECANCELED' ? {state: 'cancelled'}
+            : {state: 'failed', code: ev.code, message: ev.message};
           break;
         case 'run_finished': return {...r, state: 'finished', status, ms: ev.ms};
         case 'run_failed': return {...r, state: 'failed', status, error: ev.error,
                                    problems: ev.problems};
-        case 'run_cancelled': return {...r, state: 'cancelled', status};
+        case 'run_cancelled':
+          for (const [id, s] of Object.entries(status)) {
+            if (s.state === 'running') status[id] = {state: 'cancelled'};
+          }
+          return {...r, state: 'cancelled', status};
         default: return r;
       }
       return {...r, status};

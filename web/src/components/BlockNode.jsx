@@ -5,7 +5,8 @@
 import React, {memo} from 'react';
 import {Handle, Position} from '@xyflow/react';
 
-const STATE_TEXT = {cached: 'reused', running: 'running…', finished: 'done', failed: 'failed'};
+const STATE_TEXT = {cached: 'reused', running: 'running…', finished: 'done', failed: 'failed',
+                    cancelled: 'cancelled'};
 
 function BlockNode({data, selected}) {
   const {block, entry, problems, ports, status, isOutput} = data;
