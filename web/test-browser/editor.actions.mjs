@@ -182,6 +182,21 @@ async function setAttr(blockId, attr, text) {
   await f.press('Enter');
 }
 
+/** Ctrl+S, then wait until the file satisfies `ok` and the unsaved mark is gone (the toast
+ * may still show an earlier save's identical text, so it is no sign of this one). */
+async function saveAndWait(name, ok) {
+  await page.keyboard.press(`${mod}+s`);
+  await until(`${name}.json saved`, async () => {
+    try {
+      if (!ok(readPage(name))) return false;
+    } catch (e) {
+      return false; /* not there yet */
+    }
+    return (await dirtyMark.count()) === 0;
+  });
+  await message(new RegExp(`Saved ${name}\\.json`));
+}
+
 /** The value a tensor attribute's field shows, parsed. */
 const attrJson = async (blockId, attr) =>
   JSON.parse(await page.locator(`#attr-${blockId}-${attr}`).inputValue());
@@ -210,9 +225,7 @@ try {
   await block('random_normal').waitFor();
   await dirtyMark.waitFor();
   await clickPane();
-  await page.keyboard.press(`${mod}+s`);
-  await message(/Saved scratch\.json/);
-  assert.equal(await dirtyMark.count(), 0);
+  await saveAndWait('scratch', (p) => p.blocks.length === 1);
   assert.deepEqual(readPage('scratch').blocks.map((b) => b.type), ['RandomNormal']);
   await shot('new-page-saved');
 
@@ -305,9 +318,7 @@ try {
   /* one more undo puts the wire back; Ctrl+S clears the mark and writes it all */
   await page.keyboard.press(`${mod}+z`);
   await label('id1.input').filter({hasText: 'float32[2,2,1,1]'}).waitFor();
-  await page.keyboard.press(`${mod}+s`);
-  await message(/Saved edits\.json/);
-  await until('the unsaved mark gone', async () => (await dirtyMark.count()) === 0);
+  await saveAndWait('edits', (p) => blockOf(p, 'fs').attrs.value[0] === 2);
   assert.ok(!/●/.test(await page.title()), 'no mark in the title after saving');
   await topButton('Save').waitFor();
   let disk = readPage('edits');
@@ -359,8 +370,7 @@ try {
   await page.keyboard.press(`${mod}+z`); /* and the paste */
   await until('dw_copy gone', async () => (await block('dw_copy').count()) === 0);
   await page.getByTestId('no-problems').waitFor();
-  await page.keyboard.press(`${mod}+s`);
-  await message(/Saved edits\.json/);
+  await saveAndWait('edits', (p) => !blockOf(p, 'dw_copy') && blockOf(p, 'dw'));
   disk = readPage('edits');
   assert.deepEqual(disk.blocks.map((b) => b.id).sort(), ['dw', 'dy', 'fs', 'id1', 'x']);
 
@@ -409,8 +419,10 @@ try {
   await page.keyboard.press(`${mod}+s`);
   await dialog.getByRole('heading', {name: 'The file changed on disk'}).waitFor();
   await dialog.getByRole('button', {name: 'Overwrite the file'}).click();
+  await dialog.waitFor({state: 'detached'});
+  await until('the overwrite', async () => (await dirtyMark.count()) === 0 &&
+    blockOf(readPage('conflict'), 'fs').attrs.value[0] === 1);
   await message(/Saved conflict\.json/);
-  await until('no unsaved mark', async () => (await dirtyMark.count()) === 0);
   disk = readPage('conflict');
   assert.deepEqual(blockOf(disk, 'fs').attrs.value, [1, 1, 1, 1], 'our edit is on disk');
   assert.equal(disk.description, 'changed on disk by someone else', 'theirs2 is overwritten');
@@ -419,8 +431,7 @@ try {
   await block('fs').click();
   await setAttr('fs', 'value', '2, 2, 1, 1');
   await clickPane();
-  await page.keyboard.press(`${mod}+s`);
-  await message(/Saved conflict\.json/);
+  await saveAndWait('conflict', (p) => blockOf(p, 'fs').attrs.value[0] === 2);
   assert.equal(await dialog.count(), 0);
   assert.deepEqual(blockOf(readPage('conflict'), 'fs').attrs.value, [2, 2, 1, 1]);
   await shot('conflict-overwritten');
@@ -475,6 +486,14 @@ try {
   const done = ran(runEvents, 'block_finished').filter((id) => /^c\d+$/.test(id));
   assert.ok(done.length < N_SLOW, `cancelled before the end (${done.length} convolutions ran)`);
   assert.notEqual(await block(`c${N_SLOW}`).getAttribute('data-state'), 'finished');
+  /* the convolution the Cancel stopped shows as cancelled, not failed, and nothing runs on */
+  const stopped = runEvents.filter((e) => e.type === 'block_failed').map((e) => e.block);
+  for (const id of stopped) {
+    assert.equal(await block(id).getAttribute('data-state'), 'cancelled', `${id} cancelled`);
+    await page.getByTestId(`run-${id}`).filter({hasText: 'cancelled'}).waitFor();
+  }
+  assert.equal(await page.locator('[data-state="running"], [data-state="failed"]').count(), 0,
+               'no block left running or marked failed');
   assert.ok(cancelMs < 10000, `cancelled within 10 s (${cancelMs} ms)`);
   console.log(`ok - cancelled ${cancelMs} ms after the click, ${done.length}/${N_SLOW} ran`);
   assert.ok(await topButton('■ Cancel').isDisabled(), 'Cancel is off once the run ended');
