@@ -258,6 +258,8 @@ try {
   await topButton('Delete').click();
   await dialog.getByText('renamed-copy.json').waitFor();
   await shot('delete-confirm');
+  /* the harmless choice has the focus: a reflexive Enter must not delete */
+  assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Cancel');
   await dialog.getByRole('button', {name: 'Delete'}).click();
   await message(/Deleted renamed-copy\.json/);
   await page.getByRole('heading', {name: 'Open a page'}).waitFor(); /* back to the welcome */
@@ -389,6 +391,8 @@ try {
   await page.keyboard.press(`${mod}+s`);
   await dialog.getByRole('heading', {name: 'The file changed on disk'}).waitFor();
   await shot('conflict-dialog');
+  /* a reflexive Enter must not overwrite someone else's file */
+  assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Cancel');
   await dialog.getByRole('button', {name: 'Cancel'}).click();
   await dialog.waitFor({state: 'detached'});
   assert.equal(readFileSync(file('conflict'), 'utf8'), theirsText, 'Cancel wrote nothing');

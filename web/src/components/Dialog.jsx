@@ -1,6 +1,7 @@
 /* Dialog.jsx - the small modal dialogs: a page name for new / rename / duplicate, a
- * confirmation for delete, and the save conflict's choices. Escape cancels; the first field
- * or button takes the focus. */
+ * confirmation for delete, and the save conflict's choices. Escape cancels; the name field,
+ * or else the harmless choice (Cancel), takes the focus, so a reflexive Enter never deletes a
+ * page or overwrites someone else's file. */
 import React, {useEffect, useRef, useState} from 'react';
 
 const TITLES = {new: 'New page', rename: 'Rename page', duplicate: 'Duplicate page',
@@ -25,7 +26,7 @@ export default function Dialog({dialog, onClose, onPageAction}) {
         <p>{dialog.text}</p>
         <div className="actions">
           {dialog.actions.map((a, i) => (
-            <button key={a.label} ref={i === 0 ? first : null}
+            <button key={a.label} ref={i === dialog.actions.length - 1 ? first : null}
                     onClick={() => { onClose(); a.run(); }}>{a.label}</button>
           ))}
         </div>
@@ -37,9 +38,9 @@ export default function Dialog({dialog, onClose, onPageAction}) {
         <h2>{TITLES.delete}</h2>
         <p>Delete <b>{dialog.name}.json</b> from the pages folder? This cannot be undone.</p>
         <div className="actions">
-          <button className="danger" ref={first}
+          <button className="danger"
                   onClick={() => { onClose(); onPageAction('delete', dialog.name); }}>Delete</button>
-          <button onClick={onClose}>Cancel</button>
+          <button ref={first} onClick={onClose}>Cancel</button>
         </div>
       </>
     );
