@@ -113,6 +113,34 @@ static void check_explain(const cJSON *r, const char *what) {
     const cJSON *pad = cJSON_GetObjectItem(r, "padding");
     ck_assert(num(pad, "top") >= 0 && num(pad, "bottom") >= 0 && num(pad, "left") >= 0 &&
               num(pad, "right") >= 0);
+    /* the padded taps: listed as the terms are (up to the same cap), each on the ring of
+     * operand A's grid, with A's index carrying the same h and w, and a real B element */
+    const cJSON *pads = cJSON_GetObjectItem(r, "padded_taps");
+    ck_assert_msg(cJSON_IsArray(pads), "%s: no padded_taps", what);
+    const bool ptrunc = cJSON_IsTrue(cJSON_GetObjectItem(r, "padded_truncated"));
+    const int np = cJSON_GetArraySize(pads);
+    ck_assert_msg(ptrunc ? np < num(r, "n_padded") : np == num(r, "n_padded"), "%s", what);
+    ck_assert_msg(!ptrunc || !truncated || np == n, "%s: one cap for both lists", what);
+    const char *ta = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "operands"), "a")->valuestring;
+    cJSON_ArrayForEach(t, pads) {
+        const cJSON *a = cJSON_GetObjectItem(t, "a"), *b = cJSON_GetObjectItem(t, "b");
+        const cJSON *ai = cJSON_GetObjectItem(a, "index");
+        ck_assert_str_eq(cJSON_GetObjectItem(a, "tensor")->valuestring, ta);
+        ck_assert(num(a, "value") == 0);
+        ck_assert_int_eq(cJSON_GetArraySize(ai), 4);
+        ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(b, "index")), 4);
+        (void)num(b, "value");
+        const double h = num(t, "h"), w = num(t, "w");
+        /* NHWC [n, h, w, c] or NCHW [n, c, h, w]: h and w are adjacent either way */
+        const double i1 = cJSON_GetArrayItem(ai, 1)->valuedouble;
+        const double i2 = cJSON_GetArrayItem(ai, 2)->valuedouble;
+        const double i3 = cJSON_GetArrayItem(ai, 3)->valuedouble;
+        ck_assert_msg((i1 == h && i2 == w) || (i2 == h && i3 == w), "%s: tap (%g, %g)", what, h,
+                      w);
+        ck_assert_msg(h >= -num(pad, "top") && w >= -num(pad, "left"), "%s", what);
+        ck_assert_msg(h < 0 || w < 0 || num(pad, "bottom") > 0 || num(pad, "right") > 0,
+                      "%s: tap (%g, %g) with no padding after", what, h, w);
+    }
 }
 
 /* ---- explain ----------------------------------------------------------------------------------
@@ -209,6 +237,22 @@ START_TEST(explain_marks_same_odd_pixel) {
     ck_assert_int_eq((int)num(j, "n_terms"), 1);
     ck_assert_int_eq((int)num(j, "n_padded"), 3);
     ck_assert_double_eq(num(j, "value"), 25);
+    /* the 2x2 window at the 5x5 input's corner: the 3 other taps are on SAME's odd column 5
+     * and odd row 5, with the filter elements they would have met */
+    const cJSON *pads = cJSON_GetObjectItem(j, "padded_taps");
+    ck_assert_int_eq(cJSON_GetArraySize(pads), 3);
+    ck_assert(!cJSON_IsTrue(cJSON_GetObjectItem(j, "padded_truncated")));
+    const int want[3][4] = {{4, 5, 0, 1}, {5, 4, 1, 0}, {5, 5, 1, 1}}; /* h, w, kh, kw */
+    for (int k = 0; k < 3; k++) {
+        const cJSON *t = cJSON_GetArrayItem(pads, k);
+        ck_assert_int_eq((int)num(t, "h"), want[k][0]);
+        ck_assert_int_eq((int)num(t, "w"), want[k][1]);
+        const cJSON *bi = cJSON_GetObjectItem(cJSON_GetObjectItem(t, "b"), "index");
+        ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "b"), "tensor")->valuestring,
+                         "filter");
+        ck_assert_int_eq(cJSON_GetArrayItem(bi, 0)->valueint, want[k][2]);
+        ck_assert_int_eq(cJSON_GetArrayItem(bi, 1)->valueint, want[k][3]);
+    }
     cJSON_Delete(j);
     bf_result_free(&r);
     bf_result t = RUN("explain", path, "same", "0", "4", "4", "0");
