@@ -261,6 +261,71 @@ START_TEST(explain_marks_same_odd_pixel) {
 }
 END_TEST
 
+/* ---- explain when memory runs out (STYLE R14e) */
+
+static long fail_at, n_allocs, live;
+
+static void *fail_malloc(size_t size, void *user) {
+    (void)user;
+    if (++n_allocs == fail_at) return NULL;
+    void *p = malloc(size);
+    if (p) __atomic_add_fetch(&live, 1, __ATOMIC_RELAXED);
+    return p;
+}
+
+static void *fail_realloc(void *ptr, size_t size, void *user) {
+    (void)user;
+    if (++n_allocs == fail_at) return NULL;
+    void *p = realloc(ptr, size);
+    if (p && !ptr) __atomic_add_fetch(&live, 1, __ATOMIC_RELAXED);
+    return p;
+}
+
+static void counting_free(void *ptr, void *user) {
+    (void)user;
+    if (ptr) __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
+    free(ptr);
+}
+
+/* The corner of SAME on an odd size (1 term, 3 padded taps): open the page, run and explain
+ * it with the Nth allocation failing, N = 1, 2, ... (the allocator is replaced before anything
+ * else, as bf_replace_allocator asks): BF_ENOMEM and no leak, until the whole answer fits. */
+START_TEST(explain_out_of_memory_loop) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/examples/teach/valid_vs_same.json", bf_test_source_dir());
+    const int64_t idx[4] = {0, 4, 4, 0};
+    bf_replace_allocator(fail_malloc, fail_realloc, counting_free, NULL);
+    int n;
+    for (n = 1; n < 20000; n++) {
+        fail_at = n, n_allocs = 0;
+        bf_error e = {0};
+        bf_context *ctx = NULL;
+        bf_page *pg = NULL;
+        bf_session *s = NULL;
+        char *json = NULL;
+        bf_status st = bf_context_new(NULL, &ctx, &e);
+        if (!st) st = bf_page_load_file(ctx, path, &pg, NULL, &e);
+        if (!st) st = bf_session_new(ctx, pg, &s, &e);
+        if (!st) st = bf_session_explain(s, "same", idx, 4, NULL, &json, &e);
+        if (st) {
+            ck_assert_msg(st == BF_ENOMEM, "allocation %d: %s (%s)", n, bf_status_name(st),
+                          e.message);
+            ck_assert_ptr_null(json);
+        } else {
+            ck_assert_ptr_nonnull(strstr(json, "\"padded_taps\":[{\"h\":4,\"w\":5,"));
+        }
+        bf_string_free(json);
+        bf_session_free(s);
+        bf_context_free(ctx);
+        ck_assert_msg(live == 0, "allocation %d failed: %ld blocks leaked", n, live);
+        if (!st && n_allocs < n) break; /* nothing failed: every allocation was covered */
+    }
+    bf_replace_allocator(NULL, NULL, NULL, NULL);
+    ck_assert_int_lt(n, 20000);
+    fprintf(stderr, "explain_out_of_memory_loop: %d allocations covered\n", n - 1);
+}
+END_TEST
+
 START_TEST(explain_errors) {
     char path[512];
     snprintf(path, sizeof(path), "%s/examples/teach/valid_vs_same.json", bf_test_source_dir());
@@ -552,6 +617,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, explain_json_from_the_program);
     tcase_add_test(tc, explain_marks_same_odd_pixel);
     tcase_add_test(tc, explain_errors);
+    tcase_add_test(tc, explain_out_of_memory_loop);
     tcase_add_test(tc, gradcheck_passes_on_teaching_pages);
     tcase_add_test(tc, gradcheck_fails_on_wrong_padding);
     tcase_add_test(tc, add_gradients_conv2d_nchw_strided_dilated);
