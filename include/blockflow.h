@@ -575,12 +575,25 @@ BF_API void bf_explain_options_init(bf_explain_options *o);
  *                "odd": ["bottom"?, "right"?]},     (SAME's odd pixel, always after the data)
  *    "operands": {"a": PORT, "b": PORT},
  *    "terms": [{"a": {"tensor", "index", "value"}, "b": {"tensor", "index", "value"}}, ...],
- *    "n_terms", "n_padded", "truncated", "sum", "abs_sum", "max_abs_diff"}
+ *    "n_terms", "n_padded",
+ *    "padded_taps": [{"h", "w", "a": {"tensor", "index", "value": 0}, "b": {...}}, ...],
+ *    "truncated", "padded_truncated", "sum", "abs_sum", "max_abs_diff"}
  * where "tensor" is the input port holding the operand, indices are in that tensor's own
- * layout, n_padded counts the window taps that read padding (skipped: zeros), "sum" is the
+ * layout, n_padded counts the window taps that read padding (zeros: no terms), "sum" is the
  * float64 sum of every term's product (all n_terms, even when the list is truncated to
  * max_terms), abs_sum the sum of their absolute values (the scale for a tolerance) and
  * max_abs_diff = |sum - value|.
+ * padded_taps says where those taps are, in the order of the sum: (h, w) is the tap's
+ * position on operand A's spatial grid counted from the unpadded data, so h = -1 is the row
+ * before it and h = H the row after (-top <= h < H + bottom, likewise w), "a" the element of
+ * A it would have read (its "index" holds that h and w, outside the data; its value is 0) and
+ * "b" the real element of operand B it would have been multiplied with. Operand A's grid is
+ * the input x for Conv2D, DepthwiseConv2dNative and both BackpropFilter blocks (B is the
+ * filter, respectively out_backprop). For the two BackpropInput blocks the grid is dX's own,
+ * the grid of x (A is out_backprop there, and no tap of a dX element's sum leaves the data),
+ * so their padded_taps is always [] and n_padded 0. max_terms caps padded_taps as it caps
+ * terms (each list holds at most max_terms entries); n_padded counts every padded tap, and
+ * "truncated" / "padded_truncated" say which list was cut.
  * Errors: BF_ENOTFOUND (block or port), BF_EUNSUPPORTED (type without a teaching view),
  * BF_EINVAL (index rank or range), anything bf_session_run returns, BF_ENOMEM.
  */

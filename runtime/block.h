@@ -131,6 +131,23 @@ typedef struct bf_explain_geom {
 typedef void (*bf_explain_term_cb)(int64_t a_flat, int64_t b_flat, void *user);
 
 /*
+ * One window tap that reads padding: the term a[a_index] * b[b_flat] that would have been,
+ * had operand A's element not fallen outside the data. (h, w) is its position on operand A's
+ * spatial grid counted from the unpadded data, so -1 is the row (column) before the data and
+ * H (W) the one after; a_index is A's whole index in its own layout with h and w in place
+ * (the other entries, batch and channel, are in range). Only the operand A of a sliding window
+ * can read padding, so B's element is always a real one.
+ */
+typedef struct bf_explain_pad_tap {
+    int64_t h, w;                  /* on A's padded grid: -pad_before <= h < H + pad_after */
+    int64_t a_index[BF_MAX_RANK];  /* A's rank entries, spatial ones possibly outside */
+    int64_t b_flat;                /* flat row-major offset into operand B */
+} bf_explain_pad_tap;
+
+/* Called once per padded tap (tap is borrowed for the call). */
+typedef void (*bf_explain_pad_cb)(const bf_explain_pad_tap *tap, void *user);
+
+/*
  * A gradient block's relation to its forward block, as tf.gradients builds it: this block is
  * d(sum(forward(...) * dy)) / d(wrt), its input `shape_port` holds wrt's shape and `dy_port`
  * the forward output's gradient; every other input has the name of the forward input it
@@ -209,13 +226,14 @@ typedef struct bf_block_desc {
      * Optional (teaching views). Enumerate the terms of the sum behind element `out_flat`
      * (flat offset into output `out_port`) for these fully known inputs (`value` set for
      * BF_PORT_HOST ports): cb (may be NULL: only geom is wanted) is called once per term, in
-     * a fixed order; taps falling in
-     * padding are skipped and counted in geom->n_padded. Uses the same geometry as the
-     * kernels, so the two cannot disagree. Errors: those of `infer`, BF_EINVAL (index).
+     * a fixed order; taps falling in padding are not terms: they are counted in
+     * geom->n_padded and pad_cb (may be NULL) is called once for each, in the same order.
+     * Both get `user`. Uses the same geometry as the kernels, so the two cannot disagree.
+     * Errors: those of `infer`, BF_EINVAL (index).
      */
     bf_status (*explain)(const bf_node *node, const bf_port_info *in, int out_port,
-                         int64_t out_flat, bf_explain_term_cb cb, void *user,
-                         bf_explain_geom *geom, bf_error *err);
+                         int64_t out_flat, bf_explain_term_cb cb, bf_explain_pad_cb pad_cb,
+                         void *user, bf_explain_geom *geom, bf_error *err);
     /* Optional: set on gradient blocks (gradient checks, building gradients). */
     const bf_grad_desc *grad;
 

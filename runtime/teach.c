@@ -116,9 +116,10 @@ static bf_status emit(cJSON *root, char **out, bf_error *err) {
 typedef struct explain_acc {
     const bf_tensor *a, *b;
     const char *a_name, *b_name;
-    int64_t n, max;
+    int64_t n, max;      /* terms seen; how many to list (-1: all) */
+    int64_t n_pad;       /* padded taps seen (listed up to max as well) */
     double sum, abs_sum;
-    cJSON *terms;
+    cJSON *terms, *pads;
     bool oom;
 } explain_acc;
 
@@ -147,6 +148,31 @@ static void explain_term(int64_t af, int64_t bf, void *user) {
         }
     }
     acc->n++;
+}
+
+/* A padded tap: {"h", "w", "a": {"tensor", "index" (spatial entries outside), "value": 0},
+ * "b": {"tensor", "index", "value"}}, listed while fewer than max are. */
+static void explain_pad(const bf_explain_pad_tap *tap, void *user) {
+    explain_acc *acc = user;
+    if (acc->max < 0 || acc->n_pad < acc->max) {
+        cJSON *t = cJSON_CreateObject(), *a = cJSON_CreateObject();
+        cJSON *idx = cJSON_CreateArray();
+        bool ok = t && a && idx;
+        for (int i = 0; ok && i < acc->a->rank; i++)
+            ok = cJSON_AddItemToArray(idx, cJSON_CreateNumber((double)tap->a_index[i]));
+        ok = ok && cJSON_AddStringToObject(a, "tensor", acc->a_name) &&
+             cJSON_AddItemToObject(a, "index", idx) && (idx = NULL, true) &&
+             cJSON_AddNumberToObject(a, "value", 0) &&
+             cJSON_AddNumberToObject(t, "h", (double)tap->h) &&
+             cJSON_AddNumberToObject(t, "w", (double)tap->w) &&
+             cJSON_AddItemToObject(t, "a", a) && (a = NULL, true) &&
+             bf_json_add(t, "b", operand_json(acc->b_name, acc->b, tap->b_flat,
+                                              bf_tensor_get_f64(acc->b, tap->b_flat))) &&
+             cJSON_AddItemToArray(acc->pads, t) && (t = NULL, true);
+        cJSON_Delete(idx), cJSON_Delete(a), cJSON_Delete(t);
+        if (!ok) acc->oom = true;
+    }
+    acc->n_pad++;
 }
 
 bf_status bf_session_explain(bf_session *s, const char *block_id, const int64_t *index,
@@ -203,24 +229,29 @@ bf_status bf_session_explain(bf_session *s, const char *block_id, const int64_t 
     infos_of(d, in, info);
     bf_explain_geom geom;
     explain_acc acc = {.max = opts->max_terms ? opts->max_terms : 10000};
-    acc.terms = cJSON_CreateArray();
-    if (!acc.terms) return oom(err);
-    /* First the geometry alone (cb NULL: which inputs are the operands), then the terms. */
+    acc.terms = cJSON_CreateArray(), acc.pads = cJSON_CreateArray();
+    if (!acc.terms || !acc.pads) {
+        cJSON_Delete(acc.terms), cJSON_Delete(acc.pads);
+        return oom(err);
+    }
+    /* First the geometry alone (no callbacks: which inputs are the operands), then the terms
+     * and the padded taps. */
     bf_node *node = &s->nodes[b].node;
-    st = d->explain(node, info, port, flat, NULL, NULL, &geom, err);
+    st = d->explain(node, info, port, flat, NULL, NULL, NULL, &geom, err);
     if (st) {
-        cJSON_Delete(acc.terms);
+        cJSON_Delete(acc.terms), cJSON_Delete(acc.pads);
         bf_sess_where(s, b, err);
         return st;
     }
     acc.a = in[geom.a_input], acc.b = in[geom.b_input];
     acc.a_name = d->inputs[geom.a_input].name, acc.b_name = d->inputs[geom.b_input].name;
-    st = d->explain(node, info, port, flat, explain_term, &acc, &geom, err);
+    st = d->explain(node, info, port, flat, explain_term, explain_pad, &acc, &geom, err);
     if (st || acc.oom) {
-        cJSON_Delete(acc.terms);
+        cJSON_Delete(acc.terms), cJSON_Delete(acc.pads);
         if (st) bf_sess_where(s, b, err);
         return st ? st : oom(err);
     }
+    BF_ASSERT(acc.n_pad == geom.n_padded);
 
     double value = bf_tensor_get_f64(out, flat);
     cJSON *root = cJSON_CreateObject(), *pad = cJSON_CreateObject(), *odd = cJSON_CreateArray();
@@ -248,12 +279,16 @@ bf_status bf_session_explain(bf_session *s, const char *block_id, const int64_t 
         ok = ok && cJSON_AddItemToObject(root, "terms", acc.terms) && (acc.terms = NULL, true);
         ok = ok && cJSON_AddNumberToObject(root, "n_terms", (double)acc.n);
         ok = ok && cJSON_AddNumberToObject(root, "n_padded", (double)geom.n_padded);
+        ok = ok && cJSON_AddItemToObject(root, "padded_taps", acc.pads) && (acc.pads = NULL, true);
         ok = ok && cJSON_AddBoolToObject(root, "truncated", acc.max >= 0 && acc.n > acc.max);
+        ok = ok && cJSON_AddBoolToObject(root, "padded_truncated",
+                                         acc.max >= 0 && acc.n_pad > acc.max);
         ok = ok && cJSON_AddNumberToObject(root, "sum", acc.sum);
         ok = ok && cJSON_AddNumberToObject(root, "abs_sum", acc.abs_sum);
         ok = ok && cJSON_AddNumberToObject(root, "max_abs_diff", fabs(acc.sum - value));
     }
     cJSON_Delete(pad), cJSON_Delete(odd), cJSON_Delete(ops), cJSON_Delete(acc.terms);
+    cJSON_Delete(acc.pads);
     if (!ok) {
         cJSON_Delete(root);
         return oom(err);

@@ -4,8 +4,8 @@
  *   POST /api/pages/{name}/explain    {"block", "index": [...], "port"?, "max_terms"?}
  *        -> 202 {"run_id", "page", "kind": "explain"}; the run's events end with
  *           explain_finished {"result": bf_session_explain's JSON}; max_terms defaults to
- *           10000 and is capped at 100000 (the sum always covers every term; "truncated" says
- *           when the list was cut)
+ *           10000 and is capped at 100000 (the sum always covers every term; padded_taps is
+ *           capped alike; "truncated" / "padded_truncated" say when a list was cut)
  *   POST /api/pages/{name}/gradcheck  {"block", "eps"?, "tolerance"?, "samples"?, "seed"?,
  *                                      "gpu"?}
  *        -> 202 {"run_id", ...}; gradcheck_finished {"result": bf_session_gradcheck's JSON}

@@ -12,10 +12,25 @@
  *               where oh*sh - pt + kh*dh == ih (only where that solves for an integer oh)
  *
  * with ih = oh*sh - pt + kh*dh, iw = ow*sw - pl + kw*dw and g = co / (out_c / groups). A tap
- * whose input position falls in the padding reads a zero: it is skipped and counted. A
- * depthwise filter [fh, fw, C, M] is byte for byte the HWIO filter [fh, fw, 1, C*M]
- * (conv_kernels.h), so flat offsets need no special case. Terms come out in loop order (the
- * order of the sums above, last index fastest).
+ * whose input position falls in the padding reads a zero: it is no term, but it is counted and
+ * reported (pad_cb) with its position and the element it would have multiplied:
+ *
+ *   FWD         x[n, ih, iw, g*Cg+j] outside x, times w[kh,kw,j,co]   (Conv2D, depthwise)
+ *   BWD_FILTER  x[n, ih, iw, g*Cg+j] outside x, times dy[n,oh,ow,co]  (the BackpropFilters)
+ *   BWD_INPUT   none
+ *
+ * Positions are (ih, iw) on x's grid, the grid the editor's padding view draws with its ring,
+ * counted from the unpadded data: ih = -1 is the row before it, ih = in_h the row after, and
+ * -pt <= ih < in_h + pb always. For BWD_INPUT the padding view draws dX itself (x's grid,
+ * which dX shares), and on that grid every term of dX[n,ih,iw,c] sits at (ih, iw), the
+ * element's own position inside the data: the forward taps that read padding belong to no
+ * dX element, so a dX element has no padded taps (n_padded 0, none reported). The taps of
+ * the transposed convolution that miss dy (its implicit border, or the zeros between strides)
+ * have no position on that grid and are neither counted nor reported.
+ *
+ * A depthwise filter [fh, fw, C, M] is byte for byte the HWIO filter [fh, fw, 1, C*M]
+ * (conv_kernels.h), so flat offsets need no special case. Terms and padded taps come out in
+ * loop order (the order of the sums above, last index fastest).
  */
 #include "conv_geom.h"
 
@@ -41,8 +56,22 @@ static void no_term(int64_t a_flat, int64_t b_flat, void *user) {
     (void)a_flat, (void)b_flat, (void)user;
 }
 
+/*
+ * Report the padded tap x[n, h, w, c] (h, w outside the data) times operand B's element
+ * b_flat to pad_cb, when there is one. The index is x's own: [n, c, h, w] for NCHW.
+ */
+static void pad_tap(const bf_conv_geom *g, bf_explain_pad_cb pad_cb, void *user, int64_t n,
+                    int64_t h, int64_t w, int64_t c, int64_t b_flat) {
+    if (!pad_cb) return;
+    bf_explain_pad_tap t = {.h = h, .w = w, .b_flat = b_flat};
+    t.a_index[0] = n;
+    if (g->nchw) t.a_index[1] = c, t.a_index[2] = h, t.a_index[3] = w;
+    else t.a_index[1] = h, t.a_index[2] = w, t.a_index[3] = c;
+    pad_cb(&t, user);
+}
+
 int64_t bf_conv_explain_terms(bf_conv_op op, const bf_conv_geom *g, int64_t out_flat,
-                              bf_explain_term_cb cb, void *user) {
+                              bf_explain_term_cb cb, bf_explain_pad_cb pad_cb, void *user) {
     if (!cb) cb = no_term;
     const int64_t opg = g->out_c / g->groups; /* output channels per group */
     const int64_t Cg = g->k_in_c;
@@ -56,12 +85,13 @@ int64_t bf_conv_explain_terms(bf_conv_op op, const bf_conv_geom *g, int64_t out_
                 for (int64_t j = 0; j < Cg; j++) {
                     int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
                     int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
+                    const int64_t wf = ((kh * g->k_w + kw) * Cg + j) * g->out_c + co;
                     if (ih < 0 || ih >= g->in_h || iw < 0 || iw >= g->in_w) {
+                        pad_tap(g, pad_cb, user, n, ih, iw, grp * Cg + j, wf);
                         padded++;
                         continue;
                     }
-                    cb(act(g, g->in_h, g->in_w, g->in_c, n, ih, iw, grp * Cg + j),
-                       ((kh * g->k_w + kw) * Cg + j) * g->out_c + co, user);
+                    cb(act(g, g->in_h, g->in_w, g->in_c, n, ih, iw, grp * Cg + j), wf, user);
                 }
     } else if (op == BF_CONV_BWD_FILTER) {
         /* out_flat indexes the HWIO filter [k_h, k_w, Cg, out_c] */
@@ -77,14 +107,16 @@ int64_t bf_conv_explain_terms(bf_conv_op op, const bf_conv_geom *g, int64_t out_
                 for (int64_t ow = 0; ow < g->out_w; ow++) {
                     int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
                     int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
+                    const int64_t yf = act(g, g->out_h, g->out_w, g->out_c, n, oh, ow, co);
                     if (ih < 0 || ih >= g->in_h || iw < 0 || iw >= g->in_w) {
+                        pad_tap(g, pad_cb, user, n, ih, iw, c, yf);
                         padded++;
                         continue;
                     }
-                    cb(act(g, g->in_h, g->in_w, g->in_c, n, ih, iw, c),
-                       act(g, g->out_h, g->out_w, g->out_c, n, oh, ow, co), user);
+                    cb(act(g, g->in_h, g->in_w, g->in_c, n, ih, iw, c), yf, user);
                 }
     } else {
+        /* every term is at (ih, iw) itself, inside the data: nothing here reads padding */
         int64_t n, ih, iw, c;
         act_split(g, g->in_h, g->in_w, g->in_c, out_flat, &n, &ih, &iw, &c);
         const int64_t grp = c / Cg, j = c % Cg;
@@ -109,8 +141,8 @@ int64_t bf_conv_explain_terms(bf_conv_op op, const bf_conv_geom *g, int64_t out_
 }
 
 bf_status bf_conv_desc_explain(const bf_node *node, const bf_port_info *in, int out_port,
-                               int64_t out_flat, bf_explain_term_cb cb, void *user,
-                               bf_explain_geom *geom, bf_error *err) {
+                               int64_t out_flat, bf_explain_term_cb cb, bf_explain_pad_cb pad_cb,
+                               void *user, bf_explain_geom *geom, bf_error *err) {
     const bf_conv_spec *spec = node->desc->impl;
     bf_conv_attrs a;
     bf_conv_geom g;
@@ -134,7 +166,7 @@ bf_status bf_conv_desc_explain(const bf_node *node, const bf_port_info *in, int 
     geom->pad_before[1] = g.pad_left, geom->pad_after[1] = g.pad_right;
     geom->odd_after[0] = a.padding == BF_CONV_PADDING_SAME && g.pad_bottom > g.pad_top;
     geom->odd_after[1] = a.padding == BF_CONV_PADDING_SAME && g.pad_right > g.pad_left;
-    geom->n_padded = bf_conv_explain_terms(spec->op, &g, out_flat, cb, user);
+    geom->n_padded = bf_conv_explain_terms(spec->op, &g, out_flat, cb, pad_cb, user);
     return BF_OK;
 }
 

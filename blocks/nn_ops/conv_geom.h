@@ -132,12 +132,13 @@ bf_status bf_conv_desc_run_cuda(const bf_node *node, const bf_tensor *const *in,
 
 /* conv_explain.c: the terms of one output element (bf_block_desc.explain). */
 bf_status bf_conv_desc_explain(const bf_node *node, const bf_port_info *in, int out_port,
-                               int64_t out_flat, bf_explain_term_cb cb, void *user,
-                               bf_explain_geom *geom, bf_error *err);
+                               int64_t out_flat, bf_explain_term_cb cb, bf_explain_pad_cb pad_cb,
+                               void *user, bf_explain_geom *geom, bf_error *err);
 /* The same on a known geometry: the enumeration itself (operands as in conv_kernels.h, flat
- * offsets; the padded taps skipped and returned). out_flat must be < the output's numel. */
+ * offsets; the padded taps skipped, passed to pad_cb when it is not NULL, and counted in the
+ * return value). out_flat must be < the output's numel. */
 int64_t bf_conv_explain_terms(bf_conv_op op, const bf_conv_geom *g, int64_t out_flat,
-                              bf_explain_term_cb cb, void *user);
+                              bf_explain_term_cb cb, bf_explain_pad_cb pad_cb, void *user);
 
 /* The gradient relations of the four backprop blocks (bf_block_desc.grad). */
 extern const bf_grad_desc bf_conv2d_grad_filter, bf_conv2d_grad_input,

@@ -556,7 +556,8 @@ class Page:
         `port` (None: the first). max_terms: how many terms to list (None: 10000, -1: all);
         "sum" always covers every term. Returns bf_session_explain's JSON as a dict: "value",
         "terms" [{"a": {"tensor", "index", "value"}, "b": {...}}], "n_terms", "n_padded",
-        "padding", "sum", "abs_sum", "max_abs_diff", ... Raises NotFoundError (block or port),
+        "padded_taps" [{"h", "w", "a", "b"}] (where each padded tap fell, capped by max_terms
+        as the terms are), "padding", "sum", "abs_sum", "max_abs_diff", ... Raises NotFoundError (block or port),
         UnsupportedError (no teaching view), InvalidArgumentError (index), or what run() raises.
         """
         if device not in DEVICE_KINDS:

@@ -800,6 +800,15 @@ class TestTeach(ServeCase):
         self.assertEqual(j["n_padded"], 5)
         self.assertTrue(j["truncated"])
         self.assertEqual(len(j["terms"]), 2)
+        # the padded taps are listed under the same cap, each where it fell on the ring
+        self.assertTrue(j["padded_truncated"])
+        self.assertEqual(len(j["padded_taps"]), 2)
+        for t in j["padded_taps"]:
+            self.assertEqual(t["a"]["tensor"], "input")
+            self.assertEqual(t["a"]["value"], 0)
+            self.assertEqual(t["a"]["index"][1:3], [t["h"], t["w"]])
+            self.assertTrue(t["h"] == 8 or t["w"] == 8, t)  # row or column 8: after the 8x8 data
+            self.assertEqual(t["b"]["tensor"], "filter")
         self.assertEqual(j["terms"][0]["a"]["tensor"], "input")
         self.assertEqual(j["terms"][0]["b"]["tensor"], "filter")
         self.assertLessEqual(abs(j["sum"] - j["value"]), 2e-6 * j["abs_sum"])

@@ -113,6 +113,34 @@ static void check_explain(const cJSON *r, const char *what) {
     const cJSON *pad = cJSON_GetObjectItem(r, "padding");
     ck_assert(num(pad, "top") >= 0 && num(pad, "bottom") >= 0 && num(pad, "left") >= 0 &&
               num(pad, "right") >= 0);
+    /* the padded taps: listed as the terms are (up to the same cap), each on the ring of
+     * operand A's grid, with A's index carrying the same h and w, and a real B element */
+    const cJSON *pads = cJSON_GetObjectItem(r, "padded_taps");
+    ck_assert_msg(cJSON_IsArray(pads), "%s: no padded_taps", what);
+    const bool ptrunc = cJSON_IsTrue(cJSON_GetObjectItem(r, "padded_truncated"));
+    const int np = cJSON_GetArraySize(pads);
+    ck_assert_msg(ptrunc ? np < num(r, "n_padded") : np == num(r, "n_padded"), "%s", what);
+    ck_assert_msg(!ptrunc || !truncated || np == n, "%s: one cap for both lists", what);
+    const char *ta = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "operands"), "a")->valuestring;
+    cJSON_ArrayForEach(t, pads) {
+        const cJSON *a = cJSON_GetObjectItem(t, "a"), *b = cJSON_GetObjectItem(t, "b");
+        const cJSON *ai = cJSON_GetObjectItem(a, "index");
+        ck_assert_str_eq(cJSON_GetObjectItem(a, "tensor")->valuestring, ta);
+        ck_assert(num(a, "value") == 0);
+        ck_assert_int_eq(cJSON_GetArraySize(ai), 4);
+        ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(b, "index")), 4);
+        (void)num(b, "value");
+        const double h = num(t, "h"), w = num(t, "w");
+        /* NHWC [n, h, w, c] or NCHW [n, c, h, w]: h and w are adjacent either way */
+        const double i1 = cJSON_GetArrayItem(ai, 1)->valuedouble;
+        const double i2 = cJSON_GetArrayItem(ai, 2)->valuedouble;
+        const double i3 = cJSON_GetArrayItem(ai, 3)->valuedouble;
+        ck_assert_msg((i1 == h && i2 == w) || (i2 == h && i3 == w), "%s: tap (%g, %g)", what, h,
+                      w);
+        ck_assert_msg(h >= -num(pad, "top") && w >= -num(pad, "left"), "%s", what);
+        ck_assert_msg(h < 0 || w < 0 || num(pad, "bottom") > 0 || num(pad, "right") > 0,
+                      "%s: tap (%g, %g) with no padding after", what, h, w);
+    }
 }
 
 /* ---- explain ----------------------------------------------------------------------------------
@@ -209,11 +237,92 @@ START_TEST(explain_marks_same_odd_pixel) {
     ck_assert_int_eq((int)num(j, "n_terms"), 1);
     ck_assert_int_eq((int)num(j, "n_padded"), 3);
     ck_assert_double_eq(num(j, "value"), 25);
+    /* the 2x2 window at the 5x5 input's corner: the 3 other taps are on SAME's odd column 5
+     * and odd row 5, with the filter elements they would have met */
+    const cJSON *pads = cJSON_GetObjectItem(j, "padded_taps");
+    ck_assert_int_eq(cJSON_GetArraySize(pads), 3);
+    ck_assert(!cJSON_IsTrue(cJSON_GetObjectItem(j, "padded_truncated")));
+    const int want[3][4] = {{4, 5, 0, 1}, {5, 4, 1, 0}, {5, 5, 1, 1}}; /* h, w, kh, kw */
+    for (int k = 0; k < 3; k++) {
+        const cJSON *t = cJSON_GetArrayItem(pads, k);
+        ck_assert_int_eq((int)num(t, "h"), want[k][0]);
+        ck_assert_int_eq((int)num(t, "w"), want[k][1]);
+        const cJSON *bi = cJSON_GetObjectItem(cJSON_GetObjectItem(t, "b"), "index");
+        ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "b"), "tensor")->valuestring,
+                         "filter");
+        ck_assert_int_eq(cJSON_GetArrayItem(bi, 0)->valueint, want[k][2]);
+        ck_assert_int_eq(cJSON_GetArrayItem(bi, 1)->valueint, want[k][3]);
+    }
     cJSON_Delete(j);
     bf_result_free(&r);
     bf_result t = RUN("explain", path, "same", "0", "4", "4", "0");
     ck_assert_ptr_nonnull(strstr(t.out, "bottom 1 (SAME's odd pixel)"));
     bf_result_free(&t);
+}
+END_TEST
+
+/* ---- explain when memory runs out (STYLE R14e) */
+
+static long fail_at, n_allocs, live;
+
+static void *fail_malloc(size_t size, void *user) {
+    (void)user;
+    if (++n_allocs == fail_at) return NULL;
+    void *p = malloc(size);
+    if (p) __atomic_add_fetch(&live, 1, __ATOMIC_RELAXED);
+    return p;
+}
+
+static void *fail_realloc(void *ptr, size_t size, void *user) {
+    (void)user;
+    if (++n_allocs == fail_at) return NULL;
+    void *p = realloc(ptr, size);
+    if (p && !ptr) __atomic_add_fetch(&live, 1, __ATOMIC_RELAXED);
+    return p;
+}
+
+static void counting_free(void *ptr, void *user) {
+    (void)user;
+    if (ptr) __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
+    free(ptr);
+}
+
+/* The corner of SAME on an odd size (1 term, 3 padded taps): open the page, run and explain
+ * it with the Nth allocation failing, N = 1, 2, ... (the allocator is replaced before anything
+ * else, as bf_replace_allocator asks): BF_ENOMEM and no leak, until the whole answer fits. */
+START_TEST(explain_out_of_memory_loop) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/examples/teach/valid_vs_same.json", bf_test_source_dir());
+    const int64_t idx[4] = {0, 4, 4, 0};
+    bf_replace_allocator(fail_malloc, fail_realloc, counting_free, NULL);
+    int n;
+    for (n = 1; n < 20000; n++) {
+        fail_at = n, n_allocs = 0;
+        bf_error e = {0};
+        bf_context *ctx = NULL;
+        bf_page *pg = NULL;
+        bf_session *s = NULL;
+        char *json = NULL;
+        bf_status st = bf_context_new(NULL, &ctx, &e);
+        if (!st) st = bf_page_load_file(ctx, path, &pg, NULL, &e);
+        if (!st) st = bf_session_new(ctx, pg, &s, &e);
+        if (!st) st = bf_session_explain(s, "same", idx, 4, NULL, &json, &e);
+        if (st) {
+            ck_assert_msg(st == BF_ENOMEM, "allocation %d: %s (%s)", n, bf_status_name(st),
+                          e.message);
+            ck_assert_ptr_null(json);
+        } else {
+            ck_assert_ptr_nonnull(strstr(json, "\"padded_taps\":[{\"h\":4,\"w\":5,"));
+        }
+        bf_string_free(json);
+        bf_session_free(s);
+        bf_context_free(ctx);
+        ck_assert_msg(live == 0, "allocation %d failed: %ld blocks leaked", n, live);
+        if (!st && n_allocs < n) break; /* nothing failed: every allocation was covered */
+    }
+    bf_replace_allocator(NULL, NULL, NULL, NULL);
+    ck_assert_int_lt(n, 20000);
+    fprintf(stderr, "explain_out_of_memory_loop: %d allocations covered\n", n - 1);
 }
 END_TEST
 
@@ -508,6 +617,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, explain_json_from_the_program);
     tcase_add_test(tc, explain_marks_same_odd_pixel);
     tcase_add_test(tc, explain_errors);
+    tcase_add_test(tc, explain_out_of_memory_loop);
     tcase_add_test(tc, gradcheck_passes_on_teaching_pages);
     tcase_add_test(tc, gradcheck_fails_on_wrong_padding);
     tcase_add_test(tc, add_gradients_conv2d_nchw_strided_dilated);

@@ -4,12 +4,16 @@
  * geometries (shapes, strides, dilations, SAME/VALID/EXPLICIT with asymmetric pads, NHWC and
  * NCHW, groups for Conv2D, multipliers for depthwise), every output element of every op gets
  * exactly the set of (operand A, operand B) pairs that the plain loops below visit, the same
- * count of taps in the padding, and the sum of the products equals the kernel's output
- * element within the dtype's tolerance (float64 1e-12, float32 2e-6, relative to sum |terms|).
+ * set of taps in the padding (their positions on x's padded grid, x's whole index and the
+ * operand B element each would have multiplied; none for dX, whose grid is x's and whose
+ * terms all sit on the element itself), and the sum of the products equals the kernel's
+ * output element within the dtype's tolerance (float64 1e-12, float32 2e-6, relative to
+ * sum |terms|).
  *
  * The brute force never calls conv_geom: sizes and pads are computed here from the formula
  * and every (n, oh, ow, co, kh, kw, j) of the domain is visited once, each in-bounds tuple
- * dropped into the bucket of the y, dW and dX element it contributes to.
+ * dropped into the bucket of the y, dW and dX element it contributes to, and each tuple that
+ * reads padding into the padded bucket of its y and dW elements.
  */
 #include "conv_geo.h"
 #include "conv_harness.h"
@@ -49,7 +53,51 @@ static int cmp_triple(const void *pa, const void *pb) {
     return a->b < b->b ? -1 : a->b > b->b;
 }
 
-static void collect(int64_t a, int64_t b, void *user) { push(user, 0, a, b); }
+/* A tap in the padding: x[n, h, w, c] (h or w outside x) times operand B's element b. */
+typedef struct ptap {
+    int64_t out, n, h, w, c, b;
+} ptap;
+
+typedef struct plist {
+    ptap *t;
+    int64_t n, cap;
+} plist;
+
+static void ppush(plist *l, ptap t) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 256;
+        l->t = realloc(l->t, sizeof(ptap) * (size_t)l->cap);
+        ck_assert_ptr_nonnull(l->t);
+    }
+    l->t[l->n++] = t;
+}
+
+static int cmp_ptap(const void *pa, const void *pb) {
+    const int64_t *a = &((const ptap *)pa)->out, *b = &((const ptap *)pb)->out;
+    for (int i = 0; i < 6; i++)
+        if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
+/* What explain reports for one element: its terms and its padded taps (x's layout: nchw). */
+typedef struct got_t {
+    tlist terms;
+    plist pads;
+    int nchw;
+} got_t;
+
+static void collect(int64_t a, int64_t b, void *user) { push(&((got_t *)user)->terms, 0, a, b); }
+
+static void collect_pad(const bf_explain_pad_tap *t, void *user) {
+    got_t *g = user;
+    const int64_t *i = t->a_index;
+    ptap p = g->nchw ? (ptap){0, i[0], i[2], i[3], i[1], t->b_flat}
+                     : (ptap){0, i[0], i[1], i[2], i[3], t->b_flat};
+    /* (h, w) and the index agree */
+    ck_assert_int_eq(p.h, t->h);
+    ck_assert_int_eq(p.w, t->w);
+    ppush(&g->pads, p);
+}
 
 /* ---- the test ------------------------------------------------------------------------------ */
 
@@ -62,7 +110,7 @@ START_TEST(enumeration_matches_definition) {
     const int64_t nw = c.KH * c.KW * c.F2 * c.F3;
     /* brute force: the buckets of y (op 0), dW (op 1) and dX (op 2) */
     tlist bucket[3] = {{0}};
-    int64_t *padded[2] = {calloc((size_t)ny, 8), calloc((size_t)nw, 8)};
+    plist padded[3] = {{0}}; /* dX's stays empty */
     const int64_t per = c.dw ? 1 : c.F2;
     for (int64_t n = 0; n < c.N; n++)
         for (int64_t oh = 0; oh < c.OH; oh++)
@@ -84,7 +132,8 @@ START_TEST(enumeration_matches_definition) {
                                 }
                                 int64_t yi = ct_geo_index(&c, c.OH, c.OW, c.O, n, oh, ow, co);
                                 if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) {
-                                    padded[0][yi]++, padded[1][fi]++;
+                                    ppush(&padded[0], (ptap){yi, n, ih, iw, ch, fi});
+                                    ppush(&padded[1], (ptap){fi, n, ih, iw, ch, yi});
                                     continue;
                                 }
                                 int64_t xi = ct_geo_index(&c, c.H, c.W, c.C, n, ih, iw, ch);
@@ -92,8 +141,10 @@ START_TEST(enumeration_matches_definition) {
                                 push(&bucket[1], fi, xi, yi);
                                 push(&bucket[2], xi, yi, fi);
                             }
-    for (int op = 0; op < 3; op++)
+    for (int op = 0; op < 3; op++) {
         if (bucket[op].n) qsort(bucket[op].t, (size_t)bucket[op].n, sizeof(triple), cmp_triple);
+        if (padded[op].n) qsort(padded[op].t, (size_t)padded[op].n, sizeof(ptap), cmp_ptap);
+    }
 
     /* the blocks: values, kernels and explain */
     double *x = malloc(8 * (size_t)nx), *w = malloc(8 * (size_t)nw), *dy = malloc(8 * (size_t)ny);
@@ -153,52 +204,72 @@ START_TEST(enumeration_matches_definition) {
             }
         }
         ck_assert_ptr_nonnull(d->explain);
-        int64_t pos = 0;
+        int64_t pos = 0, ppos = 0;
         const int64_t numel = bf_tensor_numel(out);
         ck_assert_int_eq(numel, op == 0 ? ny : op == 1 ? nw : nx);
         for (int64_t e = 0; e < numel; e++) {
-            tlist got = {0};
+            got_t got = {.nchw = c.nchw};
             bf_explain_geom geom;
-            ck_assert_int_eq(d->explain(node, info, 0, e, collect, &got, &geom, &err), BF_OK);
+            ck_assert_int_eq(d->explain(node, info, 0, e, collect, collect_pad, &got, &geom, &err),
+                             BF_OK);
             ck_assert_int_eq(geom.a_input, op == 2 ? 2 : 0);
             ck_assert_int_eq(geom.b_input, op == 1 ? 2 : 1);
             ck_assert_int_eq(geom.pad_before[0], c.pt);
             ck_assert_int_eq(geom.pad_before[1], c.pl);
-            if (op < 2)
-                ck_assert_msg(geom.n_padded == padded[op][e], "%s %s element %ld: %ld padded "
-                              "taps, expected %ld", d->type, a, (long)e, (long)geom.n_padded,
-                              (long)padded[op][e]);
-            for (int64_t k = 0; k < got.n; k++) got.t[k].out = e;
-            if (got.n) qsort(got.t, (size_t)got.n, sizeof(triple), cmp_triple);
+            tlist *gt = &got.terms;
+            for (int64_t k = 0; k < gt->n; k++) gt->t[k].out = e;
+            if (gt->n) qsort(gt->t, (size_t)gt->n, sizeof(triple), cmp_triple);
             int64_t end = pos;
             while (end < bucket[op].n && bucket[op].t[end].out == e) end++;
-            ck_assert_msg(got.n == end - pos, "%s %s element %ld: %ld terms, expected %ld",
-                          d->type, a, (long)e, (long)got.n, (long)(end - pos));
+            ck_assert_msg(gt->n == end - pos, "%s %s element %ld: %ld terms, expected %ld",
+                          d->type, a, (long)e, (long)gt->n, (long)(end - pos));
             double sum = 0, abs_sum = 0;
-            for (int64_t k = 0; k < got.n; k++) {
-                ck_assert_msg(!cmp_triple(&got.t[k], &bucket[op].t[pos + k]),
+            for (int64_t k = 0; k < gt->n; k++) {
+                ck_assert_msg(!cmp_triple(&gt->t[k], &bucket[op].t[pos + k]),
                               "%s %s element %ld: term %ld differs", d->type, a, (long)e,
                               (long)k);
-                double p = va[got.t[k].a] * vb[got.t[k].b];
+                double p = va[gt->t[k].a] * vb[gt->t[k].b];
                 sum += p, abs_sum += fabs(p);
             }
             ck_assert_msg(fabs(sum - vo[e]) <= tol * abs_sum + 1e-300,
                           "%s %s element %ld: sum of products %.17g, kernel %.17g", d->type, a,
                           (long)e, sum, vo[e]);
             pos = end;
-            free(got.t);
+            /* the padded taps: the same set as the brute force's, on the ring */
+            plist *gp = &got.pads;
+            for (int64_t k = 0; k < gp->n; k++) gp->t[k].out = e;
+            if (gp->n) qsort(gp->t, (size_t)gp->n, sizeof(ptap), cmp_ptap);
+            end = ppos;
+            while (end < padded[op].n && padded[op].t[end].out == e) end++;
+            ck_assert_msg(geom.n_padded == end - ppos && gp->n == end - ppos,
+                          "%s %s element %ld: %ld padded taps (%ld reported), expected %ld",
+                          d->type, a, (long)e, (long)geom.n_padded, (long)gp->n,
+                          (long)(end - ppos));
+            for (int64_t k = 0; k < gp->n; k++) {
+                const ptap *p = &gp->t[k];
+                ck_assert_msg(!cmp_ptap(p, &padded[op].t[ppos + k]),
+                              "%s %s element %ld: padded tap %ld at (%ld, %ld) differs", d->type,
+                              a, (long)e, (long)k, (long)p->h, (long)p->w);
+                ck_assert(p->h < 0 || p->h >= c.H || p->w < 0 || p->w >= c.W);
+                ck_assert(p->h >= -geom.pad_before[0] && p->h < c.H + geom.pad_after[0]);
+                ck_assert(p->w >= -geom.pad_before[1] && p->w < c.W + geom.pad_after[1]);
+            }
+            ppos = end;
+            free(gt->t), free(gp->t);
         }
         ck_assert_int_eq(pos, bucket[op].n);
+        ck_assert_int_eq(ppos, padded[op].n);
         bf_error e2 = {0};
-        ck_assert_int_eq(d->explain(node, info, 0, numel, NULL, NULL, &(bf_explain_geom){0}, &e2),
+        ck_assert_int_eq(d->explain(node, info, 0, numel, NULL, NULL, NULL,
+                                    &(bf_explain_geom){0}, &e2),
                          BF_EINVAL);
         bf_node_destroy(node);
         free(vo);
         bf_tensor_free(out);
         for (int k = 0; k < 3; k++) bf_tensor_free(in[k]);
     }
-    for (int op = 0; op < 3; op++) free(bucket[op].t);
-    free(padded[0]), free(padded[1]), free(x), free(w), free(dy);
+    for (int op = 0; op < 3; op++) free(bucket[op].t), free(padded[op].t);
+    free(x), free(w), free(dy);
 }
 END_TEST
 
@@ -215,7 +286,9 @@ START_TEST(same_odd_pixel_is_after) {
     bf_port_info info[2];
     for (int k = 0; k < 2; k++) bf_port_set(&info[k], BF_DTYPE_F32, 4, bf_tensor_dims(in[k]));
     bf_explain_geom g;
-    ck_assert_int_eq(bf_block_conv2d.explain(node, info, 0, 8, NULL, NULL, &g, &err), BF_OK);
+    got_t got = {0};
+    ck_assert_int_eq(bf_block_conv2d.explain(node, info, 0, 8, NULL, collect_pad, &got, &g, &err),
+                     BF_OK);
     ck_assert_str_eq(g.padding, "SAME");
     ck_assert_int_eq(g.pad_before[0], 0);
     ck_assert_int_eq(g.pad_after[0], 1);
@@ -223,6 +296,16 @@ START_TEST(same_odd_pixel_is_after) {
     ck_assert_int_eq(g.odd_after[1], 1);
     /* element 8 = (oh 2, ow 2): taps at rows/cols 4, 5, 6: the last is padding, 5 taps */
     ck_assert_int_eq(g.n_padded, 5);
+    /* and where, in loop order (kh, kw): column 6 (the column after the 6 data columns) of
+     * rows 4 and 5, then row 6 at columns 4..6, each with the filter tap it would have met */
+    const int64_t want[5][3] = {{4, 6, 2}, {5, 6, 5}, {6, 4, 6}, {6, 5, 7}, {6, 6, 8}};
+    ck_assert_int_eq(got.pads.n, 5);
+    for (int k = 0; k < 5; k++) {
+        ck_assert_int_eq(got.pads.t[k].h, want[k][0]);
+        ck_assert_int_eq(got.pads.t[k].w, want[k][1]);
+        ck_assert_int_eq(got.pads.t[k].b, want[k][2]);
+    }
+    free(got.pads.t);
     bf_node_destroy(node);
     bf_tensor_free(in[0]), bf_tensor_free(in[1]);
 }

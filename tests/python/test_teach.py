@@ -29,6 +29,7 @@ def test_explain_terms_add_up_to_the_value(root, name, block):
         assert j["block"] == block and j["index"] == list(index)
         assert j["value"] == pytest.approx(float(out[index]), abs=0)
         assert not j["truncated"] and len(j["terms"]) == j["n_terms"]
+        assert not j["padded_truncated"] and len(j["padded_taps"]) == j["n_padded"]
         total = sum(t["a"]["value"] * t["b"]["value"] for t in j["terms"])
         tol = 1e-12 if out.dtype == np.float64 else 2e-6
         assert abs(total - j["value"]) <= tol * max(j["abs_sum"], 1e-30) + 1e-30, j

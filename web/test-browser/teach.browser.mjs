@@ -3,7 +3,8 @@
 // examples/teach: for a Conv2DBackpropFilter and a Conv2DBackpropInput block, click an element,
 // read the lit operand cells and their values from the page and check that the products sum to
 // the clicked value; the padding view of SAME on an odd size shows the ring after the data
-// only; a constant typed into its grid re-runs the page and the explanation follows; the
+// only, and the hovered corner element's taps that fell on it (explain's padded_taps); a
+// constant typed into its grid re-runs the page and the explanation follows; the
 // gradient check reports a pass; "Add gradient blocks" lays the gradients out beside the
 // forward block. A screenshot of each step goes to BF_SCREENSHOTS (default
 // build/teach-screenshots). Exit 77 (ctest: skipped) without Chromium.
@@ -127,6 +128,13 @@ async function clickAndCheck(block, index, a, b) {
   return {clicked, rows};
 }
 
+/* move the pointer to the palette (no hover explains there) and let a pending explain end */
+async function park() {
+  await page.mouse.move(100, 880);
+  await page.waitForTimeout(400); /* past TeachPanel's 250 ms hover delay */
+  await page.getByTestId('explain-busy').waitFor({state: 'detached'});
+}
+
 let failed = false;
 try {
   /* 1. open with the token */
@@ -171,9 +179,35 @@ try {
   await page.getByTestId('sum-line').filter({hasText: '3 taps fell in the padding'}).waitFor();
   await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="tap-x"]')]
     .map((e) => e.dataset.index).join(' ') === '0,4,4,0');
+  /* ... and those three are outlined where they fell: on SAME's odd column and row, numbered
+   * p1..p3 in explain's order, each with the filter tap it would have met */
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="padtap-x"]').length === 3);
+  const ringTaps = await pv.locator('[data-testid="padtap-x"]').evaluateAll((els) =>
+    els.map((e) => ({at: `${e.dataset.row},${e.dataset.col}`, taps: e.dataset.taps,
+                     ring: e.parentElement.dataset.testid, label: e.textContent})));
+  ringTaps.sort((p, q) => Number(p.taps) - Number(q.taps));
+  assert.deepEqual(ringTaps.map((t) => t.at), ['4,5', '5,4', '5,5'], 'the corner window\'s ring taps');
+  assert.deepEqual(ringTaps.map((t) => t.taps), ['0', '1', '2']);
+  assert.ok(ringTaps.every((t) => t.ring === 'ring-odd'), 'each on a ring cell (the odd pixel)');
+  assert.ok(ringTaps.every((t, k) => t.label.includes(`p${k + 1}`) && t.label.includes('reads 0')),
+            'numbered and marked "reads 0": ' + ringTaps.map((t) => t.label).join(' | '));
+  const list = await pv.getByTestId('padtap-list-x').innerText();
+  for (const want of ['p1 at (4, 5) reads 0 × filter[0,1,0,0] = 2', 'p2 at (5, 4) reads 0 × filter[1,0,0,0] = 3',
+                      'p3 at (5, 5) reads 0 × filter[1,1,0,0] = 4']) {
+    assert.ok(list.includes(want), `the list says "${want}": ${list}`);
+  }
+  /* park the pointer off the grid first: scrolling under it would hover (and explain) another
+   * element while the screenshots are taken */
+  await park();
+  await pv.scrollIntoViewIfNeeded();
+  await shot('padding-view-corner-ring-taps');
+  await pv.screenshot({path: join(SHOTS, 'padding-view-corner-ring-taps-detail.png')});
+  await page.getByTestId('sum-line').filter({hasText: 'same[0, 4, 4, 0] = 25'}).waitFor();
   await page.locator('[data-testid="grid-same"] g[data-index="0,2,1,0"]').hover();
   await page.getByTestId('sum-line').filter({hasText: 'same[0, 2, 1, 0]'}).waitFor();
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="tap-x"]').length === 4);
+  assert.equal(await pv.locator('[data-testid="padtap-x"]').count(), 0, 'an inner window reads no padding');
+  await park();
   await pv.scrollIntoViewIfNeeded();
   await shot('padding-view-same-odd');
 

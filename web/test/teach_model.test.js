@@ -5,8 +5,8 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {sliceSpec} from '../src/model/tensor.js';
 import {bestPicks, cellsOnSlice, depthwiseChannel, isForward, isGradient, outputSizeText,
-        paddingRing, picksFor, strideDilation, sumOfProducts, tensorLayout,
-        termsByTensor} from '../src/model/teach.js';
+        paddedTaps, paddingRing, picksFor, ringTapsOnSlice, strideDilation, sumOfProducts,
+        tensorLayout, termsByTensor} from '../src/model/teach.js';
 
 const term = (ta, ia, va, tb, ib, vb) => ({a: {tensor: ta, index: ia, value: va},
                                            b: {tensor: tb, index: ib, value: vb}});
@@ -117,4 +117,67 @@ test('a small constant gets a grid per slice, laid out as it is wired', async ()
   assert.equal(constGrid([9, 9], 0, 'NHWC'), null, 'more than 64 elements');
   assert.equal(constGrid([2], [1, 2, 3], 'NHWC'), null, 'a value that does not fit');
   assert.equal(constGrid([2, 2], [1, 2, 3, 4], 'NHWC').tables.length, 1);
+});
+
+const ptap = (h, w, ia, tb, ib, vb) => ({h, w, a: {tensor: 'input', index: ia, value: 0},
+                                         b: {tensor: tb, index: ib, value: vb}});
+
+test('padded taps land on the ring: SAME odd size, the corner element (NHWC)', () => {
+  /* valid_vs_same.json same 0 4 4 0: 1 term, 3 taps on SAME's odd row/column 5 */
+  const r = {type: 'Conv2D', value: 25, operands: {a: 'input', b: 'filter'}, n_padded: 3,
+    padding: {mode: 'SAME', top: 0, bottom: 1, left: 0, right: 1, odd: ['bottom', 'right']},
+    terms: [term('input', [0, 4, 4, 0], 25, 'filter', [0, 0, 0, 0], 1)],
+    padded_taps: [ptap(4, 5, [0, 4, 5, 0], 'filter', [0, 1, 0, 0], 2),
+                  ptap(5, 4, [0, 5, 4, 0], 'filter', [1, 0, 0, 0], 3),
+                  ptap(5, 5, [0, 5, 5, 0], 'filter', [1, 1, 0, 0], 4)]};
+  const taps = paddedTaps(r);
+  assert.deepEqual(taps.map((t) => [t.h, t.w, t.tap, t.value]), [[4, 5, 0, 0], [5, 4, 1, 0], [5, 5, 2, 0]]);
+  const spec = sliceSpec([1, 5, 5, 1], 'NHWC', bestPicks([...termsByTensor(r).input, ...taps], 'NHWC'));
+  const on = ringTapsOnSlice(taps, spec);
+  assert.equal(on.elsewhere, 0);
+  assert.deepEqual(on.cells.map((c) => [c.row, c.col, c.taps[0].b.index.join(',')]),
+                   [[4, 5, '0,1,0,0'], [5, 4, '1,0,0,0'], [5, 5, '1,1,0,0']]);
+  /* every one is a ring cell (SAME's odd pixel) of paddingRing, none on the data */
+  const ring = paddingRing(r.padding, 5, 5);
+  for (const c of on.cells) {
+    const row = ring.rows.find((x) => x.i === c.row);
+    const col = ring.cols.find((x) => x.i === c.col);
+    assert.ok(row && col && (row.kind === 'odd' || col.kind === 'odd'), `(${c.row}, ${c.col})`);
+  }
+  /* the other operand's taps are not on the input's grid */
+  assert.deepEqual(paddedTaps(r, 'out_backprop'), []);
+  assert.deepEqual(paddedTaps({terms: []}), []);
+});
+
+test('padded taps in NCHW: h and w from the tap, the channel picks the slice', () => {
+  /* nchw_vs_nhwc.json with SAME: y_nchw 0 0 2 2, 2 channels x 3 padded positions */
+  const r = {padded_taps: [
+    ptap(2, 3, [0, 0, 2, 3], 'filter', [0, 1, 0, 0], 1), ptap(2, 3, [0, 1, 2, 3], 'filter', [0, 1, 1, 0], 0.1),
+    ptap(3, 2, [0, 0, 3, 2], 'filter', [1, 0, 0, 0], 1), ptap(3, 2, [0, 1, 3, 2], 'filter', [1, 0, 1, 0], 0.1),
+    ptap(3, 3, [0, 0, 3, 3], 'filter', [1, 1, 0, 0], 1), ptap(3, 3, [0, 1, 3, 3], 'filter', [1, 1, 1, 0], 0.1)]};
+  const taps = paddedTaps(r);
+  const c1 = ringTapsOnSlice(taps, sliceSpec([1, 2, 3, 3], 'NCHW', {1: 1}));
+  assert.equal(c1.elsewhere, 3, 'channel 0 is on the other slice');
+  assert.deepEqual(c1.cells.map((c) => [c.row, c.col, c.taps.map((t) => t.tap).join()]),
+                   [[2, 3, '1'], [3, 2, '3'], [3, 3, '5']]);
+  assert.deepEqual(c1.cells.map((c) => c.taps[0].b.value), [0.1, 0.1, 0.1]);
+});
+
+test('padded taps of a filter gradient: on x, times out_backprop; two at one cell share it', () => {
+  /* finite_difference_check.json dw 2 2 0 1 (the first two), plus a second batch's tap */
+  const r = {padded_taps: [ptap(2, 6, [0, 2, 6, 0], 'out_backprop', [0, 0, 2, 1], -1),
+                           ptap(6, 6, [0, 6, 6, 0], 'out_backprop', [0, 2, 2, 1], -0.5),
+                           ptap(6, 6, [1, 6, 6, 0], 'out_backprop', [1, 2, 2, 1], 0.25)],
+             padded_truncated: true};
+  const taps = paddedTaps(r);
+  assert.deepEqual(bestPicks(taps, 'NHWC'), {0: 0, 3: 0});
+  const b0 = ringTapsOnSlice(taps, sliceSpec([2, 6, 6, 1], 'NHWC', {0: 0}));
+  assert.deepEqual(b0.cells.map((c) => [c.row, c.col, c.taps[0].b.tensor]),
+                   [[2, 6, 'out_backprop'], [6, 6, 'out_backprop']]);
+  assert.equal(b0.elsewhere, 1);
+  const b1 = ringTapsOnSlice(taps, sliceSpec([2, 6, 6, 1], 'NHWC', {0: 1}));
+  assert.deepEqual(b1.cells.map((c) => [c.row, c.col, c.taps[0].tap]), [[6, 6, 2]]);
+  /* a cell read by several taps (other layouts, other shapes) keeps them all, in order */
+  const two = ringTapsOnSlice([...taps, {...taps[1], tap: 3}], sliceSpec([2, 6, 6, 1], 'NHWC', {0: 0}));
+  assert.deepEqual(two.cells[1].taps.map((t) => t.tap), [1, 3]);
 });

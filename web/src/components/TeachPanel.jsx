@@ -3,15 +3,16 @@
  * block's output: the server's explain lists the terms of its sum, the operand elements light
  * up on their own heatmaps (each in its own layout: NHWC/NCHW, HWIO, depthwise [fh,fw,C,M]),
  * the products and their sum are listed against the value, and the padding view shows the
- * input grid with its padding ring and the window's taps. Also: the gradient check of the
+ * input grid with its padding ring and the window's taps (those in the padding outlined on the
+ * ring, from explain's padded_taps). Also: the gradient check of the
  * block, and "Add gradient blocks" on a forward block. The geometry is the server's; tensors
  * are read from the explain job's run, which holds the block and its inputs. */
 import React, {useCallback, useEffect, useMemo, useRef, useState} from 'react';
 import {explain, gradcheck} from '../api/teach.js';
 import {fmt, sliceSpec} from '../model/tensor.js';
 import {bestPicks, cellsOnSlice, depthwiseChannel, isDepthwise, isForward, isGradient,
-        outputSizeText, picksFor, spatialAxes, strideDilation, sumOfProducts, tensorLayout,
-        termsByTensor} from '../model/teach.js';
+        outputSizeText, paddedTaps, picksFor, ringTapsOnSlice, spatialAxes, strideDilation,
+        sumOfProducts, tensorLayout, termsByTensor} from '../model/teach.js';
 import GridMap from './GridMap.jsx';
 import PaddingView from './PaddingView.jsx';
 
@@ -141,7 +142,7 @@ function TermsTable({result, blockId}) {
         {' '}= sum of {result.n_terms} product{result.n_terms === 1 ? '' : 's'}
         {' '}{result.operands.a} × {result.operands.b} = <span data-testid="terms-sum">{fmt(result.sum)}</span>
         {' '}<span className={close ? 'pass' : 'fail'}>{close ? '✓ equal' : '✗ differs'}</span>
-        {result.n_padded > 0 && <span className="muted"> · {result.n_padded} tap{result.n_padded > 1 ? 's' : ''} fell in the padding (read 0, not listed)</span>}
+        {result.n_padded > 0 && <span className="muted"> · {result.n_padded} tap{result.n_padded > 1 ? 's' : ''} fell in the padding (read 0: no terms; outlined on the ring of the padding view)</span>}
       </div>
       <table className="terms-table" data-testid="terms-table">
         <thead><tr><th>#</th><th>{result.operands.a}</th><th /><th>{result.operands.b}</th><th>product</th></tr></thead>
@@ -250,6 +251,9 @@ export default function TeachPanel({api, events, gate, docName, block, check, ru
   const actTaps = actName === 'output'
     ? (sel ? [{index: sel, value: result && result.value, term: 0}] : [])
     : by.input || [];
+  /* the taps that read padding, on the same grid (none for the input gradient: see
+   * conv_explain.c) */
+  const ringTaps = actName === 'input' ? paddedTaps(result, 'input') : [];
   const [ha, wa] = spatialAxes(actLayout);
   const shapeOf = (port) => (info.inputs[port] || {}).shape;
   const inShape = actName === 'output' ? outShape : shapeOf('input');
@@ -315,7 +319,8 @@ export default function TeachPanel({api, events, gate, docName, block, check, ru
             <TermsTable result={result} blockId={block.id} />
             {actSpec && <PaddingSlice api={api} gate={gate} runId={runId} spec={actSpec} layout={actLayout}
                                       taps={actTaps} padding={pad} formula={formula}
-                                      nPadded={result.n_padded}
+                                      nPadded={result.n_padded} ringTaps={ringTaps}
+                                      ringTruncated={!!result.padded_truncated}
                                       title={actName === 'output'
                                         ? `padding view: ${block.id} (the input's gradient) with its ring`
                                         : `padding view: input with its padding ring`}
@@ -329,12 +334,16 @@ export default function TeachPanel({api, events, gate, docName, block, check, ru
 }
 
 function PaddingSlice({api, gate, runId, spec, layout, taps, padding, formula, nPadded, title,
-                       tapsLabel}) {
-  const picks = useMemo(() => bestPicks(taps, layout), [JSON.stringify(taps), layout]);
+                       tapsLabel, ringTaps = [], ringTruncated}) {
+  /* the slice (batch, channel) holding the most taps, those in the padding included */
+  const picks = useMemo(() => bestPicks([...taps, ...ringTaps], layout),
+                        [JSON.stringify(taps), JSON.stringify(ringTaps), layout]);
   const {summary, values, sl} = useSlice(api, gate, runId, spec, layout, picks);
   if (!sl || !padding) return null;
   const on = cellsOnSlice(taps, sl);
+  const ring = ringTapsOnSlice(ringTaps, sl);
   return <PaddingView name={spec} padding={padding} spec={sl} values={values} min={summary.min}
                       max={summary.max} taps={on.cells} title={title} formula={formula}
-                      nPadded={nPadded} tapsLabel={tapsLabel} />;
+                      nPadded={nPadded} tapsLabel={tapsLabel} ringTaps={ring.cells}
+                      ringElsewhere={ring.elsewhere} ringTruncated={ringTruncated} />;
 }

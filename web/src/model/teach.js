@@ -71,6 +71,39 @@ export function cellsOnSlice(elements, spec) {
   return {cells, elsewhere};
 }
 
+/**
+ * explain's padded_taps on grid `tensor` (operand A: 'input'), as elements like
+ * termsByTensor's: [{index, value: 0, h, w, tap, b}] where index is A's index with the tap's
+ * h and w in place (outside the data: -1 is the row before it, H the row after), `tap` the
+ * position in padded_taps (0-based) and `b` the operand element it would have multiplied.
+ * The list is capped as the terms are (result.padded_truncated); n_padded counts them all.
+ */
+export function paddedTaps(result, tensor = 'input') {
+  return ((result && result.padded_taps) || [])
+    .map((t, k) => ({index: t.a.index, value: 0, h: t.h, w: t.w, tap: k, b: t.b, tensor: t.a.tensor}))
+    .filter((t) => t.tensor === tensor);
+}
+
+/**
+ * The padded taps (paddedTaps) on the padding view's slice `spec` of their grid: {cells:
+ * [{row: h, col: w, taps: [...]}] one per ring cell, in the order of the first tap on it,
+ * and `elsewhere`, the count of those on other slices (another batch or channel).
+ */
+export function ringTapsOnSlice(taps, spec) {
+  const byCell = new Map();
+  let elsewhere = 0;
+  for (const t of taps || []) {
+    if (!spec.pickers.every((p) => t.index[p.axis] === p.index)) {
+      elsewhere++;
+      continue;
+    }
+    const key = `${t.h},${t.w}`;
+    if (!byCell.has(key)) byCell.set(key, {row: t.h, col: t.w, taps: []});
+    byCell.get(key).taps.push(t);
+  }
+  return {cells: [...byCell.values()], elsewhere};
+}
+
 /** Picks for the slice holding the most of `elements` (ties: the first term's slice). */
 export function bestPicks(elements, layout) {
   const count = new Map();
