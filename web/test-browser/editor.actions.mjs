@@ -503,7 +503,10 @@ try {
   assert.ok(await topButton('■ Cancel').isDisabled(), 'Cancel is off once the run ended');
   assert.ok(await topButton('▶ Run').isEnabled(), 'Run is on again');
   await shot('long-run-cancelled');
-  /* the page stays usable: an edit goes through (no "busy"), and a run to c1 finishes */
+  /* the page stays usable: an edit goes through (no "busy"), and a run to c1 finishes. The
+   * whole page in view first, as a person would do (the fit-view control) */
+  await page.locator('.react-flow__controls-fitview').click();
+  await block(`c${N_SLOW}`).waitFor({state: 'visible'});
   await block(`c${N_SLOW}`).click();
   await page.getByRole('button', {name: 'Disconnect input'}).click();
   await until('the cut in the session', async () =>
@@ -577,12 +580,22 @@ try {
   await page.keyboard.press('Enter'); /* adds it */
   await block('identity').waitFor();
   await dirtyMark.waitFor();
-  await page.evaluate(() => document.activeElement && document.activeElement.blur());
-  const node = await tabTo('a block on the canvas', (f) => f.cls.includes('react-flow__node'));
-  await shot('focus-block');
-  await page.keyboard.press('Enter'); /* selects it */
-  await page.getByTestId('block-id').waitFor();
-  assert.equal(await page.getByTestId('block-id').inputValue(), node.id);
+  /* Tab to a block and press Enter to select it. A check result that lands meanwhile can
+   * re-render the canvas and drop the focus (seen about once in ten runs; a person sees the
+   * focus ring vanish and tabs again): the test does the same, at most three times. */
+  let node = null;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    await page.evaluate(() => document.activeElement && document.activeElement.blur());
+    node = await tabTo('a block on the canvas', (f) => f.cls.includes('react-flow__node'));
+    if (attempt === 0) await shot('focus-block');
+    await page.keyboard.press('Enter'); /* selects it */
+    const shown = await until(`the inspector showing ${node.id}`, async () =>
+      (await page.getByTestId('block-id').inputValue().catch(() => '')) === node.id, 3000)
+      .then(() => true, () => false);
+    if (shown) break;
+    if (attempt === 2) throw new Error(`Enter on the focused block ${node.id} did not select it`);
+    console.log(`note - the focus left block ${node.id} before Enter; tabbing again`);
+  }
   await block(node.id).and(page.locator('.selected')).waitFor();
   await shot('block-selected-by-keyboard');
   /* Escape closes a dialog, and the focus goes into it first */

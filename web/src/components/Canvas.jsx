@@ -1,7 +1,7 @@
 /* Canvas.jsx - the page as a React Flow graph: blocks (BlockNode), wires labelled with the
  * dtype and shape they carry (WireEdge), drop target of the palette. Selection, moves,
  * deletions and new wires are turned into edits by App. */
-import React, {useCallback, useEffect, useMemo, useState} from 'react';
+import React, {useCallback, useEffect, useMemo, useRef, useState} from 'react';
 import {Background, Controls, ReactFlow, useReactFlow} from '@xyflow/react';
 import {pageToGraph} from '../model/page.js';
 import BlockNode from './BlockNode.jsx';
@@ -25,9 +25,28 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
   }));
   const edges = graph.edges.map((e) => ({...e, selected: selEdges.includes(e.id)}));
 
+  /* Fit the view once per opened page, once React Flow holds exactly this page's blocks and
+   * has measured them all. Fitting earlier (on a timer, or on "nodes initialized" right after
+   * a switch, when the store still holds the previous page's measured nodes, some with the
+   * same ids) frames only part of a large page. Blocks added later do not move the view. */
+  const fitted = useRef(null);
   useEffect(() => {
-    const t = setTimeout(() => flow.fitView({padding: 0.2, maxZoom: 1.1}), 50);
-    return () => clearTimeout(t);
+    if (fitted.current === page.name || page.blocks.length === 0) return undefined;
+    const want = new Set(page.blocks.map((b) => b.id));
+    let frame = 0, tries = 0;
+    const attempt = () => {
+      const held = flow.getNodes();
+      const ready = held.length === want.size &&
+                    held.every((n) => want.has(n.id) && n.measured && n.measured.width > 0);
+      if (ready || ++tries > 300) { /* about 5 s of frames: fit what there is */
+        fitted.current = page.name;
+        flow.fitView({padding: 0.2, maxZoom: 1.1});
+        return;
+      }
+      frame = requestAnimationFrame(attempt);
+    };
+    frame = requestAnimationFrame(attempt);
+    return () => cancelAnimationFrame(frame);
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [page.name, page.blocks.length === 0]);
 
