@@ -15,36 +15,17 @@
 //              with a visible focus ring; Enter opens a page, adds a block, selects a block
 // A screenshot of each step goes to BF_SCREENSHOTS (default build/editor-actions-screenshots).
 // Waits are for conditions, never for times. Exit 77 (ctest: skipped) without Chromium.
-import {spawn} from 'node:child_process';
-import {cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
-        writeFileSync} from 'node:fs';
-import {tmpdir} from 'node:os';
-import {dirname, join, resolve} from 'node:path';
-import {fileURLToPath} from 'node:url';
+import {cpSync, existsSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
 import assert from 'node:assert/strict';
+import {CHROMIUM, launchChromium, makeShot, repo, requireBrowser, screenshotDir, startServer,
+        tempPages} from './harness.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '../..');
-const CHROMIUM = process.env.BF_CHROMIUM || '/usr/bin/chromium';
-const BINARY = resolve(process.env.BF_BINARY || join(repo, 'build/blockflow'));
-const SHOTS = resolve(process.env.BF_SCREENSHOTS || join(repo, 'build/editor-actions-screenshots'));
-const WEB = resolve(process.env.BF_WEB || join(repo, 'web/dist'));
-
-if (!existsSync(CHROMIUM)) {
-  console.log(`SKIPPED: ${CHROMIUM} is missing (Debian: apt-get install chromium)`);
-  process.exit(77);
-}
-if (!existsSync(join(WEB, 'index.html'))) {
-  console.error(`${WEB}/index.html is missing: run make editor`);
-  process.exit(1);
-}
-const {chromium} = await import('playwright-core');
+const SHOTS = screenshotDir('editor-actions-screenshots');
+requireBrowser(CHROMIUM, 'chromium');
 
 /* ---- the pages folder ------------------------------------------------------------------ */
-const tmp = mkdtempSync(join(tmpdir(), 'bf-actions-'));
-const pages = join(tmp, 'pages');
-mkdirSync(pages);
-mkdirSync(SHOTS, {recursive: true});
+const {tmp, pages} = tempPages('bf-actions-');
 const file = (name) => join(pages, `${name}.json`);
 const readPage = (name) => JSON.parse(readFileSync(file(name), 'utf8'));
 const writePage = (name, p) => writeFileSync(file(name), JSON.stringify(p, null, 2) + '\n');
@@ -88,21 +69,7 @@ writePage('slow', {format: 'blockflow.page', version: 1, name: 'slow', blocks: s
 
 /* ---- the server ------------------------------------------------------------------------ */
 const token = 'editor-actions-token-0123';
-const server = spawn(BINARY, ['serve', '--listen', '127.0.0.1:0', '--pages', pages,
-                              '--token', token, '--web', WEB, '--threads', '2'],
-                     {stdio: ['ignore', 'pipe', 'pipe']});
-let serverErr = '';
-server.stderr.on('data', (d) => { serverErr += d; });
-const port = await new Promise((ok, fail) => {
-  let out = '';
-  const t = setTimeout(() => fail(new Error('server did not start: ' + serverErr)), 30000);
-  server.stdout.on('data', (d) => {
-    out += d;
-    const m = /listening on port (\d+)/.exec(out);
-    if (m) { clearTimeout(t); ok(Number(m[1])); }
-  });
-  server.on('exit', (c) => fail(new Error(`server exited ${c}: ${serverErr}`)));
-});
+const {server, port, stderr: serverErr} = await startServer(pages, token);
 const origin = `http://127.0.0.1:${port}`;
 /** The API as a program calls it (Bearer token), for checks behind the editor's back. */
 async function api(method, path, body) {
@@ -120,12 +87,7 @@ const sessionPage = async (name) => (await api('GET', `/api/pages/${name}?view=s
 const blockOf = (p, id) => p.blocks.find((b) => b.id === id);
 
 /* ---- the browser ----------------------------------------------------------------------- */
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchChromium();
 const page = await browser.newPage({viewport: {width: 1440, height: 900}});
 const consoleErrors = [];
 page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
@@ -139,13 +101,7 @@ const events = [];
 page.on('websocket', (ws) => ws.on('framereceived', (f) => {
   try { events.push(JSON.parse(f.payload)); } catch (e) { /* not JSON: not an event */ }
 }));
-let step = 0;
-const shot = async (name) => {
-  step++;
-  const f = join(SHOTS, `${String(step).padStart(2, '0')}-${name}.png`);
-  await page.screenshot({path: f});
-  console.log(`ok ${step} - ${name} (${f})`);
-};
+const shot = makeShot(page, SHOTS);
 const mod = process.platform === 'darwin' ? 'Meta' : 'Control';
 const label = (id) => page.getByTestId(`wire-${id}`);
 const block = (id) => page.getByTestId(`block-${id}`);
@@ -621,7 +577,7 @@ try {
   await page.screenshot({path: join(SHOTS, 'failure.png')}).catch(() => {});
   if (consoleErrors.length) console.error('browser console:', consoleErrors.join('\n'));
   if (badResponses.length) console.error('HTTP errors:', badResponses.join('\n'));
-  if (serverErr) console.error('server stderr:', serverErr.slice(-20000));
+  if (serverErr()) console.error('server stderr:', serverErr().slice(-20000));
 } finally {
   await browser.close();
   server.kill('SIGTERM');

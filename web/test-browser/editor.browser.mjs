@@ -5,91 +5,30 @@
 // block finish, read a heatmap value on hover and compare it with the CLI's .npy output, save,
 // reload, and run the saved file with `blockflow run`. A screenshot of each step goes to
 // BF_SCREENSHOTS (default build/editor-screenshots). Exit 77 (ctest: skipped) without Chromium.
-import {spawn, spawnSync} from 'node:child_process';
-import {cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync} from 'node:fs';
-import {tmpdir} from 'node:os';
-import {dirname, join, resolve} from 'node:path';
-import {fileURLToPath} from 'node:url';
+import {spawnSync} from 'node:child_process';
+import {cpSync, readFileSync, rmSync} from 'node:fs';
+import {join} from 'node:path';
 import assert from 'node:assert/strict';
+import {BINARY, CHROMIUM, launchChromium, makeShot, readNpy, repo, requireBrowser, screenshotDir,
+        startServer, tempPages} from './harness.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '../..');
-const CHROMIUM = process.env.BF_CHROMIUM || '/usr/bin/chromium';
-const BINARY = resolve(process.env.BF_BINARY || join(repo, 'build/blockflow'));
-const SHOTS = resolve(process.env.BF_SCREENSHOTS || join(repo, 'build/editor-screenshots'));
-const WEB = resolve(process.env.BF_WEB || join(repo, 'web/dist'));
+const SHOTS = screenshotDir('editor-screenshots');
+requireBrowser(CHROMIUM, 'chromium');
 
-if (!existsSync(CHROMIUM)) {
-  console.log(`SKIPPED: ${CHROMIUM} is missing (Debian: apt-get install chromium)`);
-  process.exit(77);
-}
-if (!existsSync(join(WEB, 'index.html'))) {
-  console.error(`${WEB}/index.html is missing: run make editor`);
-  process.exit(1);
-}
-const {chromium} = await import('playwright-core');
-
-/* a float .npy (format 1.0/2.0/3.0, little-endian, C order) -> {shape, data} */
-function readNpy(path) {
-  const b = readFileSync(path);
-  const major = b[6];
-  const hl = major === 1 ? b.readUInt16LE(8) : b.readUInt32LE(8);
-  const off = major === 1 ? 10 : 12;
-  const header = b.subarray(off, off + hl).toString('latin1');
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((s) => s.trim())
-    .filter(Boolean).map(Number);
-  const body = b.subarray(off + hl);
-  const n = shape.reduce((a, x) => a * x, 1);
-  const data = [];
-  for (let i = 0; i < n; i++) {
-    data.push(descr === '<f8' ? body.readDoubleLE(i * 8) : body.readFloatLE(i * 4));
-  }
-  return {shape, data};
-}
-
-const tmp = mkdtempSync(join(tmpdir(), 'bf-editor-'));
-const pages = join(tmp, 'pages');
-mkdirSync(pages);
+const {tmp, pages} = tempPages('bf-editor-');
 for (const f of ['filter_grad_same.json', 'filter_grad_valid.json', 'nchw.json']) {
   cpSync(join(repo, 'examples', f), join(pages, f));
 }
-mkdirSync(SHOTS, {recursive: true});
 
 const token = 'editor-test-token-0123';
-const server = spawn(BINARY, ['serve', '--listen', '127.0.0.1:0', '--pages', pages,
-                              '--token', token, '--web', WEB, '--threads', '2'],
-                     {stdio: ['ignore', 'pipe', 'pipe']});
-let serverErr = '';
-server.stderr.on('data', (d) => { serverErr += d; });
-const port = await new Promise((ok, fail) => {
-  let out = '';
-  const t = setTimeout(() => fail(new Error('server did not start: ' + serverErr)), 30000);
-  server.stdout.on('data', (d) => {
-    out += d;
-    const m = /listening on port (\d+)/.exec(out);
-    if (m) { clearTimeout(t); ok(Number(m[1])); }
-  });
-  server.on('exit', (c) => fail(new Error(`server exited ${c}: ${serverErr}`)));
-});
+const {server, port, stderr: serverErr} = await startServer(pages, token);
 
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchChromium();
 const page = await browser.newPage({viewport: {width: 1440, height: 900}});
 const consoleErrors = [];
 page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
 page.on('pageerror', (e) => consoleErrors.push(String(e)));
-let step = 0;
-const shot = async (name) => {
-  step++;
-  const file = join(SHOTS, `${String(step).padStart(2, '0')}-${name}.png`);
-  await page.screenshot({path: file});
-  console.log(`ok ${step} - ${name} (${file})`);
-};
+const shot = makeShot(page, SHOTS);
 const label = (id) => page.getByTestId(`wire-${id}`);
 const mod = process.platform === 'darwin' ? 'Meta' : 'Control';
 
@@ -209,7 +148,7 @@ try {
   console.error('FAILED:', e);
   await page.screenshot({path: join(SHOTS, 'failure.png')}).catch(() => {});
   if (consoleErrors.length) console.error('browser console:', consoleErrors.join('\n'));
-  if (serverErr) console.error('server stderr:', serverErr.slice(-20000));
+  if (serverErr()) console.error('server stderr:', serverErr().slice(-20000));
 } finally {
   await browser.close();
   server.kill('SIGTERM');

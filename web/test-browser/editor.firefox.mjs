@@ -8,49 +8,18 @@
 // step goes to BF_SCREENSHOTS (default build/editor-firefox-screenshots). No browser download:
 // it runs /usr/bin/firefox-esr (BF_FIREFOX) headless with a fresh profile and its background
 // network features off. Exit 77 (ctest: skipped) without Firefox.
-import {spawn, spawnSync} from 'node:child_process';
-import {cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync} from 'node:fs';
-import {tmpdir} from 'node:os';
-import {dirname, join, resolve} from 'node:path';
-import {fileURLToPath} from 'node:url';
+import {spawnSync} from 'node:child_process';
+import {cpSync, mkdirSync, readFileSync, rmSync} from 'node:fs';
+import {join} from 'node:path';
 import assert from 'node:assert/strict';
+import {BINARY, makeShot, readNpy, repo, requireBrowser, screenshotDir, startServer,
+        tempPages} from './harness.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '../..');
 const FIREFOX = process.env.BF_FIREFOX || '/usr/bin/firefox-esr';
-const BINARY = resolve(process.env.BF_BINARY || join(repo, 'build/blockflow'));
-const SHOTS = resolve(process.env.BF_SCREENSHOTS || join(repo, 'build/editor-firefox-screenshots'));
-const WEB = resolve(process.env.BF_WEB || join(repo, 'web/dist'));
+const SHOTS = screenshotDir('editor-firefox-screenshots');
 const WAIT = 30000; /* ms for any one expectation: the machine may be busy */
-
-if (!existsSync(FIREFOX)) {
-  console.log(`SKIPPED: ${FIREFOX} is missing (Debian: apt-get install firefox-esr)`);
-  process.exit(77);
-}
-if (!existsSync(join(WEB, 'index.html'))) {
-  console.error(`${WEB}/index.html is missing: run make editor`);
-  process.exit(1);
-}
+requireBrowser(FIREFOX, 'firefox-esr');
 const {default: puppeteer} = await import('puppeteer-core');
-
-/* a float .npy (format 1.0/2.0/3.0, little-endian, C order) -> {shape, data} */
-function readNpy(path) {
-  const b = readFileSync(path);
-  const major = b[6];
-  const hl = major === 1 ? b.readUInt16LE(8) : b.readUInt32LE(8);
-  const off = major === 1 ? 10 : 12;
-  const header = b.subarray(off, off + hl).toString('latin1');
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((s) => s.trim())
-    .filter(Boolean).map(Number);
-  const body = b.subarray(off + hl);
-  const n = shape.reduce((a, x) => a * x, 1);
-  const data = [];
-  for (let i = 0; i < n; i++) {
-    data.push(descr === '<f8' ? body.readDoubleLE(i * 8) : body.readFloatLE(i * 4));
-  }
-  return {shape, data};
-}
 
 /* Firefox's background network features off: the machine may have no network, and a test
  * must not talk to the outside anyway. */
@@ -109,32 +78,15 @@ const PREFS = {
   'privacy.sanitize.sanitizeOnShutdown': false,
 };
 
-const tmp = mkdtempSync(join(tmpdir(), 'bf-editor-ff-'));
-const pages = join(tmp, 'pages');
+const {tmp, pages} = tempPages('bf-editor-ff-');
 const profile = join(tmp, 'profile');
-mkdirSync(pages);
 mkdirSync(profile);
 for (const f of ['filter_grad_same.json', 'filter_grad_valid.json', 'nchw.json']) {
   cpSync(join(repo, 'examples', f), join(pages, f));
 }
-mkdirSync(SHOTS, {recursive: true});
 
 const token = 'editor-firefox-token-0123';
-const server = spawn(BINARY, ['serve', '--listen', '127.0.0.1:0', '--pages', pages,
-                              '--token', token, '--web', WEB, '--threads', '2'],
-                     {stdio: ['ignore', 'pipe', 'pipe']});
-let serverErr = '';
-server.stderr.on('data', (d) => { serverErr += d; });
-const port = await new Promise((ok, fail) => {
-  let out = '';
-  const t = setTimeout(() => fail(new Error('server did not start: ' + serverErr)), 30000);
-  server.stdout.on('data', (d) => {
-    out += d;
-    const m = /listening on port (\d+)/.exec(out);
-    if (m) { clearTimeout(t); ok(Number(m[1])); }
-  });
-  server.on('exit', (c) => fail(new Error(`server exited ${c}: ${serverErr}`)));
-});
+const {server, port, stderr: serverErr} = await startServer(pages, token);
 
 let browser;
 let page;
@@ -157,13 +109,7 @@ try {
   page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
   page.on('pageerror', (e) => consoleErrors.push(String(e)));
 
-  let step = 0;
-  const shot = async (name) => {
-    step++;
-    const file = join(SHOTS, `${String(step).padStart(2, '0')}-${name}.png`);
-    await page.screenshot({path: file});
-    console.log(`ok ${step} - ${name} (${file})`);
-  };
+    const shot = makeShot(page, SHOTS);
   /* the first element matching a CSS selector whose text contains `text` (or matches it) */
   const byText = async (sel, text) => {
     const h = await page.waitForFunction((s, t, re) => {
@@ -283,7 +229,7 @@ try {
   console.error('FAILED:', e);
   if (page) await page.screenshot({path: join(SHOTS, 'failure.png')}).catch(() => {});
   if (consoleErrors.length) console.error('browser console:', consoleErrors.join('\n'));
-  if (serverErr) console.error('server stderr:', serverErr.slice(-20000));
+  if (serverErr()) console.error('server stderr:', serverErr().slice(-20000));
 } finally {
   if (browser) await browser.close().catch((e) => console.error('closing Firefox:', e));
   server.kill('SIGTERM');

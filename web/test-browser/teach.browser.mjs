@@ -8,75 +8,32 @@
 // gradient check reports a pass; "Add gradient blocks" lays the gradients out beside the
 // forward block. A screenshot of each step goes to BF_SCREENSHOTS (default
 // build/teach-screenshots). Exit 77 (ctest: skipped) without Chromium.
-import {spawn} from 'node:child_process';
-import {cpSync, existsSync, mkdirSync, mkdtempSync, rmSync} from 'node:fs';
-import {tmpdir} from 'node:os';
-import {dirname, join, resolve} from 'node:path';
-import {fileURLToPath} from 'node:url';
+import {cpSync, rmSync} from 'node:fs';
+import {join} from 'node:path';
 import assert from 'node:assert/strict';
+import {CHROMIUM, launchChromium, makeShot, repo, requireBrowser, screenshotDir, startServer,
+        tempPages} from './harness.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '../..');
-const CHROMIUM = process.env.BF_CHROMIUM || '/usr/bin/chromium';
-const BINARY = resolve(process.env.BF_BINARY || join(repo, 'build/blockflow'));
-const SHOTS = resolve(process.env.BF_SCREENSHOTS || join(repo, 'build/teach-screenshots'));
-const WEB = resolve(process.env.BF_WEB || join(repo, 'web/dist'));
+const SHOTS = screenshotDir('teach-screenshots');
+requireBrowser(CHROMIUM, 'chromium');
 
-if (!existsSync(CHROMIUM)) {
-  console.log(`SKIPPED: ${CHROMIUM} is missing (Debian: apt-get install chromium)`);
-  process.exit(77);
-}
-if (!existsSync(join(WEB, 'index.html'))) {
-  console.error(`${WEB}/index.html is missing: run make editor`);
-  process.exit(1);
-}
-const {chromium} = await import('playwright-core');
-
-const tmp = mkdtempSync(join(tmpdir(), 'bf-teach-'));
-const pages = join(tmp, 'pages');
-mkdirSync(pages);
+const {tmp, pages} = tempPages('bf-teach-');
 for (const f of ['stride2_odd_input.json', 'valid_vs_same.json', 'finite_difference_check.json',
                  'depthwise_multiplier2.json']) {
   cpSync(join(repo, 'examples/teach', f), join(pages, f));
 }
-mkdirSync(SHOTS, {recursive: true});
 
 const token = 'teach-test-token-0123';
-const server = spawn(BINARY, ['serve', '--listen', '127.0.0.1:0', '--pages', pages,
-                              '--token', token, '--web', WEB, '--threads', '2'],
-                     {stdio: ['ignore', 'pipe', 'pipe']});
-let serverErr = '';
-server.stderr.on('data', (d) => { serverErr += d; });
-const port = await new Promise((ok, fail) => {
-  let out = '';
-  const t = setTimeout(() => fail(new Error('server did not start: ' + serverErr)), 30000);
-  server.stdout.on('data', (d) => {
-    out += d;
-    const m = /listening on port (\d+)/.exec(out);
-    if (m) { clearTimeout(t); ok(Number(m[1])); }
-  });
-  server.on('exit', (c) => fail(new Error(`server exited ${c}: ${serverErr}`)));
-});
+const {server, port, stderr: serverErr} = await startServer(pages, token);
 
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchChromium();
 const page = await browser.newPage({viewport: {width: 1440, height: 900}});
 const consoleErrors = [];
 page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
 page.on('pageerror', (e) => consoleErrors.push(String(e)));
 const reqLog = [];
 page.on('response', (r) => { reqLog.push(`${r.status()} ${r.request().method()} ${r.url().replace(/^http:\/\/[^/]*/, '')}`); if (r.status() >= 400) consoleErrors.push(`${r.status()} ${r.url()}`); });
-let step = 0;
-const shot = async (name) => {
-  step++;
-  const file = join(SHOTS, `${String(step).padStart(2, '0')}-${name}.png`);
-  await page.screenshot({path: file});
-  console.log(`ok ${step} - ${name} (${file})`);
-};
+const shot = makeShot(page, SHOTS);
 
 
 /* the lit cells of tensor `name` in the Teach tab: [{index, value, term}] */
@@ -249,7 +206,7 @@ try {
   console.error('FAILED:', e);
   await page.screenshot({path: join(SHOTS, 'failure.png')}).catch(() => {});
   if (consoleErrors.length) console.error('browser console:', consoleErrors.join('\n'));
-  if (serverErr) console.error('server stderr:', serverErr.slice(-20000));
+  if (serverErr()) console.error('server stderr:', serverErr().slice(-20000));
   if (process.env.BF_TEACH_DEBUG) console.error(reqLog.join('\n'));
 } finally {
   await browser.close();
