@@ -104,6 +104,14 @@ typedef struct bf_error {
  */
 BF_API int bf_error_format(const bf_error *e, char *buf, size_t size);
 
+/*
+ * `e` as one JSON object, the form of a problem in bf_session_check_json and in the server's
+ * answers: {"severity": "error"|"warning", "code", "status", "message", "page"?, "block"?,
+ * "port"?, "attr"?, "pointer", "line"?, "column"?} (members marked ? only when set; "code"
+ * falls back to the status name). Free with bf_string_free(). Errors: BF_EINVAL, BF_ENOMEM.
+ */
+BF_API bf_status bf_error_json(const bf_error *e, char **out, bf_error *err);
+
 /* Reset `e` to "no error". Accepts NULL. */
 BF_API void bf_error_clear(bf_error *e);
 

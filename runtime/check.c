@@ -245,14 +245,28 @@ static bool add_text(cJSON *o, const char *key, const char *v) {
 cJSON *bf_sess_error_json(const bf_error *e) {
     cJSON *o = cJSON_CreateObject();
     if (!o || !add_text(o, "severity", e->status == BF_OK ? "warning" : "error") ||
-        !add_text(o, "code", e->code) || !add_text(o, "status", bf_status_name(e->status)) ||
-        !add_text(o, "message", e->message) || !add_text(o, "block", e->block_id) ||
-        !add_text(o, "port", e->port) || !add_text(o, "attr", e->attr) ||
-        !bf_json_add(o, "pointer", cJSON_CreateString(e->pointer))) {
+        !add_text(o, "code", e->code[0] ? e->code : bf_status_name(e->status)) ||
+        !add_text(o, "status", bf_status_name(e->status)) ||
+        !add_text(o, "message", e->message) || !add_text(o, "page", e->page) ||
+        !add_text(o, "block", e->block_id) || !add_text(o, "port", e->port) ||
+        !add_text(o, "attr", e->attr) ||
+        !bf_json_add(o, "pointer", cJSON_CreateString(e->pointer)) ||
+        (e->line && !bf_json_add(o, "line", cJSON_CreateNumber(e->line))) ||
+        (e->column && !bf_json_add(o, "column", cJSON_CreateNumber(e->column)))) {
         cJSON_Delete(o);
         return NULL;
     }
     return o;
+}
+
+bf_status bf_error_json(const bf_error *e, char **out, bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
+    if (!e) return bf_err(err, BF_EINVAL, "bad_argument", "e is NULL");
+    cJSON *o = bf_sess_error_json(e);
+    *out = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return *out ? BF_OK : bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
 }
 
 bf_status bf_session_check_json(bf_session *s, char **out, bf_error *err) {

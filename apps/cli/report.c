@@ -167,21 +167,13 @@ void cli_progress_end(cli_progress *p) {
 
 /* ---- JSON --------------------------------------------------------------------------------- */
 
-/* A problem as bf_session_check_json writes it. */
+/* A problem as bf_session_check_json writes it (bf_error_json), as a cJSON object. */
 static cJSON *problem_json(const bf_error *e) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "severity", e->status ? "error" : "warning");
-    cJSON_AddStringToObject(o, "code", e->code);
-    cJSON_AddStringToObject(o, "status", bf_status_name(e->status));
-    cJSON_AddStringToObject(o, "message", e->message);
-    if (e->page[0]) cJSON_AddStringToObject(o, "page", e->page);
-    if (e->block_id[0]) cJSON_AddStringToObject(o, "block", e->block_id);
-    if (e->port[0]) cJSON_AddStringToObject(o, "port", e->port);
-    if (e->attr[0]) cJSON_AddStringToObject(o, "attr", e->attr);
-    cJSON_AddStringToObject(o, "pointer", e->pointer);
-    if (e->line) cJSON_AddNumberToObject(o, "line", e->line);
-    if (e->column) cJSON_AddNumberToObject(o, "column", e->column);
-    return o;
+    char *text = NULL;
+    if (bf_error_json(e, &text, NULL)) return cJSON_CreateNull();
+    cJSON *o = cJSON_Parse(text);
+    bf_string_free(text);
+    return o ? o : cJSON_CreateNull();
 }
 
 cJSON *cli_problems_json(const bf_diags *d, const bf_error *e) {

@@ -419,20 +419,15 @@ static void copy_page(srv_app *app, const char *name, bool move, const srv_reque
 
 /* ---- check --------------------------------------------------------------------------------- */
 
-static cJSON *problems_json(const bf_diags *d, const bf_error *e) {
+cJSON *srv_problems_json(const bf_diags *d, const bf_error *e) {
     cJSON *arr = cJSON_CreateArray();
     size_t n = d ? bf_diags_count(d) : 0;
-    for (size_t i = 0; i < n + (n == 0 && e && e->status); i++) {
-        const bf_error *p = i < n ? bf_diags_at(d, i) : e;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "severity", p->status ? "error" : "warning");
-        cJSON_AddStringToObject(o, "code", p->code[0] ? p->code : bf_status_name(p->status));
-        cJSON_AddStringToObject(o, "message", p->message);
-        if (p->block_id[0]) cJSON_AddStringToObject(o, "block", p->block_id);
-        if (p->port[0]) cJSON_AddStringToObject(o, "port", p->port);
-        if (p->attr[0]) cJSON_AddStringToObject(o, "attr", p->attr);
-        if (p->pointer[0]) cJSON_AddStringToObject(o, "pointer", p->pointer);
-        cJSON_AddItemToArray(arr, o);
+    for (size_t i = 0; arr && i < n + (n == 0 && e && e->status); i++) {
+        char *text = NULL;
+        cJSON *o = bf_error_json(i < n ? bf_diags_at(d, i) : e, &text, NULL) ? NULL
+                                                                             : cJSON_Parse(text);
+        bf_string_free(text);
+        if (o) cJSON_AddItemToArray(arr, o);
     }
     return arr;
 }
@@ -452,7 +447,7 @@ static char *check_json(bf_session *s, bf_status st, const bf_diags *d, const bf
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "ok", st == BF_OK);
-    cJSON_AddItemToObject(o, "problems", problems_json(d, e));
+    cJSON_AddItemToObject(o, "problems", srv_problems_json(d, e));
     cJSON_AddObjectToObject(o, "blocks");
     return print(o);
 }

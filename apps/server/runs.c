@@ -167,19 +167,7 @@ void srv_problems(srv_response *res, int status, const bf_error *first, const bf
     srv_error_bf(res, status ? status : load_status(first->status), first);
     cJSON *root = res->body ? cJSON_Parse(res->body) : NULL;
     if (!root) return;
-    cJSON *arr = cJSON_AddArrayToObject(root, "problems");
-    for (size_t i = 0; d && i < bf_diags_count(d); i++) {
-        const bf_error *e = bf_diags_at(d, i);
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "severity", e->status ? "error" : "warning");
-        cJSON_AddStringToObject(o, "code", e->code[0] ? e->code : bf_status_name(e->status));
-        cJSON_AddStringToObject(o, "message", e->message);
-        if (e->block_id[0]) cJSON_AddStringToObject(o, "block", e->block_id);
-        if (e->port[0]) cJSON_AddStringToObject(o, "port", e->port);
-        if (e->attr[0]) cJSON_AddStringToObject(o, "attr", e->attr);
-        if (e->pointer[0]) cJSON_AddStringToObject(o, "pointer", e->pointer);
-        cJSON_AddItemToArray(arr, o);
-    }
+    cJSON_AddItemToObject(root, "problems", srv_problems_json(d, NULL));
     int code = res->status;
     srv_json(res, code, cJSON_PrintUnformatted(root));
     cJSON_Delete(root);

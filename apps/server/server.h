@@ -265,6 +265,9 @@ void srv_error(srv_response *res, int status, const char *code, const char *fmt,
 void srv_error_bf(srv_response *res, int status, const bf_error *e);
 /* res <- status (0: from e's status) with {"error": e, "problems": [every record of d]}. */
 void srv_problems(srv_response *res, int status, const bf_error *e, const bf_diags *d);
+/* Every problem of `d` (or `e` alone when `d` holds none) as a JSON array of bf_error_json
+ * objects: the one form problems take in every answer. */
+struct cJSON *srv_problems_json(const bf_diags *d, const bf_error *e);
 /* res <- status with the given JSON text (takes ownership of `json`, malloc'd). */
 void srv_json(srv_response *res, int status, char *json);
 

@@ -395,6 +395,15 @@ START_TEST(every_problem_at_once) {
         ck_assert_str_eq(r->pointer, ptrs[i]);
     }
     ck_assert_str_eq(bf_diags_at(d, 0)->port, "filter");
+    /* one problem as JSON, the form every presenter (CLI --json, server) uses */
+    char *pj = NULL;
+    ck_assert_int_eq(bf_error_json(bf_diags_at(d, 0), &pj, &e), BF_OK);
+    ck_assert_str_eq(pj, "{\"severity\":\"error\",\"code\":\"missing_input\","
+                         "\"status\":\"ESCHEMA\",\"message\":\"input \\\"filter\\\" of Conv2D is "
+                         "not connected\",\"page\":\"e.json\",\"block\":\"y\",\"port\":\"filter\","
+                         "\"pointer\":\"/blocks/2/inputs\"}");
+    bf_string_free(pj);
+    ck_assert_int_eq(bf_error_json(NULL, &pj, &e), BF_EINVAL);
     /* what can be inferred is: the batch is known only when fed ("?") */
     ck_assert_str_eq(label(s, "v", NULL, 1), "float32[?,3,3,2]");
     ck_assert_str_eq(label(s, "y", "input", 0), "float32[?,5,5,1]");
