@@ -299,6 +299,23 @@ START_TEST(depthwise_filter_rows) {
 }
 END_TEST
 
+/* Depthwise 3x3 filter gradient (the nine-register band kernel): tall images so an image
+   spans several bands, widths from 1 (no interior column), pads up to 4 (bands or columns
+   that read only padding), multipliers 1-3, strides, dilations, channel vectors plus tails. */
+START_TEST(depthwise_3x3_filter_bands) {
+    bf_rng r = {0xd3b30000u + (uint64_t)_i};
+    int64_t c = _i % 2 ? bf_rng_int(&r, 1, 70) : 16 * bf_rng_int(&r, 1, 6);
+    int64_t m = _i % 4 == 3 ? bf_rng_int(&r, 2, 3) : 1;
+    int64_t w = _i % 5 == 4 ? bf_rng_int(&r, 1, 3) : bf_rng_int(&r, 4, 40);
+    bf_conv_geom g = make_geom(bf_rng_int(&r, 1, 3), bf_rng_int(&r, 30, 120), w, c, 3, 3,
+                               c * m, c, bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2),
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 4),
+                               bf_rng_int(&r, 0, 4), bf_rng_int(&r, 0, 4), bf_rng_int(&r, 0, 4),
+                               (int)bf_rng_int(&r, 0, 1));
+    check_geom(&g, r.s, "dw-3x3-bands", true);
+}
+END_TEST
+
 /* No workspace: the direct fallback, and degenerate sizes (empty output, no taps reach). */
 START_TEST(fallback_and_degenerate) {
     bf_pool *pool = NULL;
@@ -395,6 +412,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, depthwise_multiplier_rows, 0, 6);
     tcase_add_loop_test(tc, depthwise_small_rows, 0, 12);
     tcase_add_loop_test(tc, depthwise_filter_rows, 0, 12);
+    tcase_add_loop_test(tc, depthwise_3x3_filter_bands, 0, 16);
     tcase_add_test(tc, fallback_and_degenerate);
     tcase_add_loop_test(tc, row_order, 0, 4);
     tcase_add_test(tc, public_entry_points);

@@ -21,6 +21,14 @@
 #define bf_dw_bwd_input_task     BF_KFN(bf_dw_bwd_input_task)
 #define bf_dw_bwd_filter_task    BF_KFN(bf_dw_bwd_filter_task)
 #define bf_dw_bwd_filter_px_task BF_KFN(bf_dw_bwd_filter_px_task)
+#define bf_dw_bwd_filter_3x3_task BF_KFN(bf_dw_bwd_filter_3x3_task)
+#define bf_dw_3x3_band           BF_KFN(bf_dw_3x3_band)
+#define bf_dw_3x3_xrows          BF_KFN(bf_dw_3x3_xrows)
+#define bf_dw_3x3_new            BF_KFN(bf_dw_3x3_new)
+#define bf_dw_pf_part            BF_KFN(bf_dw_pf_part)
+#define bf_dw_3x3_band_run       BF_KFN(bf_dw_3x3_band_run)
+#define bf_dw_zeros              BF_KFN(bf_dw_zeros)
+#define bf_dw_scratch_per        BF_KFN(bf_dw_scratch_per)
 #define bf_dw_fwd_chunk          BF_KFN(bf_dw_fwd_chunk)
 #define bf_dw_bwd_input_chunk    BF_KFN(bf_dw_bwd_input_chunk)
 #define bf_dw_ws                 BF_KFN(bf_dw_ws)
@@ -35,6 +43,7 @@ typedef struct bf_dw_plan {
     T *partials;    /* BWD_FILTER: (n_threads - 1) x [KH*KW*O] */
     T *scratch;     /* per thread: one row of W x O (expanded input or dx accumulator) */
     int64_t mult, rows_per_task, scratch_per, nel;
+    int64_t strip_bands; /* BWD_FILTER 3x3: bands per task */
     const bf_exec *ex;
 } bf_dw_plan;
 
@@ -433,6 +442,220 @@ static void bf_dw_bwd_filter_px_task(void *arg, int64_t task, int slot) {
     }
 }
 
+/*
+ * 3x3 filters (every MobileNet layer) with any stride, dilation, padding and multiplier. For
+ * one channel vector the nine taps' sums stay in nine registers while the task walks its rows
+ * pixel by pixel: one dy load and nine x loads per nine multiply-adds, and one add into the
+ * partial dW per task. The loops above add into the partial once per tap and row (px: once
+ * per four pixels), so they spend most loads and stores on the partial; this one spends them
+ * on x and dy. A task is a band of output rows of one image, sized (bf_dw_3x3_band) so that
+ * its dy rows and the x rows they read stay in L2 while the channel vectors after the first
+ * pass over them. With M > 1 the band's x rows are expanded once per task into scratch.
+ */
+#define BF_DW3_BAND_BYTES 262144
+
+/* What a tap reads where it reads padding (one vector; BF_VL <= 64 for every T). */
+static const T bf_dw_zeros[64];
+
+/* Output rows per band: the dy rows and their x rows in about BF_DW3_BAND_BYTES. */
+static int64_t bf_dw_3x3_band(const bf_conv_geom *g) {
+    int64_t per = (g->out_w + g->stride_h * g->in_w) * g->out_c * (int64_t)sizeof(T);
+    return BF_MAX(1, BF_MIN(g->out_h, (int64_t)BF_DW3_BAND_BYTES / BF_MAX(per, 1)));
+}
+
+/* x rows a band of `rows` output rows reads (at most). */
+static int64_t bf_dw_3x3_xrows(const bf_conv_geom *g, int64_t rows) {
+    return BF_MIN(g->in_h, (rows - 1) * g->stride_h + 2 * g->dil_h + 1);
+}
+
+/* acc[t] += the products of tap t over the output columns [o0, o1) of one row, with bounds
+   checks: the border columns of the 3x3 task, and its channels past the last full vector. */
+#define BF_DW3_TAP_LOOP(BODY)                                                                 \
+    for (int64_t kh = 0; kh < 3; kh++) {                                                      \
+        if (!v[kh]) continue;                                                                 \
+        for (int64_t kw = 0; kw < 3; kw++)                                                    \
+            for (int64_t ow = o0; ow < o1; ow++) {                                            \
+                int64_t iw = ow * sw + kw * dw - pl;                                          \
+                if (iw < 0 || iw >= W) continue;                                              \
+                BODY;                                                                         \
+            }                                                                                 \
+    }
+
+/* Memory [lo, hi) in x or dy that band (n, oh0..oh1) reads and no earlier band of its image
+   did: its dy rows, and its x rows below the previous band's. */
+static void bf_dw_3x3_new(const bf_dw_plan *p, int64_t n, int64_t oh0, int64_t oh1,
+                          const T **dy, int64_t *ndy, const T **x, int64_t *nx) {
+    const bf_conv_geom *g = p->g;
+    int64_t OWO = g->out_w * g->out_c, WC = g->in_w * g->in_c;
+    *dy = p->b + (n * g->out_h + oh0) * OWO, *ndy = (oh1 - oh0) * OWO;
+    int64_t last = oh0 == 0 ? 0 : BF_MIN(g->in_h, (oh0 - 1) * g->stride_h - g->pad_top +
+                                                       2 * g->dil_h + 1);
+    int64_t ih0 = BF_MAX(last, BF_MAX(0, oh0 * g->stride_h - g->pad_top));
+    int64_t ih1 = BF_MIN(g->in_h, (oh1 - 1) * g->stride_h - g->pad_top + 2 * g->dil_h + 1);
+    *x = p->a + (n * g->in_h + BF_MIN(ih0, g->in_h)) * WC, *nx = BF_MAX(ih1 - ih0, 0) * WC;
+}
+
+/* Prefetch part k of `parts` of [base, base + nel) into L2, in address order. */
+static inline void bf_dw_pf_part(const T *base, int64_t nel, int64_t k, int64_t parts) {
+    int64_t per = (int64_t)(64 / sizeof(T)), lines = bf_cc_ceil_div(nel, per);
+    for (int64_t l = k * lines / parts; l < (k + 1) * lines / parts; l++)
+        __builtin_prefetch(base + l * per, 0, 2);
+}
+
+/* One band (n, oh0..oh1) into the partial `part`; while it runs, the memory that the band
+   (n, nx0..nx1) needs next is prefetched in address order, a slice per channel vector (the
+   band's own lines are read one per pixel, O apart, an order no hardware prefetcher follows
+   at DRAM speed). nx1 <= nx0: nothing to prefetch. */
+static void bf_dw_3x3_band_run(const bf_dw_plan *p, int64_t n, int64_t oh0, int64_t oh1,
+                               int64_t nx0, int64_t nx1, T *part, int slot) {
+    const bf_conv_geom *g = p->g;
+    int64_t O = g->out_c, W = g->in_w, OW = g->out_w, OH = g->out_h;
+    int64_t sh = g->stride_h, sw = g->stride_w, dh = g->dil_h, dw = g->dil_w;
+    int64_t pl = g->pad_left;
+    const T *pdy = NULL, *px = NULL;
+    int64_t npdy = 0, npx = 0;
+    if (nx1 > nx0) bf_dw_3x3_new(p, n, nx0, nx1, &pdy, &npdy, &px, &npx);
+    /* the band's x rows [ih0, ih1): in place, or expanded to O channels in scratch */
+    int64_t ih0 = BF_MAX(0, oh0 * sh - g->pad_top);
+    int64_t ih1 = BF_MIN(g->in_h, (oh1 - 1) * sh - g->pad_top + 2 * dh + 1);
+    if (ih1 <= ih0) return; /* every row reads padding only */
+    const T *xb = p->a + (n * g->in_h + ih0) * W * g->in_c;
+    if (p->mult > 1) {
+        T *buf = p->scratch + (int64_t)slot * p->scratch_per;
+        for (int64_t ih = ih0; ih < ih1; ih++)
+            bf_dw_expand(p, p->a + (n * g->in_h + ih) * W * g->in_c, buf + (ih - ih0) * W * O);
+        xb = buf;
+    }
+    /* interior columns [ilo, ihi): all three kw in range */
+    int64_t ilo = 0, ihi = OW;
+    for (int64_t kw = 0; kw < 3; kw++) {
+        int64_t lo, hi;
+        bf_cc_range(kw * dw - pl, sw, W, OW, &lo, &hi);
+        ilo = BF_MAX(ilo, lo), ihi = BF_MIN(ihi, hi);
+    }
+    ihi = BF_MAX(ihi, ilo);
+    if (ilo >= OW) ilo = ihi = OW;
+    const T *dyb = p->b + (n * OH + oh0) * OW * O;
+    int64_t cv = O / BF_VL * BF_VL, xs = sw * O, k1 = dw * O, k2 = 2 * dw * O;
+
+    int64_t ncv = BF_MAX(cv / BF_VL, 1);
+    for (int64_t c = 0; c < cv; c += BF_VL) {
+        if (nx1 > nx0) {
+            bf_dw_pf_part(pdy, npdy, c / BF_VL, ncv);
+            bf_dw_pf_part(px, npx, c / BF_VL, ncv);
+        }
+        bf_vec a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0},
+               a8 = {0};
+        for (int64_t oh = oh0; oh < oh1; oh++) {
+            const T *dyr = dyb + (oh - oh0) * OW * O + c;
+            int64_t xo[3], rb[3];
+            bool v[3];
+            for (int64_t kh = 0; kh < 3; kh++) {
+                int64_t ih = oh * sh - g->pad_top + kh * dh;
+                v[kh] = ih >= 0 && ih < g->in_h;
+                rb[kh] = v[kh] ? (ih - ih0) * W * O + c : -1;
+                xo[kh] = v[kh] ? rb[kh] + (ilo * sw - pl) * O : 0;
+            }
+            if (ihi > ilo) {
+                const T *x0 = xb + xo[0], *x1 = xb + xo[1], *x2 = xb + xo[2];
+                const T *d = dyr + ilo * O;
+                int64_t cnt = ihi - ilo;
+                if (v[0] && v[1] && v[2]) {
+                    for (int64_t j = 0; j < cnt; j++, d += O, x0 += xs, x1 += xs, x2 += xs) {
+                        bf_vec dv = bf_ldv(d);
+                        a0 = BF_VFMA_(bf_ldv(x0), dv, a0);
+                        a1 = BF_VFMA_(bf_ldv(x0 + k1), dv, a1);
+                        a2 = BF_VFMA_(bf_ldv(x0 + k2), dv, a2);
+                        a3 = BF_VFMA_(bf_ldv(x1), dv, a3);
+                        a4 = BF_VFMA_(bf_ldv(x1 + k1), dv, a4);
+                        a5 = BF_VFMA_(bf_ldv(x1 + k2), dv, a5);
+                        a6 = BF_VFMA_(bf_ldv(x2), dv, a6);
+                        a7 = BF_VFMA_(bf_ldv(x2 + k1), dv, a7);
+                        a8 = BF_VFMA_(bf_ldv(x2 + k2), dv, a8);
+                    }
+                } else {
+                    for (int64_t j = 0; j < cnt; j++, d += O, x0 += xs, x1 += xs, x2 += xs) {
+                        bf_vec dv = bf_ldv(d);
+                        if (v[0]) {
+                            a0 = BF_VFMA_(bf_ldv(x0), dv, a0);
+                            a1 = BF_VFMA_(bf_ldv(x0 + k1), dv, a1);
+                            a2 = BF_VFMA_(bf_ldv(x0 + k2), dv, a2);
+                        }
+                        if (v[1]) {
+                            a3 = BF_VFMA_(bf_ldv(x1), dv, a3);
+                            a4 = BF_VFMA_(bf_ldv(x1 + k1), dv, a4);
+                            a5 = BF_VFMA_(bf_ldv(x1 + k2), dv, a5);
+                        }
+                        if (v[2]) {
+                            a6 = BF_VFMA_(bf_ldv(x2), dv, a6);
+                            a7 = BF_VFMA_(bf_ldv(x2 + k1), dv, a7);
+                            a8 = BF_VFMA_(bf_ldv(x2 + k2), dv, a8);
+                        }
+                    }
+                }
+            }
+            /* border columns: a tap that reads padding reads a vector of zeros instead */
+            for (int64_t ow = 0; ow < OW; ow++) {
+                if (ow == ilo && ihi > ilo) ow = ihi;
+                if (ow >= OW) break;
+                const T *q[9];
+                for (int64_t t = 0; t < 9; t++) {
+                    int64_t iw = ow * sw + t % 3 * dw - pl;
+                    q[t] = rb[t / 3] >= 0 && iw >= 0 && iw < W ? xb + rb[t / 3] + iw * O
+                                                               : bf_dw_zeros;
+                }
+                bf_vec dv = bf_ldv(dyr + ow * O);
+                a0 = BF_VFMA_(bf_ldv(q[0]), dv, a0);
+                a1 = BF_VFMA_(bf_ldv(q[1]), dv, a1);
+                a2 = BF_VFMA_(bf_ldv(q[2]), dv, a2);
+                a3 = BF_VFMA_(bf_ldv(q[3]), dv, a3);
+                a4 = BF_VFMA_(bf_ldv(q[4]), dv, a4);
+                a5 = BF_VFMA_(bf_ldv(q[5]), dv, a5);
+                a6 = BF_VFMA_(bf_ldv(q[6]), dv, a6);
+                a7 = BF_VFMA_(bf_ldv(q[7]), dv, a7);
+                a8 = BF_VFMA_(bf_ldv(q[8]), dv, a8);
+            }
+        }
+        bf_vec sum[9] = {a0, a1, a2, a3, a4, a5, a6, a7, a8};
+        for (int64_t t = 0; t < 9; t++)
+            bf_stv(part + t * O + c, bf_ldv(part + t * O + c) + sum[t]);
+    }
+    for (int64_t c = cv; c < O; c++) { /* channels past the last full vector */
+        T acc[9] = {0};
+        for (int64_t oh = oh0; oh < oh1; oh++) {
+            const T *dyr = dyb + (oh - oh0) * OW * O;
+            bool v[3];
+            for (int64_t kh = 0; kh < 3; kh++) {
+                int64_t ih = oh * sh - g->pad_top + kh * dh;
+                v[kh] = ih >= 0 && ih < g->in_h;
+            }
+            int64_t o0 = 0, o1 = OW;
+            BF_DW3_TAP_LOOP(acc[kh * 3 + kw] +=
+                            xb[(oh * sh - g->pad_top + kh * dh - ih0) * W * O + iw * O + c] *
+                            dyr[ow * O + c])
+        }
+        for (int64_t t = 0; t < 9; t++) part[t * O + c] += acc[t];
+    }
+}
+#undef BF_DW3_TAP_LOOP
+
+/* A strip of bands of one image, in order, each prefetching the next. Task = (n, strip). */
+static void bf_dw_bwd_filter_3x3_task(void *arg, int64_t task, int slot) {
+    const bf_dw_plan *p = arg;
+    const bf_conv_geom *g = p->g;
+    if (bf_exec_cancelled(p->ex)) return;
+    int64_t R = p->rows_per_task, nb = bf_cc_ceil_div(g->out_h, R), S = p->strip_bands;
+    int64_t ns = bf_cc_ceil_div(nb, S), n = task / ns, b0 = task % ns * S;
+    int64_t b1 = BF_MIN(nb, b0 + S);
+    T *part = slot == 0 ? p->out : p->partials + (int64_t)(slot - 1) * p->nel;
+    for (int64_t b = b0; b < b1; b++) {
+        if (bf_exec_cancelled(p->ex)) return;
+        int64_t oh0 = b * R, oh1 = BF_MIN(g->out_h, oh0 + R);
+        int64_t nx0 = b + 1 < b1 ? oh1 : 0, nx1 = b + 1 < b1 ? BF_MIN(g->out_h, oh1 + R) : 0;
+        bf_dw_3x3_band_run(p, n, oh0, oh1, nx0, nx1, part, slot);
+    }
+}
+
 static void bf_dw_fwd_chunk(void *arg, int64_t task, int slot) {
     const bf_dw_plan *p = arg;
     int64_t rows = p->g->n * p->g->out_h, tags[64];
@@ -451,13 +674,20 @@ static void bf_dw_bwd_input_chunk(void *arg, int64_t task, int slot) {
         bf_dw_bwd_input_task(arg, r, slot);
 }
 
+/* Scratch values per thread: one expanded x row per tap row (or a 3x3 filter band's x rows),
+   or a dx accumulator row. */
+static int64_t bf_dw_scratch_per(bf_conv_op op, const bf_conv_geom *g) {
+    int64_t rows = BF_MIN(BF_MAX(g->k_h, 1), 64);
+    if (op == BF_CONV_BWD_FILTER && g->k_h == 3 && g->k_w == 3)
+        rows = BF_MAX(rows, bf_dw_3x3_xrows(g, bf_dw_3x3_band(g)));
+    return bf_cc_round_up(BF_MAX(g->in_w, 1) * g->out_c * rows + 16, 16);
+}
+
 static size_t bf_dw_ws(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
-    size_t row = bf_cc_mad(bf_cc_mad((size_t)BF_MAX(g->in_w, 1), (size_t)g->out_c, 0),
-                           (size_t)BF_MIN(BF_MAX(g->k_h, 1), 64), 32);
-    size_t tot = bf_cc_mad(row, (size_t)n_threads, 0);
+    size_t tot = bf_cc_mad((size_t)bf_dw_scratch_per(op, g), (size_t)n_threads, 0);
     if (op == BF_CONV_BWD_FILTER)
-        tot = bf_cc_mad((size_t)(g->k_h * g->k_w * g->out_c), (size_t)(n_threads - 1) , tot);
-    return bf_cc_mad(bf_cc_mad(tot, 1, 16), sizeof(T), 64);
+        tot = bf_cc_mad((size_t)(g->k_h * g->k_w * g->out_c), (size_t)(n_threads - 1), tot);
+    return bf_cc_mad(bf_cc_mad(tot, 1, 16 + 16), sizeof(T), 64);
 }
 
 static void bf_dw_run(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *b,
@@ -465,8 +695,7 @@ static void bf_dw_run(bf_conv_op op, const bf_conv_geom *g, const T *a, const T 
     bf_dw_plan p = {.op = op, .g = g, .a = a, .b = b, .out = out, .ex = ex,
                     .mult = g->out_c / g->in_c};
     p.nel = g->k_h * g->k_w * g->out_c;
-    p.scratch_per =
-        bf_cc_round_up(BF_MAX(g->in_w, 1) * g->out_c * BF_MIN(BF_MAX(g->k_h, 1), 64) + 16, 16);
+    p.scratch_per = bf_dw_scratch_per(op, g);
     if (op == BF_CONV_FWD || op == BF_CONV_BWD_INPUT) {
         /* chunks of consecutive rows, so a thread reuses the input rows it just read */
         p.scratch = ex->workspace;
@@ -477,16 +706,26 @@ static void bf_dw_run(bf_conv_op op, const bf_conv_geom *g, const T *a, const T 
     } else {
         p.partials = ex->workspace;
         p.scratch = p.partials + bf_cc_round_up(p.nel * (ex->n_threads - 1), 16);
-        int64_t rows = g->n * g->out_h;
-        /* pixel order for unit-stride rows of at least 8 channel vectors (interleaved A/B,
-           2 threads: 14x14x576 and 7x7x960 9% faster; with stride 2 (56x56x144) it was 34%
-           slower, and 32 channels gained nothing) */
-        bool px = p.mult == 1 && g->stride_w == 1 && g->out_c >= 8 * BF_VL;
-        p.rows_per_task = BF_MAX(1, rows / (8 * ex->n_threads));
-        bf_partials_run(out, p.partials, p.nel, ex->n_threads,
-                        bf_cc_ceil_div(rows, p.rows_per_task),
-                        px ? bf_dw_bwd_filter_px_task : bf_dw_bwd_filter_task, &p,
-                        ex);
+        int64_t rows = g->n * g->out_h, ntasks;
+        bf_task_fn fn;
+        if (g->k_h == 3 && g->k_w == 3) {
+            p.rows_per_task = bf_dw_3x3_band(g);
+            /* strips of bands: long enough that most bands are prefetched by the one before,
+               enough of them (8 per thread) to balance */
+            int64_t nb = bf_cc_ceil_div(g->out_h, p.rows_per_task);
+            p.strip_bands = BF_MAX(1, BF_MIN(nb, g->n * nb / (8 * ex->n_threads)));
+            ntasks = g->n * bf_cc_ceil_div(nb, p.strip_bands);
+            fn = bf_dw_bwd_filter_3x3_task;
+        } else {
+            /* pixel order for unit-stride rows of at least 8 channel vectors (interleaved
+               A/B, 2 threads: 14x14x576 and 7x7x960 9% faster; with stride 2 (56x56x144) it
+               was 34% slower, and 32 channels gained nothing) */
+            bool px = p.mult == 1 && g->stride_w == 1 && g->out_c >= 8 * BF_VL;
+            p.rows_per_task = BF_MAX(1, rows / (8 * ex->n_threads));
+            ntasks = bf_cc_ceil_div(rows, p.rows_per_task);
+            fn = px ? bf_dw_bwd_filter_px_task : bf_dw_bwd_filter_task;
+        }
+        bf_partials_run(out, p.partials, p.nel, ex->n_threads, ntasks, fn, &p, ex);
     }
 }
 
