@@ -372,11 +372,16 @@ int bf_bench_main(int argc, char **argv) {
     bench_opts o = {.cases = NULL, .threads = (int)sysconf(_SC_NPROCESSORS_ONLN), .rounds = 3,
                     .seconds = 0.9, .peers = 1, .dtype = BF_DTYPE_F32,
                     .isa = bf_conv_cpu_best_isa()};
+    /* --device gpu first: the GPU bench has flags of its own (--dtype float16, ...) that may
+     * come before it */
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "gpu"))
+            return bf_bench_gpu_main(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--device") && v) {
-            if (!strcmp(v, "gpu")) return bf_bench_gpu_main(argc, argv);
+            if (strcmp(v, "cpu")) { usage(stderr); return 2; }
             i++;
         } else if (!strcmp(a, "--cases") && v) o.cases = v, i++;
         else if (!strcmp(a, "--ops") && v) o.ops = v, i++;
@@ -384,11 +389,14 @@ int bf_bench_main(int argc, char **argv) {
         else if (!strcmp(a, "--rounds") && v) o.rounds = atoi(v), i++;
         else if (!strcmp(a, "--time") && v) o.seconds = atof(v), i++;
         else if (!strcmp(a, "--dtype") && v) {
-            if (strcmp(v, "f32") && strcmp(v, "f64")) {
-                fprintf(stderr, "blockflow bench: --dtype %s: not f32 or f64\n", v);
+            /* float32/float64 as well: the spelling of `bench --device gpu --dtype` */
+            bool f32 = !strcmp(v, "f32") || !strcmp(v, "float32");
+            bool f64 = !strcmp(v, "f64") || !strcmp(v, "float64");
+            if (!f32 && !f64) {
+                fprintf(stderr, "blockflow bench: --dtype %s: not f32 or f64 on the CPU\n", v);
                 return 2;
             }
-            o.dtype = strcmp(v, "f64") ? BF_DTYPE_F32 : BF_DTYPE_F64, i++;
+            o.dtype = f64 ? BF_DTYPE_F64 : BF_DTYPE_F32, i++;
         } else if (!strcmp(a, "--isa") && v) {
             o.isa = isa_by_name(v), i++;
             if (o.isa == BF_CONV_ISA_COUNT) {
