@@ -91,7 +91,7 @@ static void release(state *st) {
     do {                                                                                       \
         dnnl_status_t st_ = (x);                                                               \
         if (st_ != dnnl_success) {                                                             \
-            snprintf(err, esz, "%s failed (%d)", #x, (int)st_);                                \
+            snprintf(err, esz, "%.80s failed (%d)", #x, (int)st_);                             \
             return -1;                                                                         \
         }                                                                                      \
     } while (0)
@@ -252,19 +252,19 @@ static int prepare(state *st, const long long *k, double secs, dnnl_engine_t eng
     int op = (int)k[0], alive = 0;
     descs d;
     if (make_descs(&d, k, err, esz) || alloc_user(st, &d, op, err, esz)) return -1;
-    char first_err[256] = "";
+    char first_err[200] = "";
     for (int m = 0; m < NMODES; m++) {
         setup *s = &st->m[m];
-        char e[200];
+        char e[160];
         if (build(s, m, st, &d, op, eng, e, sizeof e) || call(s, op, strm, e, sizeof e)) {
-            if (!first_err[0]) snprintf(first_err, sizeof first_err, "%s: %s", mode_name[m], e);
+            if (!first_err[0]) snprintf(first_err, sizeof first_err, "%.8s: %.150s", mode_name[m], e);
             release_setup(s);
             continue;
         }
         s->ok = 1, alive++;
     }
     if (!alive) {
-        snprintf(err, esz, "no mode builds (%s)", first_err);
+        snprintf(err, esz, "no mode builds (%.200s)", first_err);
         return -1;
     }
     /* a pilot call each; a mode five times slower than the fastest is out at once (a
