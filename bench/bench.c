@@ -4,7 +4,8 @@
  * (oneDNN through bench/peers/onednn_peer.c, PyTorch through bench/torch_peer.py).
  *
  *   blockflow bench [--cases FILE] [--ops LIST] [--threads N] [--rounds R] [--time S]
- *                   [--no-peers] [--json] [--device gpu ...]
+ *                   [--dtype f32|f64] [--isa generic|avx2|avx512] [--no-peers] [--json]
+ *                   [--device gpu ...]
  *
  * Every case runs with NHWC activations and HWIO filters (depthwise [fh,fw,C,M] = HWIO
  * [fh,fw,1,C*M]), TF SAME/VALID padding. Tensors and workspace are allocated once per
@@ -13,17 +14,24 @@
  * calls for about S/R seconds and records every call's time; the row reports the median and
  * min-max over all calls of all rounds, GFLOP/s = 2 x multiply-adds (padded taps counted) /
  * median, and ours / best peer median. Geometric means of the ratio close the table.
+ * --dtype picks float or double tensors (ours and the peers alike; oneDNN has no f64
+ * convolution, so its column is n/a then), --isa our kernels' instruction set (default: the
+ * best this CPU runs; one it does not run is refused).
  *
  * Peer protocol (text lines over the peer's stdin/stdout). On start the peer prints
  *   ready <name> <version>
  * then for each request line
  *   conv <op> <n> <h> <w> <c> <kh> <kw> <kin_c> <out_c> <oh> <ow> <sh> <sw> <dh> <dw>
- *        <pad_top> <pad_bottom> <pad_left> <pad_right> <groups> <seconds>
- * (op 0 = forward, 1 = backprop filter, 2 = backprop input) it prints
- *   ok <count> <ms_1> ... <ms_count>      or      err <message>
+ *        <pad_top> <pad_bottom> <pad_left> <pad_right> <groups> <seconds> <dtype>
+ * (op 0 = forward, 1 = backprop filter, 2 = backprop input; dtype f32 or f64, and a request
+ * without it, the older 21-field form, means f32) it prints
+ *   ok <count> <ms_1> ... <ms_count> [mode <name>]      or      err <message>
  * timing calls for about <seconds>, each call taking NHWC/HWIO tensors in and giving the
  * NHWC/HWIO result back, every layout conversion inside the timed call. A peer keeps the
- * tensors of the last request, so rounds after the first do not set up again.
+ * tensors of the last request, so rounds after the first do not set up again. The optional
+ * `mode <name>` says which of its configurations the peer timed (oneDNN: plain, wany or any,
+ * chosen by a probe on the first request for a key; see bench/peers/onednn_peer.c); the
+ * bench shows it next to the peer's time. A peer that cannot do the dtype answers err.
  */
 #include "bench_gpu.h"
 #include "exec.h"
@@ -53,6 +61,8 @@ typedef struct bench_opts {
     const char *ops;     /* comma list of TF op names or fwd,bwd_filter,bwd_input; NULL: all */
     int threads, rounds, json, peers;
     double seconds;      /* per implementation and row, over all rounds */
+    bf_dtype dtype;      /* BF_DTYPE_F32 or BF_DTYPE_F64 */
+    bf_conv_isa isa;     /* our kernels' instruction set (supported by this CPU) */
 } bench_opts;
 
 typedef struct peer {
@@ -152,19 +162,21 @@ static void peer_stop(peer *p) {
     p->pid = 0, p->alive = 0;
 }
 
-/* One timed round on a peer; appends its call times. Returns 0 on success. */
-static int peer_round(peer *p, bf_conv_op op, const bf_conv_geom *g, double seconds,
-                      samples *s, char *err, size_t err_size) {
+/* One timed round on a peer; appends its call times and copies the mode it names (if any)
+ * into mode[16]. Returns 0 on success. */
+static int peer_round(peer *p, bf_conv_op op, const bf_conv_geom *g, bf_dtype dt,
+                      double seconds, samples *s, char mode[16], char *err, size_t err_size) {
     if (!p->alive) return -1;
     fprintf(p->to,
             "conv %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld "
-            "%lld %lld %lld %lld %lld %.4f\n",
+            "%lld %lld %lld %lld %lld %.4f %s\n",
             (int)op, (long long)g->n, (long long)g->in_h, (long long)g->in_w,
             (long long)g->in_c, (long long)g->k_h, (long long)g->k_w, (long long)g->k_in_c,
             (long long)g->out_c, (long long)g->out_h, (long long)g->out_w,
             (long long)g->stride_h, (long long)g->stride_w, (long long)g->dil_h,
             (long long)g->dil_w, (long long)g->pad_top, (long long)g->pad_bottom,
-            (long long)g->pad_left, (long long)g->pad_right, (long long)g->groups, seconds);
+            (long long)g->pad_left, (long long)g->pad_right, (long long)g->groups, seconds,
+            dt == BF_DTYPE_F64 ? "f64" : "f32");
     fflush(p->to);
     static const size_t cap = 1 << 20;
     char *line = bf_malloc(cap);
@@ -181,10 +193,12 @@ static int peer_round(peer *p, bf_conv_op op, const bf_conv_geom *g, double seco
             double v = strtod(q, &end);
             if (end != q) push(s, v);
         }
+        char m[16];
+        if (sscanf(end, " mode %15s", m) == 1) memcpy(mode, m, sizeof m);
         rc = 0;
     } else {
         line[strcspn(line, "\n")] = 0;
-        snprintf(err, err_size, "%s: %s", p->name, line);
+        snprintf(err, err_size, "%s: %s", p->name, strncmp(line, "err ", 4) ? line : line + 4);
     }
     bf_free(line);
     return rc;
@@ -262,23 +276,34 @@ static bool case_geom(const cJSON *c, bf_conv_geom *g, int *depthwise, char *err
 }
 
 typedef struct ours {
-    float *a, *b, *out;
+    void *a, *b, *out; /* float or double, as dtype */
     void *ws;
     size_t ws_size;
+    bf_dtype dtype;
+    bf_conv_isa isa;
     bf_exec ex;
 } ours;
 
-static bool ours_setup(ours *o, bf_conv_op op, const bf_conv_geom *g, bf_pool *pool, int nt) {
+/* n elements of es bytes, or NULL (also when the size overflows). */
+static void *alloc_elems(size_t n, size_t es, bool zero) {
+    size_t bytes;
+    return bf_size_mul(n, es, &bytes) ? bf_aligned_alloc(bytes ? bytes : 64, zero) : NULL;
+}
+
+static bool ours_setup(ours *o, bf_conv_op op, const bf_conv_geom *g, bf_dtype dt,
+                       bf_conv_isa isa, bf_pool *pool, int nt) {
     size_t nx = (size_t)(g->n * g->in_h * g->in_w * g->in_c);
     size_t ny = (size_t)(g->n * g->out_h * g->out_w * g->out_c);
     size_t nw = (size_t)(g->k_h * g->k_w * g->k_in_c * g->out_c);
     size_t na = op == BF_CONV_BWD_INPUT ? ny : nx, nb = op == BF_CONV_BWD_FILTER ? ny : nw;
     size_t no = op == BF_CONV_FWD ? ny : op == BF_CONV_BWD_FILTER ? nw : nx;
-    o->ws_size = bf_conv_cpu_workspace(op, g, BF_DTYPE_F32, nt);
+    size_t es = dt == BF_DTYPE_F64 ? sizeof(double) : sizeof(float);
+    o->dtype = dt, o->isa = isa;
+    o->ws_size = bf_conv_cpu_workspace_isa(isa, op, g, dt, nt);
     if (o->ws_size == SIZE_MAX) return false;
-    o->a = bf_aligned_alloc(na * 4, false);
-    o->b = bf_aligned_alloc(nb * 4, false);
-    o->out = bf_aligned_alloc(no * 4, true);
+    o->a = alloc_elems(na, es, false);
+    o->b = alloc_elems(nb, es, false);
+    o->out = alloc_elems(no, es, true);
     o->ws = bf_aligned_alloc(o->ws_size ? o->ws_size : 64, true);
     if (!o->a || !o->b || !o->out || !o->ws) return false;
     uint64_t s = 0x9e3779b97f4a7c15u;
@@ -286,12 +311,20 @@ static bool ours_setup(ours *o, bf_conv_op op, const bf_conv_geom *g, bf_pool *p
         s = s * 6364136223846793005u + 1442695040888963407u;
         float v = (float)((s >> 40) & 0xffff) / 65536.0f * 1.8f - 0.9f;
         if (fabsf(v) < 0.1f) v = 0.5f;
-        if (i < na) o->a[i] = v;
-        else o->b[i - na] = v;
+        void *dst = i < na ? o->a : o->b;
+        size_t j = i < na ? i : i - na;
+        if (dt == BF_DTYPE_F64) ((double *)dst)[j] = v;
+        else ((float *)dst)[j] = v;
     }
     o->ex = (bf_exec){.pool = pool, .n_threads = nt, .workspace = o->ws,
                       .workspace_size = o->ws_size};
     return true;
+}
+
+static void ours_call(ours *o, bf_conv_op op, const bf_conv_geom *g) {
+    if (o->dtype == BF_DTYPE_F64)
+        bf_conv_cpu_f64_isa(o->isa, op, g, o->a, o->b, o->out, &o->ex);
+    else bf_conv_cpu_f32_isa(o->isa, op, g, o->a, o->b, o->out, &o->ex);
 }
 
 static void ours_free(ours *o) {
@@ -306,7 +339,7 @@ static void ours_round(ours *o, bf_conv_op op, const bf_conv_geom *g, double sec
     int calls = 0;
     do {
         double a = bf_now();
-        bf_conv_cpu_f32(op, g, o->a, o->b, o->out, &o->ex);
+        ours_call(o, op, g);
         push(s, (bf_now() - a) * 1e3);
         calls++;
     } while (bf_now() - t0 < seconds && calls < BENCH_MAX_TIMES / 8);
@@ -320,25 +353,63 @@ typedef struct row_result {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: blockflow bench [--cases FILE] [--ops LIST] [--threads N] [--rounds R]\n"
-               "                       [--time SECONDS] [--no-peers] [--json]\n"
-               "                       [--device cpu|gpu]\n");
+               "                       [--time SECONDS] [--dtype f32|f64]\n"
+               "                       [--isa generic|avx2|avx512] [--no-peers] [--json]\n"
+               "                       [--device cpu|gpu]\n"
+               "  --dtype  float or double tensors, ours and the peers' (default f32; oneDNN\n"
+               "           has no f64 convolution)\n"
+               "  --isa    our CPU kernels' instruction set (default: the best this CPU runs)\n");
+}
+
+/* The ISA named `name`, or BF_CONV_ISA_COUNT when it names none. */
+static bf_conv_isa isa_by_name(const char *name) {
+    for (int i = 0; i < BF_CONV_ISA_COUNT; i++)
+        if (!strcmp(name, bf_conv_cpu_isa_name((bf_conv_isa)i))) return (bf_conv_isa)i;
+    return BF_CONV_ISA_COUNT;
 }
 
 int bf_bench_main(int argc, char **argv) {
     bench_opts o = {.cases = NULL, .threads = (int)sysconf(_SC_NPROCESSORS_ONLN), .rounds = 3,
-                    .seconds = 0.9, .peers = 1};
+                    .seconds = 0.9, .peers = 1, .dtype = BF_DTYPE_F32,
+                    .isa = bf_conv_cpu_best_isa()};
+    /* --device gpu first: the GPU bench has flags of its own (--dtype float16, ...) that may
+     * come before it */
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--device") && !strcmp(argv[i + 1], "gpu"))
+            return bf_bench_gpu_main(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--device") && v) {
-            if (!strcmp(v, "gpu")) return bf_bench_gpu_main(argc, argv);
+            if (strcmp(v, "cpu")) { usage(stderr); return 2; }
             i++;
         } else if (!strcmp(a, "--cases") && v) o.cases = v, i++;
         else if (!strcmp(a, "--ops") && v) o.ops = v, i++;
         else if (!strcmp(a, "--threads") && v) o.threads = atoi(v), i++;
         else if (!strcmp(a, "--rounds") && v) o.rounds = atoi(v), i++;
         else if (!strcmp(a, "--time") && v) o.seconds = atof(v), i++;
-        else if (!strcmp(a, "--json")) o.json = 1;
+        else if (!strcmp(a, "--dtype") && v) {
+            /* float32/float64 as well: the spelling of `bench --device gpu --dtype` */
+            bool f32 = !strcmp(v, "f32") || !strcmp(v, "float32");
+            bool f64 = !strcmp(v, "f64") || !strcmp(v, "float64");
+            if (!f32 && !f64) {
+                fprintf(stderr, "blockflow bench: --dtype %s: not f32 or f64 on the CPU\n", v);
+                return 2;
+            }
+            o.dtype = f64 ? BF_DTYPE_F64 : BF_DTYPE_F32, i++;
+        } else if (!strcmp(a, "--isa") && v) {
+            o.isa = isa_by_name(v), i++;
+            if (o.isa == BF_CONV_ISA_COUNT) {
+                fprintf(stderr, "blockflow bench: --isa %s: not generic, avx2 or avx512\n", v);
+                return 2;
+            }
+            if (!bf_conv_cpu_isa_supported(o.isa)) {
+                fprintf(stderr,
+                        "blockflow bench: --isa %s: this CPU does not support it (best: %s)\n",
+                        v, bf_conv_cpu_isa_name(bf_conv_cpu_best_isa()));
+                return 2;
+            }
+        } else if (!strcmp(a, "--json")) o.json = 1;
         else if (!strcmp(a, "--no-peers")) o.peers = 0;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else { usage(stderr); return 2; }
@@ -389,27 +460,38 @@ int bf_bench_main(int argc, char **argv) {
             peer_start(&peers[1], a2);
         }
     }
+    const char *dtype_name = o.dtype == BF_DTYPE_F64 ? "f64" : "f32";
     bf_pool *pool = NULL;
     bf_error err = {0};
     if (o.threads > 1 && bf_pool_new(o.threads, &pool, &err) != BF_OK) {
         fprintf(stderr, "blockflow bench: %s\n", err.message);
+        for (int p = 0; p < BENCH_PEERS; p++) peer_stop(&peers[p]);
         cJSON_Delete(root);
         return 1;
     }
     if (!o.json) {
-        printf("blockflow bench: %d thread%s, CPU kernels %s, %d rounds x %.2f s, peers:",
-               o.threads, o.threads > 1 ? "s" : "", bf_conv_cpu_isa_name(bf_conv_cpu_best_isa()),
+        printf("blockflow bench: %s, %d thread%s, CPU kernels %s, %d rounds x %.2f s, peers:",
+               dtype_name, o.threads, o.threads > 1 ? "s" : "", bf_conv_cpu_isa_name(o.isa),
                o.rounds, o.seconds / o.rounds);
         for (int p = 0; p < BENCH_PEERS; p++)
             printf(" %s %s", peers[p].name, peers[p].alive ? peers[p].version : "n/a");
-        printf("\n\n%-24s %-36s %9s %19s %8s %9s %9s %7s\n", "case", "op", "median_ms",
-               "min-max ms", "GFLOP/s", "oneDNN", "PyTorch", "ratio");
+        printf("\n\n%-24s %-36s %9s %19s %8s %15s %9s %7s\n", "case", "op", "median_ms",
+               "min-max ms", "GFLOP/s", "oneDNN/mode", "PyTorch", "ratio");
     }
     /* geometric means of ours/best-peer over groups: dense fwd/bf/bi, dw fwd/bf/bi */
     double lsum[2][3] = {{0}}, lall = 0, lbig = 0;
     int lcnt[2][3] = {{0}}, call = 0, cbig = 0, status = 0;
     samples *mine = bf_malloc(sizeof(samples)), *theirs = bf_malloc(sizeof(samples) * BENCH_PEERS);
-    if (!mine || !theirs) return 1;
+    /* a peer's last error: the same one again (oneDNN refusing every f64 row) is not repeated */
+    char last_perr[BENCH_PEERS][256] = {{0}};
+    if (!mine || !theirs) {
+        fprintf(stderr, "blockflow bench: out of memory\n");
+        bf_free(mine), bf_free(theirs);
+        for (int p = 0; p < BENCH_PEERS; p++) peer_stop(&peers[p]);
+        bf_pool_free(pool);
+        cJSON_Delete(root);
+        return 1;
+    }
     const cJSON *c;
     cJSON_ArrayForEach(c, cases) {
         const char *cname = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
@@ -424,17 +506,18 @@ int bf_bench_main(int argc, char **argv) {
         for (int op = 0; op < 3; op++) {
             if (!op_selected(o.ops, op, dw)) continue;
             ours me = {0};
-            if (!ours_setup(&me, (bf_conv_op)op, &g, pool, o.threads)) {
+            if (!ours_setup(&me, (bf_conv_op)op, &g, o.dtype, o.isa, pool, o.threads)) {
                 fprintf(stderr, "blockflow bench: %s: out of memory\n", cname);
                 ours_free(&me);
                 status = 1;
                 continue;
             }
             /* warm-up: first touch of tensors and workspace, caches, the pool */
-            bf_conv_cpu_f32((bf_conv_op)op, &g, me.a, me.b, me.out, &me.ex);
-            bf_conv_cpu_f32((bf_conv_op)op, &g, me.a, me.b, me.out, &me.ex);
+            ours_call(&me, (bf_conv_op)op, &g);
+            ours_call(&me, (bf_conv_op)op, &g);
             mine->n = 0;
             int peer_ok[BENCH_PEERS];
+            char peer_mode[BENCH_PEERS][16] = {{0}};
             for (int p = 0; p < BENCH_PEERS; p++) theirs[p].n = 0, peer_ok[p] = peers[p].alive;
             double per = o.seconds / o.rounds;
             for (int r = 0; r < o.rounds; r++) {
@@ -442,11 +525,14 @@ int bf_bench_main(int argc, char **argv) {
                 for (int p = 0; p < BENCH_PEERS; p++) {
                     if (!peer_ok[p]) continue;
                     char perr[256] = "";
-                    if (peer_round(&peers[p], (bf_conv_op)op, &g, per, &theirs[p], perr,
-                                   sizeof perr)) {
+                    if (peer_round(&peers[p], (bf_conv_op)op, &g, o.dtype, per, &theirs[p],
+                                   peer_mode[p], perr, sizeof perr)) {
                         peer_ok[p] = 0;
-                        fprintf(stderr, "blockflow bench: %s %s: %s\n", cname, op_names[dw][op],
-                                perr);
+                        if (strcmp(perr, last_perr[p]))
+                            fprintf(stderr, "blockflow bench: %s %s: %s%s\n", cname,
+                                    op_names[dw][op], perr,
+                                    peers[p].alive ? " (not repeated for later rows)" : "");
+                        bf_strlcpy(last_perr[p], perr, sizeof last_perr[p]);
                     }
                 }
             }
@@ -466,29 +552,35 @@ int bf_bench_main(int argc, char **argv) {
                 if (2.0 * macs_of(&g) >= BENCH_BIG_FLOP) lbig += log(rr.ratio), cbig++;
             }
             if (o.json) {
-                printf("{\"case\":\"%s\",\"op\":\"%s\",\"threads\":%d,\"median_ms\":%.6g,"
+                printf("{\"case\":\"%s\",\"op\":\"%s\",\"dtype\":\"%s\",\"isa\":\"%s\","
+                       "\"threads\":%d,\"median_ms\":%.6g,"
                        "\"min_ms\":%.6g,\"max_ms\":%.6g,\"gflops\":%.6g,\"calls\":%d",
-                       cname, op_names[dw][op], o.threads, rr.med, rr.lo, rr.hi, rr.gflops,
-                       mine->n);
+                       cname, op_names[dw][op], dtype_name, bf_conv_cpu_isa_name(o.isa),
+                       o.threads, rr.med, rr.lo, rr.hi, rr.gflops, mine->n);
                 for (int p = 0; p < BENCH_PEERS; p++) {
                     if (isfinite(rr.peer_med[p]))
                         printf(",\"%s_median_ms\":%.6g", p ? "torch" : "onednn", rr.peer_med[p]);
                     else printf(",\"%s_median_ms\":null", p ? "torch" : "onednn");
                 }
+                if (isfinite(rr.peer_med[0]) && peer_mode[0][0])
+                    printf(",\"onednn_mode\":\"%s\"", peer_mode[0]);
+                else printf(",\"onednn_mode\":null");
                 if (isfinite(rr.ratio)) printf(",\"ratio_best_peer\":%.4f}\n", rr.ratio);
                 else printf(",\"ratio_best_peer\":null}\n");
             } else {
-                char mm[40], pc[BENCH_PEERS][16], rc[16];
+                char mm[40], pc[BENCH_PEERS][48], rc[16];
                 snprintf(mm, sizeof mm, "%.3f-%.3f", rr.lo, rr.hi);
                 for (int p = 0; p < BENCH_PEERS; p++) {
-                    if (isfinite(rr.peer_med[p]))
+                    if (isfinite(rr.peer_med[p]) && peer_mode[p][0])
+                        snprintf(pc[p], sizeof pc[p], "%.3f/%s", rr.peer_med[p], peer_mode[p]);
+                    else if (isfinite(rr.peer_med[p]))
                         snprintf(pc[p], sizeof pc[p], "%.3f", rr.peer_med[p]);
                     else
                         snprintf(pc[p], sizeof pc[p], "n/a");
                 }
                 if (isfinite(rr.ratio)) snprintf(rc, sizeof rc, "%.2fx", rr.ratio);
                 else snprintf(rc, sizeof rc, "n/a");
-                printf("%-24s %-36s %9.3f %19s %8.1f %9s %9s %7s\n", cname, op_names[dw][op],
+                printf("%-24s %-36s %9.3f %19s %8.1f %15s %9s %7s\n", cname, op_names[dw][op],
                        rr.med, mm, rr.gflops, pc[0], pc[1], rc);
             }
             fflush(stdout);
@@ -514,7 +606,7 @@ int bf_bench_main(int argc, char **argv) {
         if (cbig)
             printf("  %-28s %.3fx (%d rows; per-call overhead cases left out)\n",
                    "all >= 10 MFLOP", exp(lbig / cbig), cbig);
-        else printf("  n/a (no peer measured)\n");
+        else if (!call) printf("  n/a (no peer measured)\n");
     }
     bf_free(mine), bf_free(theirs);
     for (int p = 0; p < BENCH_PEERS; p++) peer_stop(&peers[p]);

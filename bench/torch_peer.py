@@ -3,7 +3,8 @@
 
 Run as `/usr/bin/python3 bench/torch_peer.py THREADS`. Speaks the text protocol described in
 bench/bench.c: prints "ready PyTorch <version>", then answers each "conv ..." request line with
-"ok <count> <ms>..." or "err <message>".
+"ok <count> <ms>..." or "err <message>". The request's trailing dtype token (f32 or f64; an
+older request without it is f32) picks torch.float32 or torch.float64 tensors.
 
 Each timed call starts from the NHWC activations / HWIO filter a TensorFlow user holds and ends
 with the NHWC / HWIO result, so every layout conversion is counted: activations enter as
@@ -25,11 +26,17 @@ def main():
     key, state = None, None
     for line in sys.stdin:
         f = line.split()
-        if len(f) != 22 or f[0] != "conv":
+        if len(f) not in (22, 23) or f[0] != "conv" or (len(f) == 23 and
+                                                        f[22] not in ("f32", "f64")):
             print("err bad request", flush=True)
             continue
-        k = tuple(int(v) for v in f[1:21])
-        secs = float(f[21])
+        dtype = torch.float64 if len(f) == 23 and f[22] == "f64" else torch.float32
+        try:
+            k = tuple(int(v) for v in f[1:21]) + (dtype,)
+            secs = float(f[21])
+        except ValueError:
+            print("err bad request", flush=True)
+            continue
         try:
             if k != key:
                 state = setup(k)
@@ -51,15 +58,15 @@ def main():
 
 
 def setup(k):
-    op, n, h, w, c, kh, kw, cg, o, oh, ow, sh, sw, dh, dw, pt, pb, pl, pr, g = k
+    op, n, h, w, c, kh, kw, cg, o, oh, ow, sh, sw, dh, dw, pt, pb, pl, pr, g, dt = k
     torch.manual_seed(0)
-    x = torch.rand(n, h, w, c) - 0.5            # NHWC
-    wt = torch.rand(kh, kw, cg, o) - 0.5        # HWIO
-    dy = torch.rand(n, oh, ow, o) - 0.5         # NHWC
+    x = torch.rand(n, h, w, c, dtype=dt) - 0.5            # NHWC
+    wt = torch.rand(kh, kw, cg, o, dtype=dt) - 0.5        # HWIO
+    dy = torch.rand(n, oh, ow, o, dtype=dt) - 0.5         # NHWC
     sym = pt == pb and pl == pr
     pad = (pt, pl) if sym else (0, 0)
     hp, wp = h + pt + pb, w + pl + pr
-    shape_only = torch.empty(n, c, h if sym else hp, w if sym else wp).contiguous(
+    shape_only = torch.empty(n, c, h if sym else hp, w if sym else wp, dtype=dt).contiguous(
         memory_format=torch.channels_last)
     stride, dil = (sh, sw), (dh, dw)
     conv_bwd = torch.ops.aten.convolution_backward

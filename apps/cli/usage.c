@@ -64,8 +64,12 @@ static const topic topics[] = {
      "      tf.gradients builds them; print the page (or rewrite it)\n",
      NULL},
     {"bench",
-     "  bench [--cases FILE] [--ops LIST] [--threads N] [--json] [--device cpu|gpu]\n"
-     "      benchmark the convolution kernels (see bench/RESULTS.md)\n",
+     "  bench [--cases FILE] [--ops LIST] [--threads N] [--rounds R] [--time SECONDS]\n"
+     "        [--dtype f32|f64] [--isa generic|avx2|avx512] [--no-peers] [--json]\n"
+     "        [--device cpu|gpu]\n"
+     "      benchmark the convolution kernels against oneDNN and PyTorch (see\n"
+     "      bench/RESULTS.md); --isa picks our kernels' instruction set (default: the best\n"
+     "      this CPU runs)\n",
      NULL},
     {"serve",
      "  serve [--listen 127.0.0.1:8470] [--pages DIR] [--token TOKEN] [--threads N] [--open]\n"
