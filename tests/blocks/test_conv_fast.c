@@ -316,6 +316,23 @@ START_TEST(depthwise_3x3_filter_bands) {
 }
 END_TEST
 
+/* A GEMM output past the streaming threshold (BF_CG_STREAM_BYTES, 16 MiB): 1x1 BWD_INPUT
+   whose dx is 19 MB, written with streaming stores where a block is whole and aligned; a
+   partial last column panel (272 = 8.5 x 32 channels) and a partial last row block take the
+   masked stores. Aligned and misaligned outputs (check_one offsets even seeds by a float). */
+START_TEST(gemm_streaming_output) {
+    bf_pool *pool = NULL;
+    bf_error err = {0};
+    ck_assert_int_eq(bf_pool_new(2, &pool, &err), BF_OK);
+    bf_conv_geom g = make_geom(1, 128, 136, 272, 1, 1, 48, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0);
+    ck_assert(g.n * g.in_h * g.in_w * g.in_c * 4 >= 16 * 1048576);
+    for (uint64_t seed = 1; seed <= 2; seed++)
+        check_one(BF_CONV_BWD_INPUT, &g, bf_conv_cpu_best_isa(), true, pool, true,
+                  0x57e40000u + seed, "gemm-stream");
+    bf_pool_free(pool);
+}
+END_TEST
+
 /* No workspace: the direct fallback, and degenerate sizes (empty output, no taps reach). */
 START_TEST(fallback_and_degenerate) {
     bf_pool *pool = NULL;
@@ -413,6 +430,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, depthwise_small_rows, 0, 12);
     tcase_add_loop_test(tc, depthwise_filter_rows, 0, 12);
     tcase_add_loop_test(tc, depthwise_3x3_filter_bands, 0, 16);
+    tcase_add_test(tc, gemm_streaming_output);
     tcase_add_test(tc, fallback_and_degenerate);
     tcase_add_loop_test(tc, row_order, 0, 4);
     tcase_add_test(tc, public_entry_points);

@@ -9,14 +9,17 @@
  */
 #include "conv_cpu_internal.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define BF_VEC_BYTES 64 /* channel vectors of the depthwise loops */
 
 #include <immintrin.h>
 
-/* Store or add an MR x (2 vectors) block to crow[i] + coff, masking the nr tail. */
-#define BF_STORE_ROWS(VT, LOADU, STOREU, MLOAD, MSTORE, MASKT, LANES)                         \
+/* Store (acc 0) or add (acc 1) an MR x (2 vectors) block to crow[i] + coff, masking the nr
+   tail; acc 2 stores like 0, with streaming stores for whole 64-byte-aligned rows (the caller
+   fences before anyone reads them). */
+#define BF_STORE_ROWS(VT, LOADU, STOREU, MLOAD, MSTORE, MASKT, LANES, STREAM)                   \
     do {                                                                                       \
         MASKT m0 = (MASKT)(nr >= LANES ? (MASKT)~0 : (MASKT)((1u << nr) - 1));                 \
         MASKT m1 = (MASKT)(nr >= 2 * LANES ? (MASKT)~0                                         \
@@ -24,15 +27,18 @@
                                             : (MASKT)0);                                       \
         for (int i = 0; i < mr; i++) {                                                         \
             T *p = crow[i] + coff;                                                             \
-            if (nr == 2 * LANES) {                                                             \
-                if (acc) {                                                                     \
+            if (acc == 2 && nr == 2 * LANES && ((uintptr_t)p & 63) == 0) {                     \
+                STREAM(p, c[i][0]); /* whole-line, final values: skip the read for ownership */\
+                STREAM(p + LANES, c[i][1]);                                                    \
+            } else if (nr == 2 * LANES) {                                                      \
+                if (acc == 1) {                                                                \
                     c[i][0] = VADD(c[i][0], LOADU(p));                                         \
                     c[i][1] = VADD(c[i][1], LOADU(p + LANES));                                 \
                 }                                                                              \
                 STOREU(p, c[i][0]);                                                            \
                 STOREU(p + LANES, c[i][1]);                                                    \
             } else {                                                                           \
-                if (acc) {                                                                     \
+                if (acc == 1) {                                                                \
                     c[i][0] = VADD(c[i][0], MLOAD(m0, p));                                     \
                     c[i][1] = VADD(c[i][1], MLOAD(m1, p + LANES));                             \
                 }                                                                              \
@@ -91,7 +97,7 @@ ukr_avx512_f32(const int KB, int64_t kc, const float *restrict a, const float *r
         }
     }
     BF_STORE_ROWS(__m512, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_maskz_loadu_ps,
-                  _mm512_mask_storeu_ps, __mmask16, 16);
+                  _mm512_mask_storeu_ps, __mmask16, 16, _mm512_stream_ps);
 }
 static void ukr1_avx512_f32(int64_t kc, const float *a, const float *b, float *const *crow,
                             int64_t coff, int mr, int nr, int acc) {
@@ -132,7 +138,7 @@ ukri_avx512_f32(int64_t kc, int64_t run, const float *const *rows, const float *
         }
     }
     BF_STORE_ROWS(__m512, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_maskz_loadu_ps,
-                  _mm512_mask_storeu_ps, __mmask16, 16);
+                  _mm512_mask_storeu_ps, __mmask16, 16, _mm512_stream_ps);
 }
 
 #define UKR ukr1_avx512_f32
@@ -190,7 +196,7 @@ ukr_avx512_f64(const int KB, int64_t kc, const double *restrict a, const double 
         }
     }
     BF_STORE_ROWS(__m512d, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_maskz_loadu_pd,
-                  _mm512_mask_storeu_pd, __mmask8, 8);
+                  _mm512_mask_storeu_pd, __mmask8, 8, _mm512_stream_pd);
 }
 static void ukr1_avx512_f64(int64_t kc, const double *a, const double *b, double *const *crow,
                             int64_t coff, int mr, int nr, int acc) {

@@ -52,7 +52,10 @@
  * place: the reduction is kc / run runs of run values, row i of run t at rows[t * MR + i]; a
  * run whose rows[t * MR] is NULL is all zeros and skipped. next (or NULL) is the table of the
  * block the caller runs next, whose runs the microkernel prefetches as it goes. With it, the
- * row GEMM reads A in place (conv_gemm_rows.h).
+ * row GEMM reads A in place (conv_gemm_rows.h). UKRI also takes acc == 2: store the final
+ * values like acc == 0, with streaming stores where a row of the block is whole and 64-byte
+ * aligned (the row GEMM asks for it when the output is too big to stay in cache, and fences
+ * before its task ends).
  * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL);
  * BF_VFMA(a, b, c) fused a * b + c and BF_VSPLAT(s) broadcast on the vectors of the direct and
  * depthwise loops (ISO C mode does not contract a * b + c by itself); BF_VSTREAM(p, v) a
