@@ -293,6 +293,11 @@ static void bf_dw_bwd_input_task(void *arg, int64_t row, int slot) {
         bf_cc_range(off[0], 1, g->out_w, g->in_w, &lo, &hi);
         bf_cc_range(off[g->k_w - 1], 1, g->out_w, g->in_w, &l2, &h2);
         lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
+        /* a forward row of dy with the taps mirrored (off decreasing in kw), written
+           straight into dx (with streaming stores when aligned) */
+        if (p->mult == 1 && bf_dw_row_taps(dx, dyr, khv, nk, off, g->k_w, 1, p->b, g->k_w, O,
+                                           lo, hi, g->in_w, g->out_w))
+            return;
         done = bf_dw_interior(acc_row, dyr, khv, nk, off, g->k_w, 1, p->b, g->k_w, O, lo,
                               hi);
     }
@@ -672,6 +677,9 @@ static void bf_dw_bwd_input_chunk(void *arg, int64_t task, int slot) {
     int64_t rows = p->g->n * p->g->in_h;
     for (int64_t r = task * p->rows_per_task; r < BF_MIN(rows, (task + 1) * p->rows_per_task); r++)
         bf_dw_bwd_input_task(arg, r, slot);
+#ifdef BF_VSTREAM
+    BF_VSTREAM_FENCE(); /* bf_dw_row_taps' streaming stores, as in the forward chunk */
+#endif
 }
 
 /* Scratch values per thread: one expanded x row per tap row (or a 3x3 filter band's x rows),
