@@ -99,6 +99,13 @@ static int64_t bf_dw_interior(T *restrict out, const T *const *rows, const int64
     return o;
 }
 
+/* Prefetch part k of `parts` of [base, base + nel) into L2, in address order. */
+static inline void bf_dw_pf_part(const T *base, int64_t nel, int64_t k, int64_t parts) {
+    int64_t per = (int64_t)(64 / sizeof(T)), lines = bf_cc_ceil_div(nel, per);
+    for (int64_t l = k * lines / parts; l < (k + 1) * lines / parts; l++)
+        __builtin_prefetch(base + BF_MIN(l * per, nel - 1), 0, 2); /* never past the end */
+}
+
 #define DW_TAPS 9
 /*
  * A whole output row for filters of at most DW_TAPS taps in the row set (3x3): channel vector
@@ -106,11 +113,14 @@ static int64_t bf_dw_interior(T *restrict out, const T *const *rows, const int64
  * stream past them; the interior [lo, hi) (every tap inside the row) four positions at a time,
  * the border columns one at a time with the same registers, skipping the taps that fall
  * outside the input row (in_w columns). Returns false (nothing written) when it does not apply.
+ * Each channel vector's pass reads one line per pixel, O apart, which the hardware does not
+ * prefetch ahead: the caller names the input the next row will read first ([pf, pf + npf),
+ * or NULL), and the passes prefetch it in address order, a slice each.
  */
 static bool bf_dw_row_taps(T *restrict out, const T *const *rows, const int64_t *khv,
                            int64_t nk, const int64_t *off, int64_t kwn, int64_t ms,
                            const T *w, int64_t kw_total, int64_t O, int64_t lo, int64_t hi,
-                           int64_t out_w, int64_t in_w) {
+                           int64_t out_w, int64_t in_w, const T *pf, int64_t npf) {
     int64_t cv = O / BF_VL * BF_VL, nt = nk * kwn;
     if (cv == 0 || nt == 0 || nt > DW_TAPS) return false;
     const T *tp[DW_TAPS];
@@ -131,6 +141,7 @@ static bool bf_dw_row_taps(T *restrict out, const T *const *rows, const int64_t 
 #define STV(p_, v_) bf_stv((p_), (v_))
 #endif
     for (int64_t c = 0; c < cv; c += BF_VL) {
+        if (pf) bf_dw_pf_part(pf, npf, c / BF_VL, cv / BF_VL);
         bf_vec wv[DW_TAPS];
 #pragma GCC unroll 16
         for (int t = 0; t < DW_TAPS; t++)
@@ -193,7 +204,7 @@ static bool bf_dw_row_taps(T *restrict out, const T *const *rows, const int64_t 
 /* y[n, oh, :, :] for task row = n*OH + oh: per output pixel and channel vector, all taps are
    accumulated in a register and stored once. */
 static void bf_dw_fwd_task(const bf_dw_plan *p, int64_t row, int slot,
-                           int64_t *tags) {
+                           int64_t *tags, bool next) {
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
     int64_t n = row / g->out_h, oh = row % g->out_h, O = g->out_c;
@@ -234,8 +245,14 @@ static void bf_dw_fwd_task(const bf_dw_plan *p, int64_t row, int slot,
     bf_cc_range(off[0], g->stride_w, g->in_w, g->out_w, &lo, &hi);
     bf_cc_range(off[g->k_w - 1], g->stride_w, g->in_w, g->out_w, &l2, &h2);
     lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
+    /* the next row (when this task does it) reads stride_h new input rows below ours */
+    const T *pf = NULL;
+    int64_t ih_new = (oh + 1) * g->stride_h - g->pad_top + (g->k_h - 1) * g->dil_h;
+    int64_t ih_from = BF_MAX(ih_new - g->stride_h + 1, 0), ih_to = BF_MIN(ih_new + 1, g->in_h);
+    if (next && p->mult == 1 && oh + 1 < g->out_h && ih_from < ih_to)
+        pf = p->a + (n * g->in_h + ih_from) * g->in_w * g->in_c;
     if (bf_dw_row_taps(y, xr, khv, nk, off, g->k_w, g->stride_w, p->b, g->k_w, O, lo, hi,
-                       g->out_w, g->in_w))
+                       g->out_w, g->in_w, pf, pf ? (ih_to - ih_from) * g->in_w * g->in_c : 0))
         return;
     int64_t done = bf_dw_interior(y, xr, khv, nk, off, g->k_w, g->stride_w, p->b, g->k_w,
                                   O, lo, hi);
@@ -268,7 +285,7 @@ static void bf_dw_fwd_task(const bf_dw_plan *p, int64_t row, int slot,
 
 /* dx[n, ih, :, :] for task row = n*H + ih, gathering from the dy rows that reach it. With a
    multiplier the sums over out_c channels go to scratch first and are folded over q. */
-static void bf_dw_bwd_input_task(void *arg, int64_t row, int slot) {
+static void bf_dw_bwd_input_task(void *arg, int64_t row, int slot, bool next) {
     const bf_dw_plan *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
@@ -295,8 +312,13 @@ static void bf_dw_bwd_input_task(void *arg, int64_t row, int slot) {
         lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
         /* a forward row of dy with the taps mirrored (off decreasing in kw), written
            straight into dx (with streaming stores when aligned) */
+        /* the next dx row reads one new dy row, below ours */
+        int64_t oh_new = ih + 1 + g->pad_top;
+        const T *pf = next && g->stride_h == 1 && ih + 1 < g->in_h && oh_new < g->out_h
+                          ? p->a + (n * g->out_h + oh_new) * g->out_w * O
+                          : NULL;
         if (p->mult == 1 && bf_dw_row_taps(dx, dyr, khv, nk, off, g->k_w, 1, p->b, g->k_w, O,
-                                           lo, hi, g->in_w, g->out_w))
+                                           lo, hi, g->in_w, g->out_w, pf, g->out_w * O))
             return;
         done = bf_dw_interior(acc_row, dyr, khv, nk, off, g->k_w, 1, p->b, g->k_w, O, lo,
                               hi);
@@ -500,12 +522,6 @@ static void bf_dw_3x3_new(const bf_dw_plan *p, int64_t n, int64_t oh0, int64_t o
     *x = p->a + (n * g->in_h + BF_MIN(ih0, g->in_h)) * WC, *nx = BF_MAX(ih1 - ih0, 0) * WC;
 }
 
-/* Prefetch part k of `parts` of [base, base + nel) into L2, in address order. */
-static inline void bf_dw_pf_part(const T *base, int64_t nel, int64_t k, int64_t parts) {
-    int64_t per = (int64_t)(64 / sizeof(T)), lines = bf_cc_ceil_div(nel, per);
-    for (int64_t l = k * lines / parts; l < (k + 1) * lines / parts; l++)
-        __builtin_prefetch(base + l * per, 0, 2);
-}
 
 /* One band (n, oh0..oh1) into the partial `part`; while it runs, the memory that the band
    (n, nx0..nx1) needs next is prefetched in address order, a slice per channel vector (the
@@ -666,7 +682,7 @@ static void bf_dw_fwd_chunk(void *arg, int64_t task, int slot) {
     int64_t rows = p->g->n * p->g->out_h, tags[64];
     for (int s = 0; s < 64; s++) tags[s] = -1;
     for (int64_t r = task * p->rows_per_task; r < BF_MIN(rows, (task + 1) * p->rows_per_task); r++)
-        bf_dw_fwd_task(p, r, slot, tags);
+        bf_dw_fwd_task(p, r, slot, tags, r + 1 < BF_MIN(rows, (task + 1) * p->rows_per_task));
 #ifdef BF_VSTREAM
     BF_VSTREAM_FENCE(); /* the streaming stores are weakly ordered: drain them before the join */
 #endif
@@ -676,7 +692,7 @@ static void bf_dw_bwd_input_chunk(void *arg, int64_t task, int slot) {
     const bf_dw_plan *p = arg;
     int64_t rows = p->g->n * p->g->in_h;
     for (int64_t r = task * p->rows_per_task; r < BF_MIN(rows, (task + 1) * p->rows_per_task); r++)
-        bf_dw_bwd_input_task(arg, r, slot);
+        bf_dw_bwd_input_task(arg, r, slot, r + 1 < BF_MIN(rows, (task + 1) * p->rows_per_task));
 #ifdef BF_VSTREAM
     BF_VSTREAM_FENCE(); /* bf_dw_row_taps' streaming stores, as in the forward chunk */
 #endif
