@@ -6,7 +6,11 @@
  * Depthwise is memory bound and is done with channel-vector loops over NHWC rows (GCC vector
  * extensions of BF_VEC_BYTES): FWD and BWD_INPUT gather every tap of an output (input) pixel
  * into a register, four pixels at a time in the interior, in tasks of consecutive rows;
- * BWD_FILTER sums each tap over a row in four registers into a per-thread partial dW. With
+ * BWD_FILTER with a 3x3 filter keeps the nine taps' sums of one channel vector in registers
+ * over a band of rows (bf_dw_bwd_filter_3x3_task); other filters sum each tap over a row in
+ * four registers into a per-thread partial dW. The row kernels prefetch, in address order,
+ * what the next row or band reads first: their channel-vector passes read one line per pixel,
+ * O apart, which the hardware prefetchers do not run ahead of. With
  * M > 1 each input row is first expanded to out_c channels (x[.., c] repeated M times) in
  * scratch so the inner loop is the same unit-stride multiply-add over out_c channels.
  * bf_dw_wanted (at the end) says when the entry points take this family.
@@ -310,9 +314,9 @@ static void bf_dw_bwd_input_task(void *arg, int64_t row, int slot, bool next) {
         bf_cc_range(off[0], 1, g->out_w, g->in_w, &lo, &hi);
         bf_cc_range(off[g->k_w - 1], 1, g->out_w, g->in_w, &l2, &h2);
         lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
-        /* a forward row of dy with the taps mirrored (off decreasing in kw), written
-           straight into dx (with streaming stores when aligned) */
-        /* the next dx row reads one new dy row, below ours */
+        /* without a multiplier: a forward row of dy with the taps mirrored (off decreasing
+           in kw), written straight into dx (streaming stores when aligned); the next dx row
+           of this task reads one new dy row, below ours, which it prefetches */
         int64_t oh_new = ih + 1 + g->pad_top;
         const T *pf = next && g->stride_h == 1 && ih + 1 < g->in_h && oh_new < g->out_h
                           ? p->a + (n * g->out_h + oh_new) * g->out_w * O
@@ -495,8 +499,8 @@ static int64_t bf_dw_3x3_xrows(const bf_conv_geom *g, int64_t rows) {
     return BF_MIN(g->in_h, (rows - 1) * g->stride_h + 2 * g->dil_h + 1);
 }
 
-/* acc[t] += the products of tap t over the output columns [o0, o1) of one row, with bounds
-   checks: the border columns of the 3x3 task, and its channels past the last full vector. */
+/* BODY for each tap (kh, kw) of a valid row (v[kh]) and output column ow in [o0, o1) whose
+   input column iw is inside the row: the 3x3 task's channels past the last full vector. */
 #define BF_DW3_TAP_LOOP(BODY)                                                                 \
     for (int64_t kh = 0; kh < 3; kh++) {                                                      \
         if (!v[kh]) continue;                                                                 \
@@ -521,7 +525,6 @@ static void bf_dw_3x3_new(const bf_dw_plan *p, int64_t n, int64_t oh0, int64_t o
     int64_t ih1 = BF_MIN(g->in_h, (oh1 - 1) * g->stride_h - g->pad_top + 2 * g->dil_h + 1);
     *x = p->a + (n * g->in_h + BF_MIN(ih0, g->in_h)) * WC, *nx = BF_MAX(ih1 - ih0, 0) * WC;
 }
-
 
 /* One band (n, oh0..oh1) into the partial `part`; while it runs, the memory that the band
    (n, nx0..nx1) needs next is prefetched in address order, a slice per channel vector (the
