@@ -124,7 +124,28 @@ ukri_avx512_f32(int64_t kc, int64_t run, const float *const *rows, const float *
 #pragma GCC unroll 12
         for (int i = 0; i < MR; i++) r[i] = rows[t * MR + i];
         const float *const *nx = next && next[t * MR] ? next + t * MR : NULL;
-        for (int64_t k = 0; k < run; k++) {
+        /* 8 steps per pass: the 12 row pointers take most general registers, so a step-by-step
+           loop spilled its counter and pointers and tested for a prefetch every step; here the
+           steps address the rows with constant displacements and the prefetch test runs once
+           per pass */
+        int64_t k = 0;
+        for (; k + 8 <= run; k += 8) {
+            if (nx && k % 16 == 0)
+#pragma GCC unroll 12
+                for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);
+#pragma GCC unroll 8
+            for (int kk = 0; kk < 8; kk++) {
+                const float *bk = bt + (k + kk) * NR;
+                __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);
+#pragma GCC unroll 12
+                for (int i = 0; i < MR; i++) {
+                    __m512 av = _mm512_set1_ps(r[i][k + kk]);
+                    c[i][0] = _mm512_fmadd_ps(av, b0, c[i][0]);
+                    c[i][1] = _mm512_fmadd_ps(av, b1, c[i][1]);
+                }
+            }
+        }
+        for (; k < run; k++) {
             if (nx && k % 16 == 0)
 #pragma GCC unroll 12
                 for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);
