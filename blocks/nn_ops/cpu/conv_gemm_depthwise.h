@@ -29,7 +29,6 @@
 #define bf_dw_3x3_band           BF_KFN(bf_dw_3x3_band)
 #define bf_dw_3x3_xrows          BF_KFN(bf_dw_3x3_xrows)
 #define bf_dw_3x3_new            BF_KFN(bf_dw_3x3_new)
-#define bf_dw_pf_part            BF_KFN(bf_dw_pf_part)
 #define bf_dw_3x3_band_run       BF_KFN(bf_dw_3x3_band_run)
 #define bf_dw_zeros              BF_KFN(bf_dw_zeros)
 #define bf_dw_scratch_per        BF_KFN(bf_dw_scratch_per)
@@ -103,13 +102,6 @@ static int64_t bf_dw_interior(T *restrict out, const T *const *rows, const int64
     return o;
 }
 
-/* Prefetch part k of `parts` of [base, base + nel) into L2, in address order. */
-static inline void bf_dw_pf_part(const T *base, int64_t nel, int64_t k, int64_t parts) {
-    int64_t per = (int64_t)(64 / sizeof(T)), lines = bf_cc_ceil_div(nel, per);
-    for (int64_t l = k * lines / parts; l < (k + 1) * lines / parts; l++)
-        __builtin_prefetch(base + BF_MIN(l * per, nel - 1), 0, 2); /* never past the end */
-}
-
 #define DW_TAPS 9
 /*
  * A whole output row for filters of at most DW_TAPS taps in the row set (3x3): channel vector
@@ -145,7 +137,7 @@ static bool bf_dw_row_taps(T *restrict out, const T *const *rows, const int64_t 
 #define STV(p_, v_) bf_stv((p_), (v_))
 #endif
     for (int64_t c = 0; c < cv; c += BF_VL) {
-        if (pf) bf_dw_pf_part(pf, npf, c / BF_VL, cv / BF_VL);
+        if (pf) bf_pf_part(pf, npf, c / BF_VL, cv / BF_VL);
         bf_vec wv[DW_TAPS];
 #pragma GCC unroll 16
         for (int t = 0; t < DW_TAPS; t++)
@@ -565,8 +557,8 @@ static void bf_dw_3x3_band_run(const bf_dw_plan *p, int64_t n, int64_t oh0, int6
     int64_t ncv = BF_MAX(cv / BF_VL, 1);
     for (int64_t c = 0; c < cv; c += BF_VL) {
         if (nx1 > nx0) {
-            bf_dw_pf_part(pdy, npdy, c / BF_VL, ncv);
-            bf_dw_pf_part(px, npx, c / BF_VL, ncv);
+            bf_pf_part(pdy, npdy, c / BF_VL, ncv);
+            bf_pf_part(px, npx, c / BF_VL, ncv);
         }
         bf_vec a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0},
                a8 = {0};

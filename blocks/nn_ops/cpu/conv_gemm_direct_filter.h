@@ -85,8 +85,26 @@ static void bf_sf_task(void *arg, int64_t task, int slot) {
             prow[kh] = d;
         }
         const T *dyr = p->dy + row * OW * O;
+        /* what the next row of this task reads and this one does not (its dy row and the
+           input rows below ours), prefetched in address order, a slice per tile: the tiles
+           read x one line per pixel, in_c apart, an order the hardware does not run ahead of */
+        const T *pfx = NULL, *pfy = NULL;
+        int64_t npfx = 0, npfy = 0, pass = 0;
+        int64_t npass = bf_cc_ceil_div(O, nvl) * bf_cc_ceil_div(K, SF_RB);
+        if (row + 1 < BF_MIN(nrows, (task + 1) * p->rows_per_task)) {
+            int64_t n2 = (row + 1) / g->out_h, oh2 = (row + 1) % g->out_h;
+            int64_t span = (g->k_h - 1) * g->dil_h;
+            int64_t lo = oh2 * g->stride_h - g->pad_top, hi = lo + span + 1;
+            if (n2 == n) lo = BF_MAX(lo, oh * g->stride_h - g->pad_top + span + 1);
+            lo = BF_MAX(lo, 0), hi = BF_MIN(hi, g->in_h);
+            if (lo < hi)
+                pfx = p->x + (n2 * g->in_h + lo) * g->in_w * C, npfx = (hi - lo) * g->in_w * C;
+            pfy = dyr + OW * O, npfy = OW * O;
+        }
         for (int64_t o0 = 0; o0 < O; o0 += nvl) {
-            for (int64_t k0 = 0; k0 < K; k0 += SF_RB) {
+            for (int64_t k0 = 0; k0 < K; k0 += SF_RB, pass++) {
+                if (pfx) bf_pf_part(pfx, npfx, pass, npass);
+                if (pfy) bf_pf_part(pfy, npfy, pass, npass);
                 const T *xk[SF_RB];
 #pragma GCC unroll 32
                 for (int i = 0; i < SF_RB; i++) {

@@ -5,7 +5,8 @@
  *
  * bf_vec is a GCC vector of T, BF_VEC_BYTES wide, with BF_VL lanes. bf_ldv and bf_stv load
  * and store it unaligned, bf_vsplat broadcasts a scalar (BF_VSPLAT when the ISA file gives
- * one), and BF_VFMA_(a, b, c) is a * b + c, fused when the ISA file gives BF_VFMA.
+ * one), and BF_VFMA_(a, b, c) is a * b + c, fused when the ISA file gives BF_VFMA. bf_pf_part
+ * prefetches a slice of a range in address order (see there).
  */
 
 /* Names of this instantiation: see "Names" in conv_gemm_impl.h. */
@@ -13,6 +14,7 @@
 #define bf_ldv    BF_KFN(bf_ldv)
 #define bf_stv    BF_KFN(bf_stv)
 #define bf_vsplat BF_KFN(bf_vsplat)
+#define bf_pf_part BF_KFN(bf_pf_part)
 
 /* Vectors of BF_VEC_BYTES for the channel loops (GCC vector extension: one zmm with AVX-512,
    one ymm with AVX2, one xmm in the generic build). Unaligned loads and stores via memcpy. */
@@ -38,3 +40,13 @@ static inline bf_vec bf_vsplat(T s) {
 #else
 #define BF_VFMA_(a, b, c) ((a) * (b) + (c))
 #endif
+
+/* Prefetch part k of `parts` of [base, base + nel) into L2, in address order: the loops that
+   read a row one line per pixel (a channel vector or a few channels at a time, pixels C
+   apart) call it once per pass for the memory their next row reads first, which no hardware
+   prefetcher would fetch ahead in that order. */
+static inline void bf_pf_part(const T *base, int64_t nel, int64_t k, int64_t parts) {
+    int64_t per = (int64_t)(64 / sizeof(T)), lines = bf_cc_ceil_div(nel, per);
+    for (int64_t l = k * lines / parts; l < (k + 1) * lines / parts; l++)
+        __builtin_prefetch(base + BF_MIN(l * per, nel - 1), 0, 2); /* never past the end */
+}
