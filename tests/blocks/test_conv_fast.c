@@ -316,6 +316,23 @@ START_TEST(depthwise_3x3_filter_bands) {
 }
 END_TEST
 
+/* BWD_INPUT with few input channels and many taps (the GEMM into columns, then col2im; a
+   3-channel stem): dilation 1 (each kh's taps one contiguous add) and 2 (tap by tap), strides
+   1-3, pads up to 3 so rows and columns of taps fall off every border; n >= 3 so the pooled
+   run takes this path too. */
+START_TEST(col2im_bwd_input) {
+    bf_rng r = {0xc021e000u + (uint64_t)_i};
+    int64_t k = bf_rng_int(&r, 5, 7), c = bf_rng_int(&r, 1, 5);
+    bf_conv_geom g = make_geom(3, bf_rng_int(&r, 5, 20), bf_rng_int(&r, 5, 20), c, k,
+                               bf_rng_int(&r, 5, 7), bf_rng_int(&r, 8, 40), 1,
+                               bf_rng_int(&r, 1, 3), bf_rng_int(&r, 1, 3), 1 + _i % 2,
+                               1 + _i % 2, bf_rng_int(&r, 0, 3), bf_rng_int(&r, 0, 3),
+                               bf_rng_int(&r, 0, 3), bf_rng_int(&r, 0, 3), 0);
+    if (g.out_h < 1 || g.out_w < 1) return;
+    check_geom(&g, r.s, "col2im", true);
+}
+END_TEST
+
 /* A GEMM output past the streaming threshold (BF_CG_STREAM_BYTES, 16 MiB): 1x1 BWD_INPUT
    whose dx is 19 MB, written with streaming stores where a block is whole and aligned; a
    partial last column panel (272 = 8.5 x 32 channels) and a partial last row block take the
@@ -431,6 +448,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, depthwise_filter_rows, 0, 12);
     tcase_add_loop_test(tc, depthwise_3x3_filter_bands, 0, 16);
     tcase_add_test(tc, gemm_streaming_output);
+    tcase_add_loop_test(tc, col2im_bwd_input, 0, 8);
     tcase_add_test(tc, fallback_and_degenerate);
     tcase_add_loop_test(tc, row_order, 0, 4);
     tcase_add_test(tc, public_entry_points);

@@ -81,9 +81,20 @@ static void bf_ci_task(void *arg, int64_t n, int slot) {
         for (int64_t r = 0; r < mc; r++) {
             int64_t oh = (m0 + r) / g->out_w, ow = (m0 + r) % g->out_w;
             const T *dc = dcol + r * p->npad;
+            int64_t iw0 = ow * g->stride_w - g->pad_left;
+            /* with dil_w == 1 the kw taps of one kh cover consecutive dx pixels, and their
+               columns are consecutive in dcol: one contiguous add of nkw * cg values */
+            int64_t kwlo = BF_MAX(0, -iw0), kwhi = BF_MIN(g->k_w, g->in_w - iw0);
             for (int64_t kh = 0; kh < g->k_h; kh++) {
                 int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
                 if (ih < 0 || ih >= g->in_h) continue;
+                if (g->dil_w == 1) {
+                    if (kwhi <= kwlo) continue;
+                    T *restrict d = dx + (ih * g->in_w + iw0 + kwlo) * g->in_c;
+                    const T *restrict v = dc + (kh * g->k_w + kwlo) * cg;
+                    for (int64_t j = 0; j < (kwhi - kwlo) * cg; j++) d[j] += v[j];
+                    continue;
+                }
                 for (int64_t kw = 0; kw < g->k_w; kw++) {
                     int64_t iw = ow * g->stride_w - g->pad_left + kw * g->dil_w;
                     if (iw < 0 || iw >= g->in_w) continue;
