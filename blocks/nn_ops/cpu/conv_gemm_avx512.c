@@ -236,7 +236,11 @@ static void ukrb_avx512_f64(int64_t kc, const double *a, const double *b, double
 #define BF_VFMA(a, b, c) \
     ((bf_vec)_mm512_fmadd_pd((__m512d)(a), (__m512d)(b), (__m512d)(c)))
 #define BF_VSPLAT _mm512_set1_pd
+#define BF_VSTREAM(p, v) _mm512_stream_pd((p), (__m512d)(v)) /* p 64-byte aligned */
+#define BF_VSTREAM_FENCE _mm_sfence
 #include "conv_gemm_impl.h"
+#undef BF_VSTREAM
+#undef BF_VSTREAM_FENCE
 #undef BF_VFMA
 #undef BF_VSPLAT
 #undef UKR

@@ -23,6 +23,7 @@
 #define bf_dw_row_taps           BF_KFN(bf_dw_row_taps)
 #define bf_dw_fwd_task           BF_KFN(bf_dw_fwd_task)
 #define bf_dw_bwd_input_task     BF_KFN(bf_dw_bwd_input_task)
+#define bf_dw_bwd_row_taps       BF_KFN(bf_dw_bwd_row_taps)
 #define bf_dw_bwd_filter_task    BF_KFN(bf_dw_bwd_filter_task)
 #define bf_dw_bwd_filter_px_task BF_KFN(bf_dw_bwd_filter_px_task)
 #define bf_dw_bwd_filter_3x3_task BF_KFN(bf_dw_bwd_filter_3x3_task)
@@ -279,6 +280,17 @@ static void bf_dw_fwd_task(const bf_dw_plan *p, int64_t row, int slot,
     }
 }
 
+/* bf_dw_row_taps for BWD_INPUT, kept out of line: inlined into bf_dw_bwd_input_task it
+   pushed that task's own loops (the multiplier path) into worse code, 6% slower (A/B, 1
+   thread, dw_mult2_valid_c32_56). */
+static __attribute__((noinline)) bool
+bf_dw_bwd_row_taps(T *restrict dx, const T *const *dyr, const int64_t *khv, int64_t nk,
+                   const int64_t *off, const bf_conv_geom *g, const T *w, int64_t lo,
+                   int64_t hi, const T *pf) {
+    return bf_dw_row_taps(dx, dyr, khv, nk, off, g->k_w, 1, w, g->k_w, g->out_c, lo, hi,
+                          g->in_w, g->out_w, pf, g->out_w * g->out_c);
+}
+
 /* dx[n, ih, :, :] for task row = n*H + ih, gathering from the dy rows that reach it. With a
    multiplier the sums over out_c channels go to scratch first and are folded over q. */
 static void bf_dw_bwd_input_task(void *arg, int64_t row, int slot, bool next) {
@@ -313,8 +325,7 @@ static void bf_dw_bwd_input_task(void *arg, int64_t row, int slot, bool next) {
         const T *pf = next && g->stride_h == 1 && ih + 1 < g->in_h && oh_new < g->out_h
                           ? p->a + (n * g->out_h + oh_new) * g->out_w * O
                           : NULL;
-        if (p->mult == 1 && bf_dw_row_taps(dx, dyr, khv, nk, off, g->k_w, 1, p->b, g->k_w, O,
-                                           lo, hi, g->in_w, g->out_w, pf, g->out_w * O))
+        if (p->mult == 1 && bf_dw_bwd_row_taps(dx, dyr, khv, nk, off, g, p->b, lo, hi, pf))
             return;
         done = bf_dw_interior(acc_row, dyr, khv, nk, off, g->k_w, 1, p->b, g->k_w, O, lo,
                               hi);

@@ -59,7 +59,8 @@
  * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL);
  * BF_VFMA(a, b, c) fused a * b + c and BF_VSPLAT(s) broadcast on the vectors of the direct and
  * depthwise loops (ISO C mode does not contract a * b + c by itself); BF_VSTREAM(p, v) a
- * streaming store and BF_VSTREAM_FENCE() its fence, for the depthwise FWD rows.
+ * streaming store and BF_VSTREAM_FENCE() its fence, for the depthwise row kernel (FWD and
+ * stride-1 BWD_INPUT).
  */
 
 /* name##_##BF_ISA, BF_ISA expanded first (two levels, so that it is). */

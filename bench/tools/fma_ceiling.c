@@ -1,0 +1,92 @@
+/*
+ * fma_ceiling.c - what one core of this machine does with AVX-512 FMAs fed from L1 (benchmark
+ * only; never linked into the library). Built as blockflow-fma-ceiling by bench/CMakeLists.txt.
+ *
+ *     build/blockflow-fma-ceiling
+ *
+ * Times, on one thread, GEMM microkernels of several register shapes (M rows x NV vectors of
+ * 16 floats: per reduction step NV vector loads of B, M broadcasts of A, M*NV FMAs into M*NV
+ * accumulators) on operands that stay in L1. Their GFLOP/s is the most a convolution kernel
+ * built on broadcast-and-FMA can reach here, so `blockflow bench` rows are judged against it
+ * (bench/RESULTS.md, "Issue 16"). Every shape reaching the same figure says the limit is the
+ * core's FMA throughput, not the kernel's shape.
+ */
+#include <immintrin.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define KC 192   /* reduction steps per call: B is KC x NV*16 floats (at most 72 KiB) */
+#define REPS 200000
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* c[M][NV] = sum_k a[k][M] * b[k][NV*16], every loop unrolled so acc stays in registers */
+#define KERNEL(NAME, M, NV)                                                                   \
+    __attribute__((noinline)) static void NAME(const float *a, const float *b, float *c) {    \
+        __m512 acc[M][NV];                                                                    \
+        _Pragma("GCC unroll 16") for (int i = 0; i < M; i++)                                  \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) acc[i][j] =                  \
+                _mm512_setzero_ps();                                                          \
+        for (int k = 0; k < KC; k++) {                                                        \
+            __m512 bv[NV];                                                                    \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) bv[j] =                      \
+                _mm512_load_ps(b + (k * NV + j) * 16);                                        \
+            _Pragma("GCC unroll 16") for (int i = 0; i < M; i++) {                            \
+                __m512 av = _mm512_set1_ps(a[k * M + i]);                                     \
+                _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++) acc[i][j] =              \
+                    _mm512_fmadd_ps(av, bv[j], acc[i][j]);                                    \
+            }                                                                                 \
+        }                                                                                     \
+        _Pragma("GCC unroll 16") for (int i = 0; i < M; i++)                                  \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++)                              \
+                _mm512_storeu_ps(c + (i * NV + j) * 16, acc[i][j]);                           \
+    }
+
+KERNEL(k12x2, 12, 2) /* our f32 microkernel's shape (12 x 32) */
+KERNEL(k6x4, 6, 4)
+KERNEL(k4x6, 4, 6)
+KERNEL(k9x3, 9, 3)
+
+typedef void (*kernel_fn)(const float *, const float *, float *);
+
+int main(void) {
+    if (!__builtin_cpu_supports("avx512f")) {
+        printf("fma_ceiling: this CPU has no AVX-512\n");
+        return 0;
+    }
+    float *a = aligned_alloc(64, KC * 16 * sizeof(float));
+    float *b = aligned_alloc(64, KC * 96 * sizeof(float));
+    float *c = aligned_alloc(64, 16 * 96 * sizeof(float));
+    if (!a || !b || !c) return 1;
+    for (int i = 0; i < KC * 16; i++) a[i] = 1e-3f * (float)(i % 97);
+    for (int i = 0; i < KC * 96; i++) b[i] = 1e-3f * (float)(i % 89);
+    static const struct {
+        const char *name;
+        kernel_fn fn;
+        int m, nv;
+    } shapes[] = {{"12x32", k12x2, 12, 2}, {"6x64", k6x4, 6, 4}, {"4x96", k4x6, 4, 6},
+                  {"9x48", k9x3, 9, 3}};
+    printf("one core, operands in L1, %d reduction steps per call:\n", KC);
+    double sink = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        double best = 1e30;
+        for (int trial = 0; trial < 5; trial++) {
+            double t = now_s();
+            for (int r = 0; r < REPS / 5; r++) shapes[s].fn(a, b, c);
+            t = now_s() - t;
+            if (t < best) best = t;
+            sink += c[3];
+        }
+        double flop = 2.0 * KC * shapes[s].m * shapes[s].nv * 16 * (REPS / 5);
+        printf("  microkernel %-6s %7.1f GFLOP/s\n", shapes[s].name, flop / best / 1e9);
+    }
+    printf("(checksum %g)\n", sink);
+    free(a), free(b), free(c);
+    return 0;
+}
