@@ -301,14 +301,17 @@ END_TEST
 
 /* Depthwise 3x3 filter gradient (the nine-register band kernel): tall images so an image
    spans several bands, widths from 1 (no interior column), pads up to 4 (bands or columns
-   that read only padding), multipliers 1-3, strides, dilations, channel vectors plus tails. */
+   that read only padding), multipliers 1-3, row strides, dilations, channel vectors plus
+   tails; column stride 2 with a multiplier (the band kernel) and without (the per-tap loop
+   it leaves strided rows to). */
 START_TEST(depthwise_3x3_filter_bands) {
     bf_rng r = {0xd3b30000u + (uint64_t)_i};
     int64_t c = _i % 2 ? bf_rng_int(&r, 1, 70) : 16 * bf_rng_int(&r, 1, 6);
     int64_t m = _i % 4 == 3 ? bf_rng_int(&r, 2, 3) : 1;
     int64_t w = _i % 5 == 4 ? bf_rng_int(&r, 1, 3) : bf_rng_int(&r, 4, 40);
+    int64_t sw = _i % 4 == 1 || _i % 8 == 7 ? 2 : 1;
     bf_conv_geom g = make_geom(bf_rng_int(&r, 1, 3), bf_rng_int(&r, 30, 120), w, c, 3, 3,
-                               c * m, c, bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2),
+                               c * m, c, bf_rng_int(&r, 1, 2), sw,
                                bf_rng_int(&r, 1, 2), bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 4),
                                bf_rng_int(&r, 0, 4), bf_rng_int(&r, 0, 4), bf_rng_int(&r, 0, 4),
                                (int)bf_rng_int(&r, 0, 1));

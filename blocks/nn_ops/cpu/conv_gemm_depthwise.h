@@ -738,7 +738,11 @@ static void bf_dw_run(bf_conv_op op, const bf_conv_geom *g, const T *a, const T 
         p.scratch = p.partials + bf_cc_round_up(p.nel * (ex->n_threads - 1), 16);
         int64_t rows = g->n * g->out_h, ntasks;
         bf_task_fn fn;
-        if (g->k_h == 3 && g->k_w == 3) {
+        /* 3x3 bands, except strided rows without a multiplier: there the per-tap loop
+           below streams x, four times dy's size, in order, and the band's prefetching costs
+           more than it saves (s2 c144@56, interleaved A/B, 7 runs: per-tap 0.94x of the band
+           kernel's time on 1 thread, 1.02x on 2) */
+        if (g->k_h == 3 && g->k_w == 3 && (g->stride_w == 1 || p.mult > 1)) {
             p.rows_per_task = bf_dw_3x3_band(g);
             /* strips of bands: long enough that most bands are prefetched by the one before,
                enough of them (8 per thread) to balance */
