@@ -280,15 +280,37 @@ static void bf_dw_fwd_task(const bf_dw_plan *p, int64_t row, int slot,
     }
 }
 
-/* bf_dw_row_taps for BWD_INPUT, kept out of line: inlined into bf_dw_bwd_input_task it
-   pushed that task's own loops (the multiplier path) into worse code, 6% slower (A/B, 1
-   thread, dw_mult2_valid_c32_56). */
-static __attribute__((noinline)) bool
-bf_dw_bwd_row_taps(T *restrict dx, const T *const *dyr, const int64_t *khv, int64_t nk,
-                   const int64_t *off, const bf_conv_geom *g, const T *w, int64_t lo,
-                   int64_t hi, const T *pf) {
-    return bf_dw_row_taps(dx, dyr, khv, nk, off, g->k_w, 1, w, g->k_w, g->out_c, lo, hi,
-                          g->in_w, g->out_w, pf, g->out_w * g->out_c);
+/*
+ * dx row `row` (n, ih) of BWD_INPUT with stride 1 and no multiplier: a forward row of dy with
+ * the taps mirrored (off = pad_left - kw*dil, decreasing in kw) through bf_dw_row_taps, written
+ * straight into dx (streaming stores when aligned); when this task also does the next row,
+ * the one new dy row that row reads is prefetched. Returns false when bf_dw_row_taps does not
+ * apply. Kept out of bf_dw_bwd_input_task: inlined there, it made that task's own loops (the
+ * multiplier path) 4-11% slower in A/B runs.
+ */
+static __attribute__((noinline)) bool bf_dw_bwd_row_taps(const bf_dw_plan *p, int64_t row,
+                                                         bool next) {
+    const bf_conv_geom *g = p->g;
+    int64_t n = row / g->in_h, ih = row % g->in_h, O = g->out_c;
+    const T *dyr[64];
+    int64_t khv[64], nk = 0, off[64], lo, hi, l2, h2;
+    for (int64_t kh = 0; kh < g->k_h && nk < 64; kh++) {
+        int64_t t = ih + g->pad_top - kh * g->dil_h;
+        if (t < 0 || t % g->stride_h) continue;
+        int64_t oh = t / g->stride_h;
+        if (oh >= g->out_h) continue;
+        dyr[nk] = p->a + (n * g->out_h + oh) * g->out_w * O, khv[nk] = kh, nk++;
+    }
+    for (int64_t kw = 0; kw < g->k_w; kw++) off[kw] = g->pad_left - kw * g->dil_w;
+    bf_cc_range(off[0], 1, g->out_w, g->in_w, &lo, &hi);
+    bf_cc_range(off[g->k_w - 1], 1, g->out_w, g->in_w, &l2, &h2);
+    lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
+    int64_t oh_new = ih + 1 + g->pad_top;
+    const T *pf = next && g->stride_h == 1 && ih + 1 < g->in_h && oh_new < g->out_h
+                      ? p->a + (n * g->out_h + oh_new) * g->out_w * O
+                      : NULL;
+    return bf_dw_row_taps(p->out + row * g->in_w * g->in_c, dyr, khv, nk, off, g->k_w, 1,
+                          p->b, g->k_w, O, lo, hi, g->in_w, g->out_w, pf, g->out_w * O);
 }
 
 /* dx[n, ih, :, :] for task row = n*H + ih, gathering from the dy rows that reach it. With a
@@ -297,6 +319,7 @@ static void bf_dw_bwd_input_task(void *arg, int64_t row, int slot, bool next) {
     const bf_dw_plan *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
+    if (p->mult == 1 && g->stride_w == 1 && bf_dw_bwd_row_taps(p, row, next)) return;
     int64_t n = row / g->in_h, ih = row % g->in_h, O = g->out_c, C = g->in_c;
     T *restrict dx = p->out + row * g->in_w * C; /* [W][C] */
     T *restrict acc_row = p->mult == 1 ? dx : p->scratch + (int64_t)slot * p->scratch_per;
@@ -318,15 +341,6 @@ static void bf_dw_bwd_input_task(void *arg, int64_t row, int slot, bool next) {
         bf_cc_range(off[0], 1, g->out_w, g->in_w, &lo, &hi);
         bf_cc_range(off[g->k_w - 1], 1, g->out_w, g->in_w, &l2, &h2);
         lo = BF_MAX(lo, l2), hi = BF_MAX(BF_MIN(hi, h2), lo);
-        /* without a multiplier: a forward row of dy with the taps mirrored (off decreasing
-           in kw), written straight into dx (streaming stores when aligned); the next dx row
-           of this task reads one new dy row, below ours, which it prefetches */
-        int64_t oh_new = ih + 1 + g->pad_top;
-        const T *pf = next && g->stride_h == 1 && ih + 1 < g->in_h && oh_new < g->out_h
-                          ? p->a + (n * g->out_h + oh_new) * g->out_w * O
-                          : NULL;
-        if (p->mult == 1 && bf_dw_bwd_row_taps(dx, dyr, khv, nk, off, g, p->b, lo, hi, pf))
-            return;
         done = bf_dw_interior(acc_row, dyr, khv, nk, off, g->k_w, 1, p->b, g->k_w, O, lo,
                               hi);
     }
@@ -700,7 +714,8 @@ static void bf_dw_bwd_input_chunk(void *arg, int64_t task, int slot) {
     for (int64_t r = task * p->rows_per_task; r < BF_MIN(rows, (task + 1) * p->rows_per_task); r++)
         bf_dw_bwd_input_task(arg, r, slot, r + 1 < BF_MIN(rows, (task + 1) * p->rows_per_task));
 #ifdef BF_VSTREAM
-    BF_VSTREAM_FENCE(); /* bf_dw_row_taps' streaming stores, as in the forward chunk */
+    if (p->mult == 1 && p->g->stride_w == 1)
+        BF_VSTREAM_FENCE(); /* bf_dw_row_taps' streaming stores, as in the forward chunk */
 #endif
 }
 
@@ -717,7 +732,8 @@ static size_t bf_dw_ws(bf_conv_op op, const bf_conv_geom *g, int n_threads) {
     size_t tot = bf_cc_mad((size_t)bf_dw_scratch_per(op, g), (size_t)n_threads, 0);
     if (op == BF_CONV_BWD_FILTER)
         tot = bf_cc_mad((size_t)(g->k_h * g->k_w * g->out_c), (size_t)(n_threads - 1), tot);
-    return bf_cc_mad(bf_cc_mad(tot, 1, 16 + 16), sizeof(T), 64);
+    /* BWD_FILTER's scratch starts after the partials rounded up to 16 values */
+    return bf_cc_mad(bf_cc_mad(tot, 1, op == BF_CONV_BWD_FILTER ? 32 : 16), sizeof(T), 64);
 }
 
 static void bf_dw_run(bf_conv_op op, const bf_conv_geom *g, const T *a, const T *b,
