@@ -6,7 +6,8 @@
 
 One table per file: every row with our median, min-max, GFLOP/s, each peer's median (oneDNN
 with the layout mode it kept), ours / best peer; then the geometric means of that ratio per
-group (Conv2D forward, Conv2D gradients, depthwise forward, depthwise gradients) with the
+group (Conv2D forward, Conv2D gradients, depthwise forward, depthwise gradients, and each
+kind over both families) with the
 per-call overhead case (below 10 MFLOP, the tiny 5x5 teaching case) left out, and the worst
 row of each group. With --f32 F (for an f64 run), a column compares each row with our f32
 median of the same row in run F.
@@ -79,7 +80,11 @@ def summary(rows):
         groups.setdefault(group(r["op"]), []).append((ratio, r))
     out = ["| group (tiny case left out) | rows | geo-mean ours / best | worst row |",
            "|---|---:|---:|---|"]
-    order = ["Conv2D forward", "Conv2D gradients", "depthwise forward", "depthwise gradients"]
+    for name in ("forward", "gradients"):  # the issue-16 groupings: both families together
+        groups["all " + name] = groups.get("Conv2D " + name, []) + \
+            groups.get("depthwise " + name, [])
+    order = ["Conv2D forward", "Conv2D gradients", "depthwise forward", "depthwise gradients",
+             "all forward", "all gradients"]
     for name in order:
         g = groups.get(name)
         if not g:
