@@ -24,9 +24,6 @@
 #define bf_dw_fwd_task           BF_KFN(bf_dw_fwd_task)
 #define bf_dw_bwd_input_task     BF_KFN(bf_dw_bwd_input_task)
 #define bf_dw_bwd_row_taps       BF_KFN(bf_dw_bwd_row_taps)
-#define bf_dw_lane               BF_KFN(bf_dw_lane)
-#define bf_dw_idx                BF_KFN(bf_dw_idx)
-#define bf_dw_pairsum            BF_KFN(bf_dw_pairsum)
 #define bf_dw_bwd_filter_task    BF_KFN(bf_dw_bwd_filter_task)
 #define bf_dw_bwd_filter_px_task BF_KFN(bf_dw_bwd_filter_px_task)
 #define bf_dw_bwd_filter_3x3_task BF_KFN(bf_dw_bwd_filter_3x3_task)
@@ -316,16 +313,6 @@ static __attribute__((noinline)) bool bf_dw_bwd_row_taps(const bf_dw_plan *p, in
                           p->b, g->k_w, O, lo, hi, g->in_w, g->out_w, pf, g->out_w * O);
 }
 
-/* Lane i of the result: lanes 2i and 2i+1 of the pair (a, b), added (a GCC shuffle of each
-   half, constant masks). */
-typedef __typeof__(_Generic((T)0, float: (int32_t)0, default: (int64_t)0)) bf_dw_lane;
-typedef bf_dw_lane bf_dw_idx __attribute__((vector_size(BF_VEC_BYTES)));
-static inline bf_vec bf_dw_pairsum(bf_vec a, bf_vec b) {
-    bf_dw_idx ev, od;
-    for (int i = 0; i < (int)BF_VL; i++) ev[i] = 2 * i, od[i] = 2 * i + 1;
-    return __builtin_shuffle(a, b, ev) + __builtin_shuffle(a, b, od);
-}
-
 /* dx[n, ih, :, :] for task row = n*H + ih, gathering from the dy rows that reach it. With a
    multiplier the sums over out_c channels go to scratch first and are folded over q. */
 static void bf_dw_bwd_input_task(void *arg, int64_t row, int slot, bool next) {
@@ -382,13 +369,9 @@ static void bf_dw_bwd_input_task(void *arg, int64_t row, int slot, bool next) {
             acc_row[iw * O + c] = acc;
         }
     }
-    if (p->mult == 2) { /* adjacent pairs, a vector at a time: the fold was scalar */
-        int64_t tot = g->in_w * C, j = 0;
-        for (; j + BF_VL <= tot; j += BF_VL)
-            bf_stv(dx + j, bf_dw_pairsum(bf_ldv(acc_row + 2 * j),
-                                         bf_ldv(acc_row + 2 * j + BF_VL)));
-        for (; j < tot; j++) dx[j] = acc_row[2 * j] + acc_row[2 * j + 1];
-    } else if (p->mult > 1)
+    if (p->mult == 2) /* one flat loop of adjacent pairs, which GCC and clang vectorise */
+        for (int64_t j = 0; j < g->in_w * C; j++) dx[j] = acc_row[2 * j] + acc_row[2 * j + 1];
+    else if (p->mult > 1)
         for (int64_t iw = 0; iw < g->in_w; iw++)
             for (int64_t k = 0; k < C; k++) {
                 T s = 0;
