@@ -292,6 +292,9 @@ static __attribute__((noinline)) bool bf_dw_bwd_row_taps(const bf_dw_plan *p, in
                                                          bool next) {
     const bf_conv_geom *g = p->g;
     int64_t n = row / g->in_h, ih = row % g->in_h, O = g->out_c;
+    /* the same dy-row gather and interior columns as bf_dw_bwd_input_task's, written out
+       again: calling a shared helper from that task made its multiplier path 17-24% slower
+       (A/B, dw_mult2_valid_c32_56), the codegen sensitivity noted above */
     const T *dyr[64];
     int64_t khv[64], nk = 0, off[64], lo, hi, l2, h2;
     for (int64_t kh = 0; kh < g->k_h && nk < 64; kh++) {
@@ -518,19 +521,6 @@ static int64_t bf_dw_3x3_xrows(const bf_conv_geom *g, int64_t rows) {
     return BF_MIN(g->in_h, (rows - 1) * g->stride_h + 2 * g->dil_h + 1);
 }
 
-/* BODY for each tap (kh, kw) of a valid row (v[kh]) and output column ow in [o0, o1) whose
-   input column iw is inside the row: the 3x3 task's channels past the last full vector. */
-#define BF_DW3_TAP_LOOP(BODY)                                                                 \
-    for (int64_t kh = 0; kh < 3; kh++) {                                                      \
-        if (!v[kh]) continue;                                                                 \
-        for (int64_t kw = 0; kw < 3; kw++)                                                    \
-            for (int64_t ow = o0; ow < o1; ow++) {                                            \
-                int64_t iw = ow * sw + kw * dw - pl;                                          \
-                if (iw < 0 || iw >= W) continue;                                              \
-                BODY;                                                                         \
-            }                                                                                 \
-    }
-
 /* Memory [lo, hi) in x or dy that band (n, oh0..oh1) reads and no earlier band of its image
    did: its dy rows, and its x rows below the previous band's. */
 static void bf_dw_3x3_new(const bf_dw_plan *p, int64_t n, int64_t oh0, int64_t oh1,
@@ -665,22 +655,20 @@ static void bf_dw_3x3_band_run(const bf_dw_plan *p, int64_t n, int64_t oh0, int6
     }
     for (int64_t c = cv; c < O; c++) { /* channels past the last full vector */
         T acc[9] = {0};
-        for (int64_t oh = oh0; oh < oh1; oh++) {
-            const T *dyr = dyb + (oh - oh0) * OW * O;
-            bool v[3];
+        for (int64_t oh = oh0; oh < oh1; oh++)
             for (int64_t kh = 0; kh < 3; kh++) {
                 int64_t ih = oh * sh - g->pad_top + kh * dh;
-                v[kh] = ih >= 0 && ih < g->in_h;
+                if (ih < 0 || ih >= g->in_h) continue;
+                const T *xr = xb + (ih - ih0) * W * O + c, *d = dyb + (oh - oh0) * OW * O + c;
+                for (int64_t kw = 0; kw < 3; kw++)
+                    for (int64_t ow = 0; ow < OW; ow++) {
+                        int64_t iw = ow * sw + kw * dw - pl;
+                        if (iw >= 0 && iw < W) acc[kh * 3 + kw] += xr[iw * O] * d[ow * O];
+                    }
             }
-            int64_t o0 = 0, o1 = OW;
-            BF_DW3_TAP_LOOP(acc[kh * 3 + kw] +=
-                            xb[(oh * sh - g->pad_top + kh * dh - ih0) * W * O + iw * O + c] *
-                            dyr[ow * O + c])
-        }
         for (int64_t t = 0; t < 9; t++) part[t * O + c] += acc[t];
     }
 }
-#undef BF_DW3_TAP_LOOP
 
 /* A strip of bands of one image, in order, each prefetching the next. Task = (n, strip). */
 static void bf_dw_bwd_filter_3x3_task(void *arg, int64_t task, int slot) {
