@@ -36,12 +36,19 @@ typedef struct bf_cf_plan {
     const bf_exec *ex;
 } bf_cf_plan;
 
-static int64_t bf_cf_pc(const bf_conv_geom *g) {
+/* Pixels per task: as many as keep the dy chunk (pc x npad) and the x rows it reads (pc x C)
+   in L2 (half of its 1 MiB here), so the thread's partial dW, which is larger than L2, is read
+   and written once per pc pixels; then evened out so that the tasks split equally between
+   the threads. Interleaved A/B against 256 KiB chunks (with the dW prefetch of bf_cf_task),
+   2 threads: 3x3/s2/256 0.92x, atrous 3x3/256 0.93x; 1 thread 0.93x and 0.95x. */
+static int64_t bf_cf_pc(const bf_conv_geom *g, int n_threads) {
     int64_t npad = bf_cc_round_up(BF_MAX(g->out_c / g->groups, 1), NR);
-    /* the dy chunk (pc x npad) and the x rows it reads (pc x C) both stay in L2 */
-    int64_t pc = (int64_t)(262144 / sizeof(T)) / npad;
-    pc = BF_MIN(pc, (int64_t)(262144 / sizeof(T)) / BF_MAX(g->in_c, 1));
-    return BF_MAX(BF_MIN(pc, BF_CF_PC_MAX), 32);
+    int64_t pc = (int64_t)(524288 / sizeof(T)) / npad;
+    pc = BF_MIN(pc, (int64_t)(524288 / sizeof(T)) / BF_MAX(g->in_c, 1));
+    pc = BF_MAX(BF_MIN(pc, BF_CF_PC_MAX), 32);
+    int64_t P = g->n * g->out_h * g->out_w;
+    int64_t nt = bf_cc_round_up(bf_cc_ceil_div(BF_MAX(P, 1), pc), BF_MAX(n_threads, 1));
+    return BF_MAX(BF_MIN(pc, bf_cc_ceil_div(P, nt)), 32);
 }
 
 static void bf_cf_task(void *arg, int64_t task, int slot) {
@@ -136,6 +143,16 @@ static void bf_cf_task(void *arg, int64_t task, int slot) {
                 crow[i] = part + BF_MIN(k0 + i, p->ktot - 1) * g->out_c + grp * p->og;
             for (int64_t jp = 0; jp < p->npad / NR; jp++) {
                 int nr = (int)BF_MIN((int64_t)NR, p->og - jp * NR);
+                /* the partial dW is larger than L2: fetch the next tile of it while this one
+                   multiplies, or the add at the end of the call waits on L3 */
+                bool last = (jp + 1) * NR >= p->npad;
+                for (int64_t i = 0; i < MR; i++) {
+                    const T *c = last ? part + BF_MIN(k0 + MR + i, p->ktot - 1) * g->out_c +
+                                            grp * p->og
+                                      : crow[i] + (jp + 1) * NR;
+                    for (int64_t q = 0; q < NR * (int64_t)sizeof(T); q += 64)
+                        __builtin_prefetch((const char *)c + q, 1, 3);
+                }
                 UKR(pc, apk, bpk + jp * p->pc * NR, crow, jp * NR, (int)mr, nr, 1);
             }
         }
@@ -183,7 +200,7 @@ static size_t bf_cf_ws(const bf_conv_geom *g, int n_threads) {
     size_t nel = bf_cc_mad((size_t)(g->k_h * g->k_w), (size_t)g->k_in_c, 0);
     nel = bf_cc_mad(nel, (size_t)g->out_c, 0);
     size_t parts = bf_cc_mad(nel, (size_t)(n_threads - 1), 0);
-    size_t per = bf_cc_mad((size_t)bf_cf_pc(g), (size_t)(npad + MR), 16);
+    size_t per = bf_cc_mad((size_t)bf_cf_pc(g, n_threads), (size_t)(npad + MR), 16);
     size_t tot = bf_cc_mad(per, (size_t)n_threads, parts);
     return bf_cc_mad(bf_cc_mad(tot, 1, 16), sizeof(T), 64);
 }
@@ -194,7 +211,7 @@ static void bf_cf_run(const bf_conv_geom *g, const T *x, const T *dy, T *out,
                     .n_threads = ex->n_threads};
     p.og = g->out_c / g->groups;
     p.npad = bf_cc_round_up(BF_MAX(p.og, 1), NR);
-    p.pc = bf_cf_pc(g);
+    p.pc = bf_cf_pc(g, p.n_threads);
     p.ktot = g->k_h * g->k_w * g->k_in_c;
     p.nel = p.ktot * g->out_c;
     p.partials = ex->workspace;
