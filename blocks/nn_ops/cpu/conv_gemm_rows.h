@@ -88,16 +88,25 @@ static void bf_cg_pack_b_task(void *arg, int64_t i, int slot) {
             for (int64_t iw = 0; iw < sp.nkw; iw++) {
                 int64_t kh = sp.kh0 + ih * sp.khs, kw = sp.kw0 + iw * sp.kws;
                 const T *wt = p->w + (kh * g->k_w + kw) * cg * g->out_c; /* [Cg][O] */
-                T *dstp = panel + (ih * sp.nkw + iw) * p->kin * NR;
-                for (int64_t c = 0; c < p->kin; c++)
-                    for (int64_t j = 0; j < NR; j++) {
-                        int64_t n = jp * NR + j;
-                        T v = 0;
-                        if (n < p->nout)
-                            v = p->op == BF_CONV_FWD ? wt[c * g->out_c + grp * og + n]
-                                                     : wt[n * g->out_c + grp * og + c];
-                        dstp[c * NR + j] = v;
+                T *restrict dstp = panel + (ih * sp.nkw + iw) * p->kin * NR;
+                int64_t n0 = jp * NR, nn = BF_MIN((int64_t)NR, p->nout - n0);
+                if (p->op == BF_CONV_FWD) {
+                    /* FWD: row c of the panel is W[kh][kw][c][n0 ..], contiguous */
+                    for (int64_t c = 0; c < p->kin; c++) {
+                        memcpy(dstp + c * NR, wt + c * g->out_c + grp * og + n0,
+                               (size_t)nn * sizeof(T));
+                        memset(dstp + c * NR + nn, 0, (size_t)(NR - nn) * sizeof(T));
                     }
+                } else {
+                    /* BWD_INPUT: the transpose; read along W's rows (contiguous in c), write
+                       down the panel's columns, which stay in L1 (kin x NR values) */
+                    for (int64_t j = 0; j < nn; j++) {
+                        const T *restrict src = wt + (n0 + j) * g->out_c + grp * og;
+                        for (int64_t c = 0; c < p->kin; c++) dstp[c * NR + j] = src[c];
+                    }
+                    for (int64_t j = nn; j < NR; j++)
+                        for (int64_t c = 0; c < p->kin; c++) dstp[c * NR + j] = 0;
+                }
             }
     }
 }
