@@ -58,25 +58,46 @@ static void bf_ci_task(void *arg, int64_t n, int slot) {
     for (int64_t m0 = 0; m0 < npix; m0 += BF_CG_MC) {
         int64_t mc = BF_MIN((int64_t)BF_CG_MC, npix - m0), nmb = bf_cc_ceil_div(mc, MR);
         const T *dyc = p->dy + (n * npix + m0) * g->out_c;
-        int64_t kc0 = 0;
-        do {
-            int64_t kc = BF_MIN(p->kc, p->og - kc0), kcp = bf_cc_round_up(kc, AKB);
-            for (int64_t mb = 0; mb < nmb && kc > 0; mb++)
-                for (int64_t i = 0; i < MR; i++) {
-                    int64_t r = mb * MR + i;
-                    bf_cg_copy_run(apack + mb * kcp * MR, i, 0,
-                                   r < mc ? dyc + r * g->out_c + kc0 : NULL, kc);
-                }
+#ifdef UKRI
+        if (p->og >= AKB && p->og <= BF_CG_KCI) {
+            /* A read in place: the MC dy pixels are consecutive rows of og values (one run
+               per row; rows past mc read zeros from the scratch that packing would use) */
+            const T *tab[BF_CG_MC];
+            T *zero = apack;
+            memset(zero, 0, (size_t)p->og * sizeof(T));
+            for (int64_t r = 0; r < nmb * MR; r++) tab[r] = r < mc ? dyc + r * g->out_c : zero;
             for (int64_t jp = 0; jp < p->npad / NR; jp++) {
                 int nr = (int)BF_MIN((int64_t)NR, p->ncol - jp * NR);
                 for (int64_t mb = 0; mb < nmb; mb++) {
                     int mr = (int)BF_MIN((int64_t)MR, mc - mb * MR);
-                    UKRB(kc, apack + mb * kcp * MR, p->bpack + (jp * p->og + kc0) * NR,
-                         crow + mb * MR, jp * NR, mr, nr, kc0 > 0);
+                    const T *const *next = jp == 0 && mb + 1 < nmb ? tab + (mb + 1) * MR : NULL;
+                    UKRI(p->og, p->og, tab + mb * MR, next, p->bpack + jp * p->og * NR,
+                         crow + mb * MR, jp * NR, mr, nr, 0);
                 }
             }
-            kc0 += kc;
-        } while (kc0 < p->og);
+        } else
+#endif
+        {
+            int64_t kc0 = 0; /* og == 0 runs once with kc = 0: dcol all zeros */
+            do {
+                int64_t kc = BF_MIN(p->kc, p->og - kc0), kcp = bf_cc_round_up(kc, AKB);
+                for (int64_t mb = 0; mb < nmb && kc > 0; mb++)
+                    for (int64_t i = 0; i < MR; i++) {
+                        int64_t r = mb * MR + i;
+                        bf_cg_copy_run(apack + mb * kcp * MR, i, 0,
+                                       r < mc ? dyc + r * g->out_c + kc0 : NULL, kc);
+                    }
+                for (int64_t jp = 0; jp < p->npad / NR; jp++) {
+                    int nr = (int)BF_MIN((int64_t)NR, p->ncol - jp * NR);
+                    for (int64_t mb = 0; mb < nmb; mb++) {
+                        int mr = (int)BF_MIN((int64_t)MR, mc - mb * MR);
+                        UKRB(kc, apack + mb * kcp * MR, p->bpack + (jp * p->og + kc0) * NR,
+                             crow + mb * MR, jp * NR, mr, nr, kc0 > 0);
+                    }
+                }
+                kc0 += kc;
+            } while (kc0 < p->og);
+        }
         /* col2im: add each row's taps into dx */
         for (int64_t r = 0; r < mc; r++) {
             int64_t oh = (m0 + r) / g->out_w, ow = (m0 + r) % g->out_w;
@@ -92,7 +113,11 @@ static void bf_ci_task(void *arg, int64_t n, int slot) {
                     if (kwhi <= kwlo) continue;
                     T *restrict d = dx + (ih * g->in_w + iw0 + kwlo) * g->in_c;
                     const T *restrict v = dc + (kh * g->k_w + kwlo) * cg;
+#ifdef BF_ADD_SHORT
+                    BF_ADD_SHORT(d, v, (kwhi - kwlo) * cg);
+#else
                     for (int64_t j = 0; j < (kwhi - kwlo) * cg; j++) d[j] += v[j];
+#endif
                     continue;
                 }
                 for (int64_t kw = 0; kw < g->k_w; kw++) {

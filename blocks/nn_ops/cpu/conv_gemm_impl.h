@@ -57,6 +57,7 @@
  * aligned (the row GEMM asks for it when the output is too big to stay in cache, and fences
  * before its task ends).
  * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL);
+ * BF_ADD_SHORT(dst, src, n) adds n values of src to dst, the tail masked (col2im's runs);
  * BF_VFMA(a, b, c) fused a * b + c and BF_VSPLAT(s) broadcast on the vectors of the direct and
  * depthwise loops (ISO C mode does not contract a * b + c by itself); BF_VSTREAM(p, v) a
  * streaming store and BF_VSTREAM_FENCE() its fence, for the depthwise row kernel (FWD and
