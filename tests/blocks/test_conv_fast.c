@@ -353,6 +353,28 @@ START_TEST(gemm_streaming_output) {
 }
 END_TEST
 
+/* The same threshold in the direct FWD (bf_sd): a 3-channel 5x5 stride-2 FWD whose y is
+   17 MB, and a stride-1 2x2 BackpropInput run as a direct FWD of dy whose dx is 17 MB; with a
+   partial last block in each row (130 = 21 x 6 + 4, 182 = 30 x 6 + 2) and padded borders. Aligned
+   outputs (odd seeds) take the streaming stores, misaligned ones (even) the plain stores. */
+START_TEST(direct_streaming_output) {
+    bf_pool *pool = NULL;
+    bf_error err = {0};
+    ck_assert_int_eq(bf_pool_new(2, &pool, &err), BF_OK);
+    bf_conv_geom fwd = make_geom(1, 259, 259, 3, 5, 5, 256, 1, 2, 2, 1, 1, 2, 2, 2, 2, 0);
+    bf_conv_geom bwd = make_geom(1, 182, 182, 128, 2, 2, 16, 1, 1, 1, 1, 1, 0, 1, 0, 1, 0);
+    ck_assert(fwd.n * fwd.out_h * fwd.out_w * fwd.out_c * 4 >= 16 * 1048576);
+    ck_assert(bwd.n * bwd.in_h * bwd.in_w * bwd.in_c * 4 >= 16 * 1048576);
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        check_one(BF_CONV_FWD, &fwd, bf_conv_cpu_best_isa(), true, pool, true,
+                  0x5d500000u + seed, "direct-stream");
+        check_one(BF_CONV_BWD_INPUT, &bwd, bf_conv_cpu_best_isa(), true, pool, true,
+                  0x5d510000u + seed, "direct-stream-bwd");
+    }
+    bf_pool_free(pool);
+}
+END_TEST
+
 /* No workspace: the direct fallback, and degenerate sizes (empty output, no taps reach). */
 START_TEST(fallback_and_degenerate) {
     bf_pool *pool = NULL;
@@ -452,6 +474,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, depthwise_3x3_filter_bands, 0, 16);
     tcase_add_test(tc, gemm_streaming_output);
     tcase_add_loop_test(tc, col2im_bwd_input, 0, 8);
+    tcase_add_test(tc, direct_streaming_output);
     tcase_add_test(tc, fallback_and_degenerate);
     tcase_add_loop_test(tc, row_order, 0, 4);
     tcase_add_test(tc, public_entry_points);
