@@ -39,11 +39,14 @@
 #define BF_CG_TAPS_MAX 256              /* taps of the whole-tap packing fast path */
 #define BF_CG_KC ((int64_t)(32768 / (NR * (int)sizeof(T)))) /* a KC x NR panel of B is 32 KiB */
 #define BF_CG_KCI (2 * BF_CG_KC) /* reduction block of the in-place (UKRI) path */
-/* Outputs of at least this many bytes are written with streaming stores (UKRI, acc 2): half
-   of this machine's 32 MiB L3, so an output that the next block could still find in cache is
-   written the ordinary way. rn50 1x1 BWD_INPUT (51 MB dx), interleaved A/B, 2 threads:
-   13.4 -> 9.0 ms; the read for ownership of every output line was a third of its traffic. */
-#define BF_CG_STREAM_BYTES (16.0 * 1048576)
+/* Outputs of at least this many bytes are written with streaming stores (UKRI, acc 2; the
+   direct FWD too): a quarter of this machine's 32 MiB L3, so an output that the next block
+   could still find in cache is written the ordinary way. rn50 1x1 BWD_INPUT (51 MB dx),
+   interleaved A/B, 2 threads: 13.4 -> 9.0 ms; the read for ownership of every output line was
+   a third of its traffic. Lowered from 16 MiB: the 12.8 MB outputs of the 1x1 FWD (its 51 MB
+   x streams through L3 meanwhile) 0.93x at 1 and 2 threads, 3x3/s2/256 BWD_INPUT 0.97x and
+   0.95x; the 12.8 MB rn50 3x3/64 rows unchanged. */
+#define BF_CG_STREAM_BYTES (8.0 * 1048576)
 
 /* Per-op view of the operands: src is the activation read (x or dy), dst the one written. */
 typedef struct bf_cg_plan {
