@@ -8,8 +8,8 @@
  * 16 floats: per reduction step NV vector loads of B, M broadcasts of A, M*NV FMAs into M*NV
  * accumulators) on operands that stay in L1. Their GFLOP/s is the most a convolution kernel
  * built on broadcast-and-FMA can reach here, so `blockflow bench` rows are judged against it
- * (bench/RESULTS.md, "Issue 16"). Every shape reaching the same figure says the limit is the
- * core's FMA throughput, not the kernel's shape.
+ * (bench/RESULTS.md, "Issue 16, first round", "The ceiling"). Every shape reaching the same
+ * figure says the limit is the core's FMA throughput, not the kernel's shape.
  */
 #include <immintrin.h>
 
