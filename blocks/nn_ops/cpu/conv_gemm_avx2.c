@@ -3,7 +3,7 @@
  *
  * Microkernels: f32 6 x 16 (12 ymm accumulators, 2 ymm of B, 1 broadcast), f64 6 x 8. The
  * classic Haswell shape: 12 FMAs per 2 B loads and 6 broadcasts. Column tails go through a
- * small stack tile. Only called after bf_conv_cpu_isa_supported(BF_CONV_ISA_AVX2).
+ * small stack tile. The f32 one also in a variant that reads A in place (UKRI). Only called after bf_conv_cpu_isa_supported(BF_CONV_ISA_AVX2).
  */
 #include "conv_cpu_internal.h"
 
@@ -79,7 +79,60 @@ static void ukrb_avx2_f32(int64_t kc, const float *a, const float *b, float *con
     ukr_avx2_f32(8, kc, a, b, crow, coff, mr, nr, acc);
 }
 
+/* A read in place (UKRI, see conv_gemm_impl.h): kc / run runs of run values; row i of run t
+   is rows[t * MR + i], rows[t * MR] NULL for a run of padding. The AVX-512 file's kernel in
+   this file's 6 x 16 shape: eight steps per pass with constant displacements, the next
+   block's rows prefetched every 16 steps. acc 2 (final values, streaming wanted) stores like
+   acc 0: a 32-byte streaming store is half a line (see BF_VSTREAM above). */
+static __attribute__((noinline)) void
+ukri_avx2_f32(int64_t kc, int64_t run, const float *const *rows, const float *const *next,
+              const float *b, float *const *crow, int64_t coff, int mr, int nr, int acc) {
+    __m256 c[MR][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm256_setzero_ps();
+    const float *bt = b;
+    for (int64_t t = 0; t < kc / run; t++, bt += run * NR) {
+        if (!rows[t * MR]) continue; /* every row of this run is padding */
+        const float *r[MR];
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++) r[i] = rows[t * MR + i];
+        const float *const *nx = next && next[t * MR] ? next + t * MR : NULL;
+        int64_t k = 0;
+        for (; k + 8 <= run; k += 8) {
+            if (nx && k % 16 == 0)
+#pragma GCC unroll 6
+                for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);
+#pragma GCC unroll 8
+            for (int kk = 0; kk < 8; kk++) {
+                const float *bk = bt + (k + kk) * NR;
+                __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);
+#pragma GCC unroll 6
+                for (int i = 0; i < MR; i++) {
+                    __m256 av = _mm256_broadcast_ss(r[i] + k + kk);
+                    c[i][0] = _mm256_fmadd_ps(av, b0, c[i][0]);
+                    c[i][1] = _mm256_fmadd_ps(av, b1, c[i][1]);
+                }
+            }
+        }
+        for (; k < run; k++) {
+            if (nx && k % 16 == 0)
+#pragma GCC unroll 6
+                for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);
+            __m256 b0 = _mm256_loadu_ps(bt + k * NR), b1 = _mm256_loadu_ps(bt + k * NR + 8);
+#pragma GCC unroll 6
+            for (int i = 0; i < MR; i++) {
+                __m256 av = _mm256_broadcast_ss(r[i] + k);
+                c[i][0] = _mm256_fmadd_ps(av, b0, c[i][0]);
+                c[i][1] = _mm256_fmadd_ps(av, b1, c[i][1]);
+            }
+        }
+    }
+    if (acc == 2) acc = 0;
+    BF_STORE_TILE(_mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, 8);
+}
+
 #define UKR ukr1_avx2_f32
+#define UKRI ukri_avx2_f32
 #define UKRB ukrb_avx2_f32
 #define AKB 8
 #define BF_ISA avx2_f32
@@ -90,6 +143,7 @@ static void ukrb_avx2_f32(int64_t kc, const float *a, const float *b, float *con
 #undef BF_VFMA
 #undef BF_VSPLAT
 #undef UKR
+#undef UKRI
 #undef UKRB
 #undef AKB
 #undef BF_ISA

@@ -50,8 +50,9 @@ typedef struct bf_sd_plan {
    14.5 -> 13.6 ms; the stride-2 3x3/256 (10.7 -> 12.3 ms) and the 1x1 256->64 (6.0 -> 6.5 ms)
    lose, so they stay on the GEMM. Against the GEMM that reads A in place (UKRI), FWD and
    BWD_INPUT: atrous 3x3/256 0.95x and 0.94x of this kernel's time, rn50 3x3/64 1.07x, vgg
-   3x3/128 1.08x. */
-#ifdef UKRI
+   3x3/128 1.08x. With AVX2's 6 x 16 in-place microkernel the direct kernel keeps up to 256
+   channels: on the GEMM, atrous 3x3/256 FWD took 1.10x and BWD_INPUT 1.08x (1 thread). */
+#if defined(UKRI) && BF_VEC_BYTES >= 64
 #define SD_C_MAX 128
 #else
 #define SD_C_MAX 256
