@@ -17,11 +17,15 @@
 
 #include <immintrin.h>
 
-/* Store/add the register tile c[MR][2] to crow[i] + coff for i < mr, j < nr. */
+/* Store/add the register tile c[MR][2] to crow[i] + coff for i < mr, j < nr. The row loop
+   runs to the constant MR, unrolled, so that c is only ever indexed by constants: indexed by
+   the run-time mr, c lived on the stack, and where the microkernel is inlined (the filter
+   GEMM) every FMA read and wrote its accumulator there. */
 #define BF_STORE_TILE(LOADU, STOREU, VADD, LANES)                                              \
     do {                                                                                       \
         if (nr == 2 * LANES) {                                                                 \
-            for (int i = 0; i < mr; i++) {                                                     \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                             \
+                if (i >= mr) break;                                                            \
                 T *p = crow[i] + coff;                                                         \
                 if (acc) {                                                                     \
                     c[i][0] = VADD(c[i][0], LOADU(p));                                         \
@@ -32,7 +36,7 @@
             }                                                                                  \
         } else {                                                                               \
             T tile[MR][2 * LANES];                                                             \
-            for (int i = 0; i < MR; i++) {                                                     \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                             \
                 STOREU(tile[i], c[i][0]);                                                      \
                 STOREU(tile[i] + LANES, c[i][1]);                                              \
             }                                                                                  \
