@@ -1,12 +1,14 @@
 /*
- * fma_ceiling.c - what one core of this machine does with AVX-512 FMAs fed from L1 (benchmark
- * only; never linked into the library). Built as blockflow-fma-ceiling by bench/CMakeLists.txt.
+ * fma_ceiling.c - what one core of this machine does with AVX-512 (and AVX2) FMAs fed from L1
+ * (benchmark only; never linked into the library). Built as blockflow-fma-ceiling by
+ * bench/CMakeLists.txt.
  *
  *     build/blockflow-fma-ceiling
  *
  * Times, on one thread, GEMM microkernels of several register shapes (M rows x NV vectors of
  * 16 floats: per reduction step NV vector loads of B, M broadcasts of A, M*NV FMAs into M*NV
- * accumulators) on operands that stay in L1. Their GFLOP/s is the most a convolution kernel
+ * accumulators), and the AVX2 file's 6 x 16 shape in 256-bit vectors, on operands that stay
+ * in L1. Their GFLOP/s is the most a convolution kernel
  * built on broadcast-and-FMA can reach here, so `blockflow bench` rows are judged against it
  * (bench/RESULTS.md, "Issue 16, first round", "The ceiling"). Every shape reaching the same
  * figure says the limit is the core's FMA throughput, not the kernel's shape.
@@ -53,6 +55,30 @@ KERNEL(k6x4, 6, 4)
 KERNEL(k4x6, 4, 6)
 KERNEL(k9x3, 9, 3)
 
+/* The AVX2 file's shape, 6 rows x 2 vectors of 8 floats (12 ymm accumulators): whether this
+   core's 256-bit FMAs reach the same FLOP rate as its 512-bit ones, i.e. whether
+   `blockflow bench --isa avx2` is at a width disadvantage here. Same data layout as KERNEL,
+   NV counted in 16-float units (b rows of 16 floats, read as two ymm). Unrolled by 8 as the
+   AVX2 in-place microkernel is: step by step, its 12 FMAs per iteration left the loop at half
+   the rate (59 against 111 GFLOP/s on this machine). */
+__attribute__((noinline)) static void k6x16_avx2(const float *a, const float *b, float *c) {
+    __m256 acc[6][2];
+    _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) acc[i][0] = acc[i][1] =
+        _mm256_setzero_ps();
+    _Pragma("GCC unroll 8") for (int k = 0; k < KC; k++) {
+        __m256 b0 = _mm256_load_ps(b + k * 16), b1 = _mm256_load_ps(b + k * 16 + 8);
+        _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) {
+            __m256 av = _mm256_set1_ps(a[k * 6 + i]);
+            acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+        }
+    }
+    _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) {
+        _mm256_storeu_ps(c + i * 16, acc[i][0]);
+        _mm256_storeu_ps(c + i * 16 + 8, acc[i][1]);
+    }
+}
+
 typedef void (*kernel_fn)(const float *, const float *, float *);
 
 int main(void) {
@@ -71,7 +97,7 @@ int main(void) {
         kernel_fn fn;
         int m, nv;
     } shapes[] = {{"12x32", k12x2, 12, 2}, {"6x64", k6x4, 6, 4}, {"4x96", k4x6, 4, 6},
-                  {"9x48", k9x3, 9, 3}};
+                  {"9x48", k9x3, 9, 3}, {"6x16 (AVX2, 256-bit)", k6x16_avx2, 6, 1}};
     printf("one core, operands in L1, %d reduction steps per call:\n", KC);
     double sink = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -84,7 +110,7 @@ int main(void) {
             sink += c[3];
         }
         double flop = 2.0 * KC * shapes[s].m * shapes[s].nv * 16 * (REPS / 5);
-        printf("  microkernel %-6s %7.1f GFLOP/s\n", shapes[s].name, flop / best / 1e9);
+        printf("  microkernel %-21s %7.1f GFLOP/s\n", shapes[s].name, flop / best / 1e9);
     }
     printf("(checksum %g)\n", sink);
     free(a), free(b), free(c);
