@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ab.py - compare two builds of blockflow on the CPU kernels, interleaved (bench/RESULTS.md).
 
-    python3 bench/ab.py BUILD_A/blockflow BUILD_B/blockflow CASES.json OPS [REPS] [THREADS] [FLAG...]
+    python3 bench/ab.py A/blockflow B/blockflow CASES.json OPS [REPS] [THREADS] [FLAG...]
 
 Runs `blockflow bench --no-peers --json --time 0.6` on CASES.json (the format of
 bench/shapes.json) for the ops OPS (e.g. fwd,bwd_filter,bwd_input), alternating A and B,

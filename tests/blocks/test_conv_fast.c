@@ -336,7 +336,7 @@ START_TEST(col2im_bwd_input) {
 }
 END_TEST
 
-/* A GEMM output past the streaming threshold (BF_CG_STREAM_BYTES, 16 MiB): 1x1 BWD_INPUT
+/* A GEMM output past the streaming threshold (BF_CG_STREAM_BYTES, 8 MiB): 1x1 BWD_INPUT
    whose dx is 19 MB, written with streaming stores where a block is whole and aligned; a
    partial last column panel (272 = 8.5 x 32 channels) and a partial last row block take the
    masked stores. Aligned and misaligned outputs (check_one offsets even seeds by a float). */

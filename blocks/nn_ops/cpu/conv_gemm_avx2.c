@@ -3,7 +3,8 @@
  *
  * Microkernels: f32 6 x 16 (12 ymm accumulators, 2 ymm of B, 1 broadcast), f64 6 x 8. The
  * classic Haswell shape: 12 FMAs per 2 B loads and 6 broadcasts. Column tails go through a
- * small stack tile. The f32 one also in a variant that reads A in place (UKRI). Only called after bf_conv_cpu_isa_supported(BF_CONV_ISA_AVX2).
+ * small stack tile. The f32 one also in a variant that reads A in place (UKRI). Only called
+ * after bf_conv_cpu_isa_supported(BF_CONV_ISA_AVX2).
  */
 #include "conv_cpu_internal.h"
 
