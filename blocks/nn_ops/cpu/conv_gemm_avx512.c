@@ -2,8 +2,8 @@
  * conv_gemm_avx512.c - AVX-512 instantiation of the convolution kernels (conv_gemm_impl.h).
  *
  * Microkernels: f32 12 x 32 (24 zmm accumulators, 2 zmm of B per k, one broadcast of A per
- * row), f64 12 x 16 (same shape in doubles); the f32 one also in a variant that reads A in
- * place (UKRI). Per reduction step: 2 aligned B loads, 12 broadcasts, 24 FMAs, which keeps
+ * row), f64 12 x 16 (same shape in doubles); each also in a variant that reads A in place
+ * (UKRI). Per reduction step: 2 aligned B loads, 12 broadcasts, 24 FMAs, which keeps
  * both Zen 5 FMA pipes busy. Compiled with -mavx512f...
  * (CMake) and only called after bf_conv_cpu_isa_supported(BF_CONV_ISA_AVX512).
  */
@@ -247,8 +247,57 @@ static void ukrb_avx512_f64(int64_t kc, const double *a, const double *b, double
                             int64_t coff, int mr, int nr, int acc) {
     ukr_avx512_f64(8, kc, a, b, crow, coff, mr, nr, acc);
 }
+/* A read in place (UKRI): the f32 kernel above in doubles (12 x 16; a 64-byte line is 8
+   steps of a row, so the next block's rows are prefetched every 8 steps). */
+static __attribute__((noinline)) void
+ukri_avx512_f64(int64_t kc, int64_t run, const double *const *rows, const double *const *next,
+                const double *b, double *const *crow, int64_t coff, int mr, int nr, int acc) {
+    __m512d c[MR][2];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_pd();
+    const double *bt = b;
+    for (int64_t t = 0; t < kc / run; t++, bt += run * NR) {
+        if (!rows[t * MR]) continue; /* every row of this run is padding */
+        const double *r[MR];
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; i++) r[i] = rows[t * MR + i];
+        const double *const *nx = next && next[t * MR] ? next + t * MR : NULL;
+        int64_t k = 0;
+        for (; k + 8 <= run; k += 8) {
+            if (nx)
+#pragma GCC unroll 12
+                for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);
+#pragma GCC unroll 8
+            for (int kk = 0; kk < 8; kk++) {
+                const double *bk = bt + (k + kk) * NR;
+                __m512d b0 = _mm512_loadu_pd(bk), b1 = _mm512_loadu_pd(bk + 8);
+#pragma GCC unroll 12
+                for (int i = 0; i < MR; i++) {
+                    __m512d av = _mm512_set1_pd(r[i][k + kk]);
+                    c[i][0] = _mm512_fmadd_pd(av, b0, c[i][0]);
+                    c[i][1] = _mm512_fmadd_pd(av, b1, c[i][1]);
+                }
+            }
+        }
+        for (; k < run; k++) {
+            if (nx && k % 8 == 0)
+#pragma GCC unroll 12
+                for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);
+            __m512d b0 = _mm512_loadu_pd(bt + k * NR), b1 = _mm512_loadu_pd(bt + k * NR + 8);
+#pragma GCC unroll 12
+            for (int i = 0; i < MR; i++) {
+                __m512d av = _mm512_set1_pd(r[i][k]);
+                c[i][0] = _mm512_fmadd_pd(av, b0, c[i][0]);
+                c[i][1] = _mm512_fmadd_pd(av, b1, c[i][1]);
+            }
+        }
+    }
+    BF_STORE_ROWS(__m512d, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_maskz_loadu_pd,
+                  _mm512_mask_storeu_pd, __mmask8, 8, _mm512_stream_pd);
+}
 
 #define UKR ukr1_avx512_f64
+#define UKRI ukri_avx512_f64
 #define BF_COPY_SHORT copy_short_f64
 #define BF_ADD_SHORT add_short_f64
 #define UKRB ukrb_avx512_f64
@@ -265,6 +314,7 @@ static void ukrb_avx512_f64(int64_t kc, const double *a, const double *b, double
 #undef BF_VFMA
 #undef BF_VSPLAT
 #undef UKR
+#undef UKRI
 #undef BF_COPY_SHORT
 #undef BF_ADD_SHORT
 #undef UKRB
