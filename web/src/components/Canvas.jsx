@@ -18,10 +18,15 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
   const graph = useMemo(() => pageToGraph(page, index, check,
                                           {status: run ? run.status : null}),
                         [page, index, check, run]);
+  /* React Flow's measured size of each block, carried on the nodes we pass: a node object
+   * without `measured` is taken for a new node, unmeasured until the next frame, and a fit
+   * (the controls' button) in that window after a re-check or a run framed nothing. */
+  const sizes = useRef(new Map());
   const nodes = graph.nodes.map((n) => ({
     ...n,
     position: drag && drag.id === n.id ? {x: drag.x, y: drag.y} : n.position,
     selected: selected.includes(n.id),
+    measured: sizes.current.get(n.id),
   }));
   const edges = graph.edges.map((e) => ({...e, selected: selEdges.includes(e.id)}));
 
@@ -60,6 +65,8 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
           if (d && d.id === c.id) onMove(c.id, {x: d.x, y: d.y});
           return null;
         });
+      } else if (c.type === 'dimensions' && c.dimensions) {
+        sizes.current.set(c.id, c.dimensions);
       } else if (c.type === 'select') {
         sel = sel || new Set(selected);
         if (c.selected) sel.add(c.id);
