@@ -128,57 +128,58 @@ static void ukrb_avx512_f32(int64_t kc, const float *a, const float *b, float *c
 /* A read in place (UKRI): kc / run runs of run values; row i of run t is rows[t * MR + i],
    an input pixel's channels or a row of zeros (rows[t * MR] NULL: the whole run is zeros).
    Its 12 row pointers take most of the general registers, so it is not inlined into the
-   task loop, whose own variables would push them out to the stack. */
-static __attribute__((noinline)) void
-ukri_avx512_f32(int64_t kc, int64_t run, const float *const *rows, const float *const *next,
-                const float *b, float *const *crow, int64_t coff, int mr, int nr, int acc) {
-    __m512 c[MR][2];
-#pragma GCC unroll 12
-    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_ps();
-    const float *bt = b;
-    for (int64_t t = 0; t < kc / run; t++, bt += run * NR) {
-        if (!rows[t * MR]) continue; /* every row of this run is padding */
-        const float *r[MR];
-#pragma GCC unroll 12
-        for (int i = 0; i < MR; i++) r[i] = rows[t * MR + i];
-        const float *const *nx = next && next[t * MR] ? next + t * MR : NULL;
-        /* 8 steps per pass: the 12 row pointers take most general registers, so a step-by-step
-           loop spilled its counter and pointers and tested for a prefetch every step; here the
-           steps address the rows with constant displacements and the prefetch test runs once
-           per pass */
-        int64_t k = 0;
-        for (; k + 8 <= run; k += 8) {
-            if (nx && k % 16 == 0)
-#pragma GCC unroll 12
-                for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);
-#pragma GCC unroll 8
-            for (int kk = 0; kk < 8; kk++) {
-                const float *bk = bt + (k + kk) * NR;
-                __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);
-#pragma GCC unroll 12
-                for (int i = 0; i < MR; i++) {
-                    __m512 av = _mm512_set1_ps(r[i][k + kk]);
-                    c[i][0] = _mm512_fmadd_ps(av, b0, c[i][0]);
-                    c[i][1] = _mm512_fmadd_ps(av, b1, c[i][1]);
-                }
-            }
-        }
-        for (; k < run; k++) {
-            if (nx && k % 16 == 0)
-#pragma GCC unroll 12
-                for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);
-            __m512 b0 = _mm512_loadu_ps(bt + k * NR), b1 = _mm512_loadu_ps(bt + k * NR + 16);
-#pragma GCC unroll 12
-            for (int i = 0; i < MR; i++) {
-                __m512 av = _mm512_set1_ps(r[i][k]);
-                c[i][0] = _mm512_fmadd_ps(av, b0, c[i][0]);
-                c[i][1] = _mm512_fmadd_ps(av, b1, c[i][1]);
-            }
-        }
+   task loop, whose own variables would push them out to the stack, and it does 8 steps per
+   pass (step by step, it spilled its counter and pointers and tested for a prefetch every
+   step): the steps address the rows with constant displacements, and the next block's rows
+   are prefetched once per 64-byte line (every 16 steps in floats, every pass in doubles).
+   Written once for both element types: the section's T, MR and NR, the intrinsics' suffix
+   SFX (ps, pd), its mask type and lanes. */
+#define BF_UKRI_AVX512(NAME, VT, SFX, MASKT, LANES)                                             \
+    static __attribute__((noinline)) void NAME(                                                \
+        int64_t kc, int64_t run, const T *const *rows, const T *const *next, const T *b,       \
+        T *const *crow, int64_t coff, int mr, int nr, int acc) {                               \
+        const int64_t line = 64 / (int64_t)sizeof(T); /* steps per prefetched line */          \
+        VT c[MR][2];                                                                           \
+        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) c[i][0] = c[i][1] =              \
+            _mm512_setzero_##SFX();                                                            \
+        const T *bt = b;                                                                       \
+        for (int64_t t = 0; t < kc / run; t++, bt += run * NR) {                               \
+            if (!rows[t * MR]) continue; /* every row of this run is padding */                \
+            const T *r[MR];                                                                    \
+            _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) r[i] = rows[t * MR + i];     \
+            const T *const *nx = next && next[t * MR] ? next + t * MR : NULL;                  \
+            int64_t k = 0;                                                                     \
+            for (; k + 8 <= run; k += 8) {                                                     \
+                if (nx && k % line == 0)                                                       \
+                    _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++)                      \
+                        _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);                  \
+                _Pragma("GCC unroll 8") for (int kk = 0; kk < 8; kk++) {                       \
+                    const T *bk = bt + (k + kk) * NR;                                          \
+                    VT b0 = _mm512_loadu_##SFX(bk), b1 = _mm512_loadu_##SFX(bk + LANES);       \
+                    _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                    \
+                        VT av = _mm512_set1_##SFX(r[i][k + kk]);                               \
+                        c[i][0] = _mm512_fmadd_##SFX(av, b0, c[i][0]);                         \
+                        c[i][1] = _mm512_fmadd_##SFX(av, b1, c[i][1]);                         \
+                    }                                                                          \
+                }                                                                              \
+            }                                                                                  \
+            for (; k < run; k++) {                                                             \
+                if (nx && k % line == 0)                                                       \
+                    _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++)                      \
+                        _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);                  \
+                VT b0 = _mm512_loadu_##SFX(bt + k * NR);                                       \
+                VT b1 = _mm512_loadu_##SFX(bt + k * NR + LANES);                               \
+                _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                        \
+                    VT av = _mm512_set1_##SFX(r[i][k]);                                        \
+                    c[i][0] = _mm512_fmadd_##SFX(av, b0, c[i][0]);                             \
+                    c[i][1] = _mm512_fmadd_##SFX(av, b1, c[i][1]);                             \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+        BF_STORE_ROWS(VT, _mm512_loadu_##SFX, _mm512_storeu_##SFX, _mm512_maskz_loadu_##SFX,   \
+                      _mm512_mask_storeu_##SFX, MASKT, LANES, _mm512_stream_##SFX);            \
     }
-    BF_STORE_ROWS(__m512, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_maskz_loadu_ps,
-                  _mm512_mask_storeu_ps, __mmask16, 16, _mm512_stream_ps);
-}
+BF_UKRI_AVX512(ukri_avx512_f32, __m512, ps, __mmask16, 16)
 
 #define UKR ukr1_avx512_f32
 #define UKRI ukri_avx512_f32
@@ -247,54 +248,8 @@ static void ukrb_avx512_f64(int64_t kc, const double *a, const double *b, double
                             int64_t coff, int mr, int nr, int acc) {
     ukr_avx512_f64(8, kc, a, b, crow, coff, mr, nr, acc);
 }
-/* A read in place (UKRI): the f32 kernel above in doubles (12 x 16; a 64-byte line is 8
-   steps of a row, so the next block's rows are prefetched every 8 steps). */
-static __attribute__((noinline)) void
-ukri_avx512_f64(int64_t kc, int64_t run, const double *const *rows, const double *const *next,
-                const double *b, double *const *crow, int64_t coff, int mr, int nr, int acc) {
-    __m512d c[MR][2];
-#pragma GCC unroll 12
-    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_pd();
-    const double *bt = b;
-    for (int64_t t = 0; t < kc / run; t++, bt += run * NR) {
-        if (!rows[t * MR]) continue; /* every row of this run is padding */
-        const double *r[MR];
-#pragma GCC unroll 12
-        for (int i = 0; i < MR; i++) r[i] = rows[t * MR + i];
-        const double *const *nx = next && next[t * MR] ? next + t * MR : NULL;
-        int64_t k = 0;
-        for (; k + 8 <= run; k += 8) {
-            if (nx)
-#pragma GCC unroll 12
-                for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);
-#pragma GCC unroll 8
-            for (int kk = 0; kk < 8; kk++) {
-                const double *bk = bt + (k + kk) * NR;
-                __m512d b0 = _mm512_loadu_pd(bk), b1 = _mm512_loadu_pd(bk + 8);
-#pragma GCC unroll 12
-                for (int i = 0; i < MR; i++) {
-                    __m512d av = _mm512_set1_pd(r[i][k + kk]);
-                    c[i][0] = _mm512_fmadd_pd(av, b0, c[i][0]);
-                    c[i][1] = _mm512_fmadd_pd(av, b1, c[i][1]);
-                }
-            }
-        }
-        for (; k < run; k++) {
-            if (nx && k % 8 == 0)
-#pragma GCC unroll 12
-                for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(nx[i] + k), _MM_HINT_T0);
-            __m512d b0 = _mm512_loadu_pd(bt + k * NR), b1 = _mm512_loadu_pd(bt + k * NR + 8);
-#pragma GCC unroll 12
-            for (int i = 0; i < MR; i++) {
-                __m512d av = _mm512_set1_pd(r[i][k]);
-                c[i][0] = _mm512_fmadd_pd(av, b0, c[i][0]);
-                c[i][1] = _mm512_fmadd_pd(av, b1, c[i][1]);
-            }
-        }
-    }
-    BF_STORE_ROWS(__m512d, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_maskz_loadu_pd,
-                  _mm512_mask_storeu_pd, __mmask8, 8, _mm512_stream_pd);
-}
+/* A read in place (UKRI): the f32 kernel's macro above, in doubles (12 x 16). */
+BF_UKRI_AVX512(ukri_avx512_f64, __m512d, pd, __mmask8, 8)
 
 #define UKR ukr1_avx512_f64
 #define UKRI ukri_avx512_f64
