@@ -86,6 +86,9 @@ try {
   await page.getByRole('button', {name: 'Disconnect out_backprop'}).click();
   await page.getByTestId('problems-dw').filter({hasText: 'out_backprop'}).waitFor();
   await page.getByTestId('problems').filter({hasText: 'dw.out_backprop'}).waitFor();
+  /* downstream, identity's input is still wired, only its type is unknown now */
+  const idIn = page.getByTestId('block-identity').locator('.port.in .port-type');
+  assert.equal((await idIn.textContent()).trim(), '?', 'a wired port of unknown type reads "?"');
   await shot('wire-broken-error-marked');
   await page.locator('.react-flow__pane').click({position: {x: 5, y: 5}});
   await page.keyboard.press(`${mod}+z`); /* undo brings the wire back */

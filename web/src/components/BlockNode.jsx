@@ -34,7 +34,9 @@ function BlockNode({data, selected}) {
                 <Handle type="target" position={Position.Left} id={`in:${p.name}`} />
                 <span className="port-name">{p.name}</span>
                 {pi && pi.dtype ? <span className="port-type">{pi.dtype}</span>
-                  : <span className="port-type muted">{bad ? '⚠' : 'unwired'}</span>}
+                  : <span className="port-type muted">
+                      {bad ? '⚠' : block.inputs && block.inputs[p.name] ? '?' : 'unwired'}
+                    </span>}
               </div>
             );
           })}
