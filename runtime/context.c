@@ -44,8 +44,13 @@ bf_status bf_context_new(const bf_config *cfg, bf_context **out, bf_error *err) 
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         c->threads = n > 0 ? (int)BF_MIN(n, 256) : 1;
     }
+    if (uv_mutex_init(&ctx->probe_lock)) {
+        bf_free(ctx);
+        return bf_err(err, BF_ENOMEM, "out_of_memory", "cannot create a context's lock");
+    }
     bf_status st = bf_pool_new(c->threads, &ctx->pool, err);
     if (st) {
+        uv_mutex_destroy(&ctx->probe_lock);
         bf_free(ctx);
         return st;
     }
@@ -63,28 +68,13 @@ void bf_context_free(bf_context *ctx) {
     if (!ctx) return;
     if (ctx->gpu_probed) bf_cuda_release(ctx->gpus, ctx->n_gpus);
     bf_pool_free(ctx->pool);
+    uv_mutex_destroy(&ctx->probe_lock);
     bf_free(ctx);
 }
 
 const bf_config *bf_context_config(const bf_context *ctx) { return &ctx->cfg; }
 
-void bf_context_probe_gpus(bf_context *ctx) {
-    if (ctx->gpu_probed) return;
-    ctx->gpu_probed = 1;
-    if (ctx->cfg.disable_gpu) {
-        bf_strlcpy(ctx->gpu_why, "disabled by configuration", sizeof(ctx->gpu_why));
-        return;
-    }
-    ctx->n_gpus = bf_cuda_probe(ctx->gpus, BF_MAX_GPUS, ctx->gpu_why, sizeof(ctx->gpu_why));
-}
-
-int bf_context_has_gpu(bf_context *ctx) {
-    bf_context_probe_gpus(ctx);
-    return ctx->n_gpus > 0;
-}
-
-const char *bf_context_devices(bf_context *ctx) {
-    bf_context_probe_gpus(ctx);
+static void describe_devices(bf_context *ctx) {
     size_t n = (size_t)snprintf(ctx->devices_text, sizeof(ctx->devices_text),
                                 "cpu: %d threads%s", ctx->cfg.threads,
                                 ctx->cpu_avx512 ? ", avx512" : ctx->cpu_avx2 ? ", avx2" : "");
@@ -94,5 +84,28 @@ const char *bf_context_devices(bf_context *ctx) {
     for (int i = 0; i < ctx->n_gpus && n < sizeof(ctx->devices_text); i++)
         n += (size_t)snprintf(ctx->devices_text + n, sizeof(ctx->devices_text) - n,
                               "; %s: %s", ctx->gpus[i].label, ctx->gpus[i].description);
+}
+
+void bf_context_probe_gpus(bf_context *ctx) {
+    uv_mutex_lock(&ctx->probe_lock);
+    if (!ctx->gpu_probed) {
+        if (ctx->cfg.disable_gpu)
+            bf_strlcpy(ctx->gpu_why, "disabled by configuration", sizeof(ctx->gpu_why));
+        else
+            ctx->n_gpus = bf_cuda_probe(ctx->gpus, BF_MAX_GPUS, ctx->gpu_why,
+                                        sizeof(ctx->gpu_why));
+        describe_devices(ctx);
+        ctx->gpu_probed = 1;
+    }
+    uv_mutex_unlock(&ctx->probe_lock);
+}
+
+int bf_context_has_gpu(bf_context *ctx) {
+    bf_context_probe_gpus(ctx);
+    return ctx->n_gpus > 0;
+}
+
+const char *bf_context_devices(bf_context *ctx) {
+    bf_context_probe_gpus(ctx);
     return ctx->devices_text;
 }

@@ -705,6 +705,56 @@ START_TEST(runs_with_cancellations_from_another_thread) {
 }
 END_TEST
 
+/* A server shares one context between its run workers, so the first GPU question (placing a
+ * block, describing the devices) may come from several threads at once. Under ThreadSanitizer
+ * (CI step 3) this caught the lazy probe writing the device list unlocked. */
+typedef struct first_question {
+    bf_context *ctx;
+    pthread_barrier_t *go;
+    const char *devices;
+    int has_gpu, failures;
+} first_question;
+
+static void *ask_first(void *arg) {
+    first_question *q = arg;
+    bf_session *s;
+    bf_error e;
+    pthread_barrier_wait(q->go);
+    if (open_page(q->ctx, thread_page, &s, &e) || bf_session_run(s, NULL, NULL, &e))
+        q->failures++;
+    bf_session_free(s);
+    q->has_gpu = bf_context_has_gpu(q->ctx);
+    q->devices = bf_context_devices(q->ctx);
+    return NULL;
+}
+
+START_TEST(first_gpu_question_from_many_threads) {
+    enum { N = 6 };
+    bf_config cfg;
+    bf_config_init(&cfg);
+    cfg.threads = 2;
+    bf_context *ctx = make_ctx(&cfg); /* fresh: nothing has probed the devices yet */
+    pthread_barrier_t go;
+    ck_assert_int_eq(pthread_barrier_init(&go, NULL, N), 0);
+    first_question q[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        q[i] = (first_question){.ctx = ctx, .go = &go};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, ask_first, &q[i]), 0);
+    }
+    for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(q[i].failures, 0);
+        ck_assert_int_eq(q[i].has_gpu, q[0].has_gpu);
+        ck_assert_str_eq(q[i].devices, q[0].devices);
+    }
+    ck_assert_msg(strncmp(q[0].devices, "cpu: 2 threads", 14) == 0, "devices: %s",
+                  q[0].devices);
+    pthread_barrier_destroy(&go);
+    bf_context_free(ctx);
+}
+END_TEST
+
 /* ---- numbers ----------------------------------------------------------------------------- */
 
 static const bf_dtype float_dtypes[] = {BF_DTYPE_F16, BF_DTYPE_BF16, BF_DTYPE_F32,
@@ -848,6 +898,7 @@ static Suite *suite(void) {
     tcase_add_checked_fixture(tc, bf_scratch_setup, bf_scratch_teardown);
     tcase_add_test(tc, parallel_sessions_identical);
     tcase_add_test(tc, runs_with_cancellations_from_another_thread);
+    tcase_add_test(tc, first_gpu_question_from_many_threads);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("numbers");
