@@ -94,8 +94,10 @@ static void fetch_file(const char *dir, const char *fetch, char *buf, size_t siz
  */
 static int write_outputs(bf_session *s, const char *dir, const char *const *fetches, int nf) {
     enum { MAX_OUT = 64 };
-    static char staged[MAX_OUT][4096], final[MAX_OUT][4096], backup[MAX_OUT][4096];
-    bool had_old[MAX_OUT] = {0};
+    struct out_paths {
+        char staged[4096], final[4096], backup[4096];
+        bool had_old;
+    } *o;
     int ok = 1, n = 0, placed = 0;
     struct stat sb;
     if (nf > MAX_OUT) {
@@ -109,6 +111,10 @@ static int write_outputs(bf_session *s, const char *dir, const char *const *fetc
             return EXIT_OUTPUT;
         }
     }
+    if (!(o = calloc((size_t)(nf > 0 ? nf : 1), sizeof(*o)))) {
+        fprintf(stderr, "blockflow: out of memory writing the results\n");
+        return EXIT_OUTPUT;
+    }
     char prefix[64], bprefix[64];
     snprintf(prefix, sizeof(prefix), ".blockflow-%ld.", (long)getpid());
     snprintf(bprefix, sizeof(bprefix), ".blockflow-%ld.old.", (long)getpid());
@@ -118,11 +124,11 @@ static int write_outputs(bf_session *s, const char *dir, const char *const *fetc
         char *colon = strchr(id, ':');
         if (colon) *colon++ = '\0';
         const bf_tensor *t = bf_session_output(s, id, colon);
-        fetch_file(dir, fetches[n], staged[n], sizeof(staged[n]), prefix);
-        fetch_file(dir, fetches[n], final[n], sizeof(final[n]), "");
-        fetch_file(dir, fetches[n], backup[n], sizeof(backup[n]), bprefix);
+        fetch_file(dir, fetches[n], o[n].staged, sizeof(o[n].staged), prefix);
+        fetch_file(dir, fetches[n], o[n].final, sizeof(o[n].final), "");
+        fetch_file(dir, fetches[n], o[n].backup, sizeof(o[n].backup), bprefix);
         bf_error e = {0};
-        if (!t || bf_tensor_save_npy(t, staged[n], &e) != BF_OK) {
+        if (!t || bf_tensor_save_npy(t, o[n].staged, &e) != BF_OK) {
             if (!t) fprintf(stderr, "blockflow: no result for %s\n", fetches[n]);
             else print_error(&e);
             ok = 0;
@@ -131,22 +137,23 @@ static int write_outputs(bf_session *s, const char *dir, const char *const *fetc
         }
     }
     for (; ok && placed < n; placed++) {
-        had_old[placed] = link(final[placed], backup[placed]) == 0;
-        if (rename(staged[placed], final[placed]) != 0) {
-            fprintf(stderr, "blockflow: cannot write %s: %s\n", final[placed], strerror(errno));
+        o[placed].had_old = link(o[placed].final, o[placed].backup) == 0;
+        if (rename(o[placed].staged, o[placed].final) != 0) {
+            fprintf(stderr, "blockflow: cannot write %s: %s\n", o[placed].final, strerror(errno));
             ok = 0;
             break;
         }
     }
     if (!ok) /* put back what was replaced */
         for (int i = 0; i < placed; i++) {
-            if (had_old[i]) rename(backup[i], final[i]);
-            else unlink(final[i]);
+            if (o[i].had_old) rename(o[i].backup, o[i].final);
+            else unlink(o[i].final);
         }
     for (int i = 0; i < n; i++) {
-        unlink(staged[i]);
-        unlink(backup[i]);
+        unlink(o[i].staged);
+        unlink(o[i].backup);
     }
+    free(o);
     return ok ? EXIT_OK : EXIT_OUTPUT;
 }
 

@@ -56,6 +56,7 @@ struct srv_http {
     conn *ws_list;
     int port;
     struct lws_protocols protocols[2];
+    unsigned char out[LWS_PRE + (32 << 10)]; /* one chunk of a response body on its way out */
 };
 
 /* ---- request collection -------------------------------------------------------------------- */
@@ -186,9 +187,9 @@ static int respond(struct lws *wsi, srv_http *h, conn *c) {
     return send_headers(wsi, c);
 }
 
-static int write_more(struct lws *wsi, conn *c) {
-    enum { CHUNK = 32 << 10 };
-    static unsigned char buf[LWS_PRE + CHUNK];
+static int write_more(struct lws *wsi, srv_http *h, conn *c) {
+    enum { CHUNK = sizeof(h->out) - LWS_PRE };
+    unsigned char *buf = h->out;
     size_t left = c->res.body_len - c->sent, n = left < CHUNK ? left : CHUNK;
     bool last = n == left;
     if (n) memcpy(buf + LWS_PRE, c->res.body + c->sent, n);
@@ -362,7 +363,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         return respond(wsi, h, c);
     case LWS_CALLBACK_HTTP_WRITEABLE:
         if (!c->responding) return 0;
-        return write_more(wsi, c);
+        return write_more(wsi, h, c);
     case LWS_CALLBACK_CLOSED_HTTP:
         conn_reset_http(c);
         return 0;

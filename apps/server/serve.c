@@ -10,6 +10,7 @@
 #include "http.h"
 
 #include <signal.h>
+#include <stddef.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,11 +56,8 @@ typedef struct serve_state {
     bool stopping;
 } serve_state;
 
-static serve_state *the_state;
-
 static void on_drained(srv_app *app) {
-    serve_state *st = the_state;
-    (void)app;
+    serve_state *st = (serve_state *)(void *)((char *)app - offsetof(serve_state, app));
     srv_http_stop(st->http); /* closes every connection and the listener */
     uv_close((uv_handle_t *)&st->sigint, NULL);
     uv_close((uv_handle_t *)&st->sigterm, NULL);
@@ -237,61 +235,71 @@ int bf_serve_main(int argc, char **argv) {
                         "traffic is not encrypted (see README, \"Serve\")\n", iface);
     signal(SIGPIPE, SIG_IGN);
 
-    static serve_state st;
-    memset(&st, 0, sizeof(st));
-    the_state = &st;
-    uv_loop_init(&st.loop);
-    char why[512];
-    if (srv_app_init(&st.app, &st.loop, pages, &cfg, &lim, why, sizeof(why))) {
-        fprintf(stderr, "blockflow serve: %s\n", why);
+    serve_state *st = calloc(1, sizeof(*st)); /* the app holds the run table: not on the stack */
+    if (!st) {
+        fprintf(stderr, "blockflow serve: out of memory\n");
         return 1;
     }
-    open_web(&st.app, web);
-    if (token) snprintf(st.app.token, sizeof(st.app.token), "%s", token);
-    else random_token(st.app.token, sizeof(st.app.token));
-    st.http = srv_http_start(&st.app, iface, port, v6, why, sizeof(why));
+    char why[512];
+    int uerr = uv_loop_init(&st->loop);
+    if (uerr) {
+        fprintf(stderr, "blockflow serve: cannot start an event loop: %s\n", uv_strerror(uerr));
+        free(st);
+        return 1;
+    }
+    if (srv_app_init(&st->app, &st->loop, pages, &cfg, &lim, why, sizeof(why))) {
+        fprintf(stderr, "blockflow serve: %s\n", why);
+        uv_loop_close(&st->loop);
+        free(st);
+        return 1;
+    }
+    open_web(&st->app, web);
+    if (token) snprintf(st->app.token, sizeof(st->app.token), "%s", token);
+    else random_token(st->app.token, sizeof(st->app.token));
+    st->http = srv_http_start(&st->app, iface, port, v6, why, sizeof(why));
     int rc = 0;
-    if (!st.http || srv_http_port(st.http) < 0) {
+    if (!st->http || srv_http_port(st->http) < 0) {
         fprintf(stderr, "blockflow serve: %s\n", why);
         rc = 1;
-        st.app.on_drained = NULL;
-        srv_app_close_handles(&st.app);
+        st->app.on_drained = NULL;
+        srv_app_close_handles(&st->app);
     } else {
-        port = srv_http_port(st.http);
+        port = srv_http_port(st->http);
         const char *shown = is_loopback(iface) ? "127.0.0.1" : iface;
         int nh = 0;
         if (is_loopback(iface)) {
-            snprintf(st.app.hosts[nh++], sizeof(st.app.hosts[0]), "127.0.0.1:%d", port);
-            snprintf(st.app.hosts[nh++], sizeof(st.app.hosts[0]), "localhost:%d", port);
-            snprintf(st.app.hosts[nh++], sizeof(st.app.hosts[0]), "[::1]:%d", port);
+            snprintf(st->app.hosts[nh++], sizeof(st->app.hosts[0]), "127.0.0.1:%d", port);
+            snprintf(st->app.hosts[nh++], sizeof(st->app.hosts[0]), "localhost:%d", port);
+            snprintf(st->app.hosts[nh++], sizeof(st->app.hosts[0]), "[::1]:%d", port);
         } else {
-            snprintf(st.app.hosts[nh++], sizeof(st.app.hosts[0]), v6 ? "[%s]:%d" : "%s:%d",
+            snprintf(st->app.hosts[nh++], sizeof(st->app.hosts[0]), v6 ? "[%s]:%d" : "%s:%d",
                      iface, port);
         }
         for (int i = 0; i < n_allow && nh < 8; i++)
-            snprintf(st.app.hosts[nh++], sizeof(st.app.hosts[0]), "%s:%d", allow[i], port);
-        st.app.n_hosts = nh;
-        uv_signal_init(&st.loop, &st.sigint);
-        uv_signal_init(&st.loop, &st.sigterm);
-        st.sigint.data = st.sigterm.data = &st;
-        uv_signal_start(&st.sigint, on_signal, SIGINT);
-        uv_signal_start(&st.sigterm, on_signal, SIGTERM);
+            snprintf(st->app.hosts[nh++], sizeof(st->app.hosts[0]), "%s:%d", allow[i], port);
+        st->app.n_hosts = nh;
+        uv_signal_init(&st->loop, &st->sigint);
+        uv_signal_init(&st->loop, &st->sigterm);
+        st->sigint.data = st->sigterm.data = st;
+        uv_signal_start(&st->sigint, on_signal, SIGINT);
+        uv_signal_start(&st->sigterm, on_signal, SIGTERM);
         char url[512];
         snprintf(url, sizeof(url), v6 && !is_loopback(iface) ? "http://[%s]:%d/?token=%s"
                                                              : "http://%s:%d/?token=%s",
-                 shown, port, st.app.token);
-        printf("blockflow serve: pages in %s\n", st.app.store.dir);
-        if (st.app.have_web) printf("blockflow serve: editor from %s\n", st.app.web_dir);
+                 shown, port, st->app.token);
+        printf("blockflow serve: pages in %s\n", st->app.store.dir);
+        if (st->app.have_web) printf("blockflow serve: editor from %s\n", st->app.web_dir);
         printf("blockflow serve: listening on port %d; open\n    %s\n", port, url);
         fflush(stdout);
         if (open_url) open_browser(url);
     }
-    uv_run(&st.loop, UV_RUN_DEFAULT);
-    srv_http_free(st.http);
-    uv_run(&st.loop, UV_RUN_DEFAULT); /* whatever lws still closes */
-    srv_web_close(&st.app);
-    srv_app_free(&st.app);
-    if (uv_loop_close(&st.loop) != 0) fprintf(stderr, "blockflow serve: handles left open\n");
+    uv_run(&st->loop, UV_RUN_DEFAULT);
+    srv_http_free(st->http);
+    uv_run(&st->loop, UV_RUN_DEFAULT); /* whatever lws still closes */
+    srv_web_close(&st->app);
+    srv_app_free(&st->app);
+    if (uv_loop_close(&st->loop) != 0) fprintf(stderr, "blockflow serve: handles left open\n");
+    free(st);
     if (!rc) fprintf(stderr, "blockflow serve: stopped\n");
     return rc;
 }

@@ -75,6 +75,7 @@ typedef struct srv_store {
     int dirfd;          /* the pages folder, O_DIRECTORY */
     char dir[4096];     /* its absolute path (for the library's "file" resolution) */
     uint64_t max_bytes; /* largest page file read */
+    unsigned n_temps;   /* temporary files made so far: part of the next one's name */
 } srv_store;
 
 /* 1 when `name` is one safe path segment: [A-Za-z0-9._-]{1,100}, no leading dot. */

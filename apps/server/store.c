@@ -97,10 +97,9 @@ int srv_store_read(srv_store *st, const char *name, char **text, size_t *len) {
 /* Write `text` to a new hidden temporary file in the folder; its name goes to tmp[128]. */
 static int write_temp(srv_store *st, const char *name, const char *text, size_t len,
                       char tmp[128]) {
-    static unsigned counter;
     int fd = -1;
     for (int tries = 0; tries < 100 && fd < 0; tries++) {
-        snprintf(tmp, 128, ".%s.%ld.%u.tmp", name, (long)getpid(), counter++);
+        snprintf(tmp, 128, ".%s.%ld.%u.tmp", name, (long)getpid(), st->n_temps++);
         fd = openat(st->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0 && errno != EEXIST) return -errno;
     }
