@@ -12,7 +12,8 @@
 //   cancel     a long run (a chain of 7x7 convolutions) ends cancelled soon after Cancel, and
 //              the page stays usable (an edit, then a run)
 //   keyboard   Tab reaches the toolbar, the palette search, a palette item and a block, each
-//              with a visible focus ring; Enter opens a page, adds a block, selects a block
+//              with a visible focus ring; Enter opens a page, adds a block, selects a block;
+//              the Inspector's list of an input's possible sources wires it
 // A screenshot of each step goes to BF_SCREENSHOTS (default build/editor-actions-screenshots).
 // Waits are for conditions, never for times. Exit 77 (ctest: skipped) without Chromium.
 import {cpSync, existsSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
@@ -536,6 +537,23 @@ try {
   await page.keyboard.press('Enter'); /* adds it */
   await block('identity').waitFor();
   await dirtyMark.waitFor();
+  /* wire it without a mouse: the Inspector offers, for each input of the selected block, the
+   * outputs that may feed it, labelled with what they carry (Identity takes any dtype, so
+   * every other block; the dtype filter has its unit test) */
+  await until('the inspector showing identity', async () =>
+    (await page.getByTestId('block-id').inputValue().catch(() => '')) === 'identity');
+  const wireInput = page.getByLabel('Wire input from');
+  const offered = await wireInput.locator('option').allTextContents();
+  assert.deepEqual(offered.map((t) => t.split(/\s+/)[0]),
+                   ['—', 'x', 'fs', 'dy', 'dw', 'id1'], `offered: ${offered}`);
+  assert.ok(offered.includes('dw  float32[2,2,1,1]'), `dw's label: ${offered}`);
+  await tabTo("identity's input wiring", (f) => f.label === 'Wire input from');
+  await page.keyboard.type('dw'); /* the list's type-ahead picks dw */
+  await label('identity.input').filter({hasText: 'float32[2,2,1,1]'}).waitFor();
+  assert.equal(await wireInput.inputValue(), 'dw');
+  await shot('wired-by-keyboard');
+  await page.keyboard.press(`${mod}+z`); /* one undo takes the wire away again */
+  await until('the wire undone', async () => (await label('identity.input').count()) === 0);
   /* Tab to a block and press Enter to select it. A check result that lands meanwhile can
    * re-render the canvas and drop the focus (seen about once in ten runs; a person sees the
    * focus ring vanish and tabs again): the test does the same, at most three times. */

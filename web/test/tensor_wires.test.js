@@ -5,7 +5,7 @@ import {readFileSync} from 'node:fs';
 import {fileURLToPath} from 'node:url';
 import {cellIndex, colorScale, defaultLayout, fmt, sliceSpec} from '../src/model/tensor.js';
 import {indexCatalog} from '../src/model/catalog.js';
-import {checkWire} from '../src/model/wires.js';
+import {checkWire, wireCandidates} from '../src/model/wires.js';
 
 const read = (p) => JSON.parse(readFileSync(fileURLToPath(new URL(p, import.meta.url)), 'utf8'));
 
@@ -62,4 +62,24 @@ test('a wire is refused with the reason: dtype, cycle, self', () => {
   assert.match(checkWire(page, index, check, 'dw', 'output', 'dw', 'input').reason, /itself/);
   const withId = {...page, blocks: [...page.blocks, {id: 'i', type: 'Identity', inputs: {input: 'dw'}}]};
   assert.match(checkWire(withId, index, check, 'i', 'output', 'dw', 'input').reason, /cycle/);
+});
+
+test('the outputs offered for an input are those a wire would accept, labelled', () => {
+  const index = indexCatalog(read('../../graph_schemas/block_catalog.json'));
+  const page = read('../../examples/filter_grad_same.json');
+  page.blocks.push({id: 'i', type: 'Identity', inputs: {input: 'dw'}},
+                   {id: 'loose', type: 'Identity'});
+  const check = {blocks: {fs: {outputs: {output: {dtype: 'int32', label: 'int32[4]'}}},
+                          x: {outputs: {output: {dtype: 'float32', label: 'float32[1,5,5,1]'}}},
+                          dy: {outputs: {output: {dtype: 'float32'}}},
+                          dw: {outputs: {output: {dtype: 'float32'}}}}};
+  /* int32 fs is refused for a float port; dw itself and i (downstream of dw) would be cycles */
+  assert.deepEqual(wireCandidates(page, index, check, 'dw', 'out_backprop'),
+                   [{source: 'x', label: 'x  float32[1,5,5,1]'}, {source: 'dy', label: 'dy'},
+                    {source: 'loose', label: 'loose'}]);
+  /* filter_sizes takes int32 only */
+  assert.deepEqual(wireCandidates(page, index, check, 'dw', 'filter_sizes').map((c) => c.source),
+                   ['fs', 'loose']);
+  /* a block never feeds itself */
+  assert.ok(!wireCandidates(page, index, check, 'loose', 'input').some((c) => c.source === 'loose'));
 });

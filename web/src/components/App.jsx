@@ -13,7 +13,7 @@ import {Api, ApiError, connectEvents} from '../api.js';
 import {Gate, JobEvents, addGradients as addGradientsCall} from '../api/teach.js';
 import {indexCatalog, initialAttrs, freshId} from '../model/catalog.js';
 import {applyEdits, copyBlocks, diffPages, emptyPage, pasteBlocks,
-        parseSource} from '../model/page.js';
+        parseSource, sourcePort} from '../model/page.js';
 import {History} from '../model/history.js';
 import {EditQueue} from '../model/batch.js';
 import {checkWire} from '../model/wires.js';
@@ -279,10 +279,11 @@ export default function App() {
                ui: {x: Math.round(position.x), y: Math.round(position.y)}};
     change([e]);
     setSelected([id]);
-    say('info', `Added ${type} "${id}": wire its inputs (drag from an output dot to an input dot).`);
+    say('info', `Added ${type} "${id}": wire its inputs (drag from an output dot to an input ` +
+                'dot, or pick each input\'s source under Ports, on the right).');
   }, [index, change, say]);
 
-  const connect = useCallback(({source, sourceHandle, target, targetHandle}) => {
+  const connect = useCallback(({source, sourceHandle, target, targetHandle}, opts = {}) => {
     const p = pageRef.current;
     const sp = sourceHandle.replace(/^out:/, '');
     const tp = targetHandle.replace(/^in:/, '');
@@ -293,7 +294,8 @@ export default function App() {
     }
     const entry = index.byType.get(p.blocks.find((b) => b.id === source).type);
     const first = entry && entry.outputs[0] && entry.outputs[0].name === sp;
-    change([{op: 'connect', block: target, port: tp, source: first ? source : `${source}:${sp}`}]);
+    change([{op: 'connect', block: target, port: tp, source: first ? source : `${source}:${sp}`}],
+           opts);
   }, [index, check, change, say]);
 
   /** Remove blocks `ids` (their wires go with them) and cut `wires`, as one undo step. */
@@ -307,6 +309,20 @@ export default function App() {
   const disconnect = useCallback((wires) => {
     change(wires.map(({block, port}) => ({op: 'disconnect', block, port})));
   }, [change]);
+
+  /** The Inspector's wiring: `src` as the page stores it ("b" or "b:port"), or '' to cut.
+   * Picks in one input's list merge into one undo step: the list's type-ahead picks "dy" on
+   * the way to "dw". */
+  const wireFrom = useCallback((target, port, src) => {
+    const key = `wire:${target}:${port}`;
+    if (!src) {
+      change([{op: 'disconnect', block: target, port}], {key});
+      return;
+    }
+    const {block, port: sp} = sourcePort(src, pageRef.current, index);
+    connect({source: block, sourceHandle: `out:${sp}`, target, targetHandle: `in:${port}`},
+            {key});
+  }, [index, change, connect]);
 
   const moveBlock = useCallback((id, pos) => {
     const b = pageRef.current.blocks.find((x) => x.id === id);
@@ -402,7 +418,9 @@ export default function App() {
   useEffect(() => {
     const onKey = (e) => {
       const mod = e.ctrlKey || e.metaKey;
-      const typing = /^(INPUT|TEXTAREA|SELECT)$/.test((e.target && e.target.tagName) || '');
+      /* text fields keep their own undo; a list (an attribute's choices, an input's wire) has
+       * none, so Ctrl+Z there undoes the page edit the list just made */
+      const typing = /^(INPUT|TEXTAREA)$/.test((e.target && e.target.tagName) || '');
       const k = e.key.toLowerCase();
       if (mod && k === 's') { e.preventDefault(); save(); return; }
       if (typing) return;
@@ -479,6 +497,7 @@ export default function App() {
         <Inspector
           page={page} index={index} check={check} block={selectedBlock} files={files}
           run={run} onChange={change} onEditValue={editValue} onSelect={setSelected} onRefreshFiles={refreshLists}
+          onWire={wireFrom}
         />
       </div>
       {message && (

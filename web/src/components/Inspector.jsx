@@ -5,6 +5,7 @@
 import React, {useEffect, useState} from 'react';
 import {attrWidgets} from '../model/catalog.js';
 import {parseSource} from '../model/page.js';
+import {wireCandidates} from '../model/wires.js';
 import AttrField from './AttrField.jsx';
 import DocToggle from './DocToggle.jsx';
 import ConstGrid from './ConstGrid.jsx';
@@ -19,8 +20,25 @@ function TextCommit({label, value, onCommit, multiline, testid}) {
   return multiline ? <textarea rows={4} {...props} /> : <input type="text" {...props} />;
 }
 
+/* The input's wire as a list: its source, any other output that may feed it, or none. The
+ * keyboard's (and the screen reader's) way to wire, beside dragging between dots. */
+function WireSelect({page, index, check, block, port, source, onWire}) {
+  const options = wireCandidates(page, index, check, block.id, port);
+  const current = source || '';
+  const known = !current || options.some((o) => o.source === current);
+  return (
+    <select className="wire-select" value={current} aria-label={`Wire ${port} from`}
+            title={`Which output feeds "${port}"`}
+            onChange={(e) => onWire(block.id, port, e.target.value)}>
+      <option value="">— unwired —</option>
+      {!known && <option value={current}>{current}</option>}
+      {options.map((o) => <option key={o.source} value={o.source}>{o.label}</option>)}
+    </select>
+  );
+}
+
 export default function Inspector({page, index, check, block, files, onChange, onSelect,
-                                   onRefreshFiles, onEditValue}) {
+                                   onRefreshFiles, onEditValue, onWire}) {
   if (!page || !index) {
     return <aside className="inspector" aria-label="Inspector"><h2>Inspector</h2>
       <p className="muted">Open a page to see its blocks here.</p></aside>;
@@ -41,7 +59,7 @@ export default function Inspector({page, index, check, block, files, onChange, o
           <h3>How to</h3>
           <ul>
             <li><b>Select a block</b> to edit its attributes here.</li>
-            <li><b>Wire</b>: drag from an output dot (right side of a block) to an input dot (left side).</li>
+            <li><b>Wire</b>: drag from an output dot (right side of a block) to an input dot (left side), or pick the source of an input under <b>Ports</b> when the block is selected.</li>
             <li>Each wire shows the <b>dtype[shape]</b> it carries; problems show in red.</li>
             <li><b>Run</b> computes the page; select a block and open <b>Output</b> below to see its values.</li>
             <li>Ctrl+S saves, Ctrl+Z / Ctrl+Shift+Z undo and redo, Delete removes, Ctrl+C / Ctrl+V copy.</li>
@@ -97,14 +115,20 @@ export default function Inspector({page, index, check, block, files, onChange, o
           <table className="ports-table">
             <tbody>
               {Object.entries(info.inputs || {}).map(([k, v]) => (
-                <tr key={`i${k}`}><td>in</td><td>{k}</td><td>{v.label}</td>
-                  <td className="muted">{v.source ? <>← {v.source}{' '}
-                    <button className="link" aria-label={`Disconnect ${k}`} title="Cut this wire"
-                            onClick={() => onChange([{op: 'disconnect', block: block.id, port: k}])}>✂</button>
-                  </> : 'unwired'}</td></tr>
+                <React.Fragment key={`i${k}`}>
+                  <tr className="port-head"><td>in</td><td>{k}</td><td>{v.label}</td></tr>
+                  <tr className="port-wire"><td /><td colSpan={2}>
+                    <span className="muted">from </span>
+                    <WireSelect page={page} index={index} check={check} block={block} port={k}
+                                source={(block.inputs || {})[k]} onWire={onWire} />
+                    {(block.inputs || {})[k] && <button className="link" aria-label={`Disconnect ${k}`}
+                                                        title="Cut this wire"
+                                                        onClick={() => onWire(block.id, k, '')}>✂</button>}
+                  </td></tr>
+                </React.Fragment>
               ))}
               {Object.entries(info.outputs || {}).map(([k, v]) => (
-                <tr key={`o${k}`}><td>out</td><td>{k}</td><td>{v.label}</td><td /></tr>
+                <tr key={`o${k}`}><td>out</td><td>{k}</td><td>{v.label}</td></tr>
               ))}
             </tbody>
           </table>

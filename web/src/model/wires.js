@@ -47,3 +47,27 @@ export function checkWire(page, index, check, source, sourcePort, target, target
   }
   return {ok: true};
 }
+
+/**
+ * The outputs that may feed `target`'s input `targetPort`: every other block's outputs that
+ * checkWire accepts, in page order, as {source, label} where `source` is what the page stores
+ * (the block id alone for a type's first output, else "block:port") and `label` adds the
+ * inferred dtype[shape] when the last check knows it. This is what the Inspector offers for
+ * wiring without a mouse.
+ */
+export function wireCandidates(page, index, check, target, targetPort) {
+  const out = [];
+  for (const b of page.blocks || []) {
+    const entry = index.byType.get(b.type);
+    if (b.id === target || !entry) continue;
+    entry.outputs.forEach((o, i) => {
+      if (!checkWire(page, index, check, b.id, o.name, target, targetPort).ok) return;
+      const source = i === 0 ? b.id : `${b.id}:${o.name}`;
+      const info = check && check.blocks && check.blocks[b.id] &&
+                   check.blocks[b.id].outputs && check.blocks[b.id].outputs[o.name];
+      const shown = i === 0 && entry.outputs.length === 1 ? b.id : `${b.id}:${o.name}`;
+      out.push({source, label: info && info.label ? `${shown}  ${info.label}` : shown});
+    });
+  }
+  return out;
+}
