@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import {readFileSync} from 'node:fs';
 import {fileURLToPath} from 'node:url';
 import {indexCatalog} from '../src/model/catalog.js';
-import {applyEdits, copyBlocks, diffPages, layout, pageToGraph, parseSource,
+import {applyEdits, copyBlocks, diffPages, freeSpot, layout, pageToGraph, parseSource,
         pasteBlocks} from '../src/model/page.js';
 
 const read = (p) => JSON.parse(readFileSync(fileURLToPath(new URL(p, import.meta.url)), 'utf8'));
@@ -98,4 +98,19 @@ test('copy and paste keep inner wires and pick fresh ids', () => {
   const again = pasteBlocks(page, frag);
   assert.deepEqual(again.ids, ['x_copy3', 'dw_copy3']);
   assert.equal(new Set(again.page.blocks.map((b) => b.id)).size, 8);
+});
+
+test('a block added without a drop point goes to a free cell, clear of every block', () => {
+  const at = (id, x, y) => ({id, type: 'Const', ui: {x, y}});
+  assert.deepEqual(freeSpot({blocks: []}), {x: 40, y: 40});
+  /* the first row is taken by three blocks, one of them off the grid */
+  const page = {blocks: [at('a', 40, 40), at('b', 360, 60), at('c', 1100, 40)]};
+  assert.deepEqual(freeSpot(page), {x: 720, y: 40});
+  page.blocks.push(at('d', 700, 100)); /* b and d reach into the second row */
+  assert.deepEqual(freeSpot(page), {x: 1060, y: 190});
+  /* the spot found is clear of every block by a block's size */
+  const p = freeSpot(page);
+  for (const b of page.blocks) {
+    assert.ok(Math.abs(b.ui.x - p.x) >= 340 || Math.abs(b.ui.y - p.y) >= 140, b.id);
+  }
 });

@@ -13,7 +13,7 @@ import {Api, ApiError, connectEvents} from '../api.js';
 import {Gate, JobEvents, addGradients as addGradientsCall} from '../api/teach.js';
 import {indexCatalog, initialAttrs, freshId} from '../model/catalog.js';
 import {applyEdits, copyBlocks, diffPages, emptyPage, pasteBlocks,
-        parseSource, sourcePort} from '../model/page.js';
+        freeSpot, parseSource, sourcePort} from '../model/page.js';
 import {History} from '../model/history.js';
 import {EditQueue} from '../model/batch.js';
 import {checkWire} from '../model/wires.js';
@@ -472,8 +472,8 @@ export default function App() {
         onCancel={cancelRun} onPageAction={(a, n) => setDialog({kind: a, name: n})}
       />
       <div className="main">
-        <Palette index={index} disabled={!page} onAdd={(type) => addBlock(type, {x: 80 +
-          (page ? page.blocks.length % 4 : 0) * 40, y: 60 + (page ? page.blocks.length : 0) * 30})} />
+        <Palette index={index} disabled={!page}
+                 onAdd={(type) => addBlock(type, freeSpot(pageRef.current))} />
         <div className="centre">
           {page && index ? (
             <ReactFlowProvider>

@@ -75,6 +75,28 @@ export function layout(page) {
   return pos;
 }
 
+/* The room a block takes on the canvas, generously (the widest blocks, a Conv2D gradient with
+ * its shape labels, are about 330 x 130 px), for placing new blocks clear of the others. */
+const BLOCK_W = 340;
+const BLOCK_H = 140;
+
+/**
+ * Where a block added without a drop point goes: the first grid cell, row by row over the
+ * first four columns, whose block-sized box meets no other block. New blocks thus land beside
+ * the page, in view, instead of on top of one another.
+ */
+export function freeSpot(page) {
+  const taken = [...layout(page).values()];
+  const clear = (x, y) => taken.every((p) => x + BLOCK_W <= p.x || p.x + BLOCK_W <= x ||
+                                             y + BLOCK_H <= p.y || p.y + BLOCK_H <= y);
+  for (let row = 0; ; row++) {
+    for (let col = 0; col < 4; col++) {
+      const x = 40 + col * COL, y = 40 + row * ROW;
+      if (clear(x, y)) return {x, y};
+    }
+  }
+}
+
 /** Problems of a check answer indexed by block: Map(id -> [problem]); page-wide under "". */
 export function problemsByBlock(check) {
   const m = new Map();
