@@ -10,7 +10,7 @@ import {cpSync, readFileSync, rmSync} from 'node:fs';
 import {join} from 'node:path';
 import assert from 'node:assert/strict';
 import {BINARY, CHROMIUM, launchChromium, makeShot, readNpy, repo, requireBrowser, screenshotDir,
-        startServer, tempPages} from './harness.mjs';
+        startServer, tempPages, wireLabels} from './harness.mjs';
 
 const SHOTS = screenshotDir('editor-screenshots');
 requireBrowser(CHROMIUM, 'chromium');
@@ -47,6 +47,7 @@ try {
   await label('dw.filter_sizes').filter({hasText: 'int32[4]'}).waitFor();
   await page.getByTestId('block-dw').getByText('float32[3,3,1,1]').waitFor();
   await page.getByTestId('no-problems').waitFor();
+  assert.deepEqual((await wireLabels(page)).covered, [], 'no wire label is cut by a block');
   await shot('example-opened');
 
   /* 3. add a block from the palette (drag and drop) */

@@ -104,3 +104,28 @@ export function readNpy(path) {
   }
   return {shape, data};
 }
+
+/**
+ * The wire labels a person cannot read whole: {covered: [test ids of full labels partly under
+ * a block or anything else], compact: [test ids of labels shown as "⋯"]}. Only labels wholly
+ * inside the canvas are judged; a point of a label counts as seen when the topmost element
+ * there is the label itself.
+ */
+export async function wireLabels(page) {
+  return page.evaluate(() => {
+    const flow = document.querySelector('.react-flow').getBoundingClientRect();
+    const out = {covered: [], compact: []};
+    for (const el of document.querySelectorAll('.wire-label')) {
+      const id = el.getAttribute('data-testid');
+      if (el.classList.contains('compact')) { out.compact.push(id); continue; }
+      const r = el.getBoundingClientRect();
+      if (r.left < flow.left || r.right > flow.right || r.top < flow.top || r.bottom > flow.bottom)
+        continue;
+      const pts = [[0.5, 0.5], [0.08, 0.3], [0.92, 0.3], [0.08, 0.7], [0.92, 0.7]];
+      if (pts.some(([fx, fy]) => !el.contains(document.elementFromPoint(r.left + fx * r.width,
+                                                                        r.top + fy * r.height))))
+        out.covered.push(id);
+    }
+    return out;
+  });
+}

@@ -12,6 +12,7 @@ import {cpSync, rmSync} from 'node:fs';
 import {join} from 'node:path';
 import assert from 'node:assert/strict';
 import {CHROMIUM, launchChromium, makeShot, repo, requireBrowser, screenshotDir, startServer,
+        wireLabels,
         tempPages} from './harness.mjs';
 
 const SHOTS = screenshotDir('teach-screenshots');
@@ -102,6 +103,20 @@ try {
   await openTeach('stride2_odd_input', 'dw');
   await clickAndCheck('dw', [1, 0, 0, 0], 'input', 'out_backprop');
   await shot('backprop-filter-contributions');
+  /* every wire label is whole or a "⋯" (blocks side by side leave no room here); pointing at
+   * a "⋯" shows the label on top */
+  const labels = await wireLabels(page);
+  assert.deepEqual(labels.covered, [], 'no wire label is cut by a block');
+  assert.ok(labels.compact.includes('wire-conv.input'), `x -> conv is cramped: ${labels.compact}`);
+  const cramped = page.getByTestId('wire-conv.input');
+  await cramped.hover();
+  const full = cramped.locator('.full');
+  await full.filter({hasText: 'float32[1,5,5,1]'}).waitFor({state: 'visible'});
+  const fb = await full.boundingBox();
+  assert.ok(await page.evaluate(([x, y]) => !!document.elementFromPoint(x, y).closest(
+    '[data-testid="wire-conv.input"]'), [fb.x + fb.width / 2, fb.y + fb.height / 2]),
+            'the pointed-at label is on top of the blocks');
+  await park();
 
   /* 3. BackpropInput: dX[0,2,2,0] from out_backprop x filter */
   await select('dx');

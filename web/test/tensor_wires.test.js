@@ -5,7 +5,7 @@ import {readFileSync} from 'node:fs';
 import {fileURLToPath} from 'node:url';
 import {cellIndex, colorScale, defaultLayout, fmt, sliceSpec} from '../src/model/tensor.js';
 import {indexCatalog} from '../src/model/catalog.js';
-import {checkWire, wireCandidates} from '../src/model/wires.js';
+import {checkWire, labelWidth, overlapsNode, wireCandidates} from '../src/model/wires.js';
 
 const read = (p) => JSON.parse(readFileSync(fileURLToPath(new URL(p, import.meta.url)), 'utf8'));
 
@@ -82,4 +82,15 @@ test('the outputs offered for an input are those a wire would accept, labelled',
                    ['fs', 'loose']);
   /* a block never feeds itself */
   assert.ok(!wireCandidates(page, index, check, 'loose', 'input').some((c) => c.source === 'loose'));
+});
+
+test('a wire label that would lie on a block is found, so it can step aside', () => {
+  const node = {measured: {width: 300, height: 80}, internals: {positionAbsolute: {x: 100, y: 50}}};
+  const w = labelWidth('float32[1,5,5,1]');
+  assert.equal(w, 111);
+  assert.ok(overlapsNode(node, 80, 90, w, 16));    /* its right half on the block's left edge */
+  assert.ok(!overlapsNode(node, 40, 90, w, 16));   /* ends 4.5 px before it */
+  assert.ok(!overlapsNode(node, 200, 30, w, 16));  /* above it: 38 + 8 <= 50 */
+  assert.ok(overlapsNode(node, 200, 45, w, 16));
+  assert.ok(!overlapsNode({}, 200, 90, w, 16));    /* not measured yet */
 });

@@ -2,7 +2,9 @@
  * wires.js - whether a wire can be made, before it is sent: the source's inferred dtype (from
  * the server's last check) must be one the target port accepts (from the catalogue), the
  * target must not be the source itself, and the wire must not close a cycle. The server checks
- * again after the edit; this only lets the editor refuse at once, with the reason.
+ * again after the edit; this only lets the editor refuse at once, with the reason. Also: the
+ * outputs that may feed an input (the Inspector's wiring lists), and whether a wire's label
+ * would lie on a block (WireEdge).
  */
 import {parseSource} from './page.js';
 
@@ -70,4 +72,18 @@ export function wireCandidates(page, index, check, target, targetPort) {
     });
   }
   return out;
+}
+
+/** A wire label's box in flow pixels: 10.5 px monospace (0.6 em a character), padding, border. */
+export const labelWidth = (text) => Math.ceil(String(text).length * 6.3) + 10;
+export const LABEL_H = 16;
+
+/** Whether a w x h box centred at (x, y) meets a React Flow node's measured box (a node not
+ * measured yet: no). */
+export function overlapsNode(node, x, y, w, h) {
+  const m = node && node.measured;
+  const p = node && node.internals && node.internals.positionAbsolute;
+  if (!m || !p || !m.width || !m.height) return false;
+  return x + w / 2 > p.x && x - w / 2 < p.x + m.width &&
+         y + h / 2 > p.y && y - h / 2 < p.y + m.height;
 }
