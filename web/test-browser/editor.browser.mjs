@@ -120,6 +120,30 @@ try {
     .textContent();
   const shown = Number(hover.split('=')[1]);
   await shot('heatmap-hover');
+  /* the Output tab is tall enough for the whole heatmap; the splitter above the panel
+   * resizes it, by keyboard and by dragging, and the height is remembered per tab */
+  const panel = page.locator('section.bottom');
+  const heightOf = async (l) => (await l.boundingBox()).height;
+  const pb = await panel.boundingBox();
+  const hm = await heat.boundingBox();
+  assert.ok(hm.y + hm.height <= pb.y + pb.height, 'the heatmap is not cut by the panel');
+  const splitter = page.getByRole('separator', {name: /Height of the panel/});
+  const h0 = await heightOf(panel);
+  await splitter.focus();
+  for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowDown');
+  assert.equal(await heightOf(panel), h0 - 72, 'three ArrowDowns: 72 px less');
+  const sb = await splitter.boundingBox();
+  await page.mouse.move(sb.x + sb.width / 2, sb.y + sb.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(sb.x + sb.width / 2, sb.y + sb.height / 2 - 100, {steps: 5});
+  await page.mouse.up();
+  assert.equal(await heightOf(panel), h0 + 28, 'dragged 100 px up: 100 px more');
+  assert.equal(await splitter.getAttribute('aria-valuenow'), String(h0 + 28));
+  await page.getByRole('tab', {name: /Problems/}).click();
+  assert.equal(await heightOf(panel), 260, 'the Problems tab keeps its own height');
+  await page.getByRole('tab', {name: /Output/}).click();
+  assert.equal(await heightOf(panel), h0 + 28, 'and the Output tab its chosen one');
+  await shot('output-panel-resized');
 
   /* 9. save (Ctrl+S), reload, and the page comes back as saved */
   await page.locator('.react-flow__pane').click({position: {x: 5, y: 5}});
@@ -130,6 +154,10 @@ try {
   await page.getByRole('button', {name: 'filter_grad_same'}).click();
   await page.getByTestId('block-identity').waitFor();
   await label('identity.input').filter({hasText: 'float32[2,2,1,1]'}).waitFor();
+  await page.getByTestId('block-dw').click();
+  await page.getByRole('tab', {name: /Output/}).click();
+  assert.equal(await heightOf(panel), h0 + 28, 'the chosen height outlives a reload');
+  await page.getByRole('tab', {name: /Problems/}).click();
   await shot('saved-and-reloaded');
 
   /* 10. the saved file is the CLI's page format: blockflow run gives the same numbers */

@@ -1,10 +1,15 @@
-/* BottomPanel.jsx - the two tabs under the canvas: Problems (every problem of the check and
- * of the last run) and Output (the selected block's tensor after a run). */
+/* BottomPanel.jsx - the tabs under the canvas: Problems (every problem of the check and of
+ * the last run), Output (the selected block's tensor after a run) and, for a convolution
+ * block, Teach. The splitter above it sets its height, remembered per tab. */
 import React, {useEffect, useState} from 'react';
+import {loadHeights, panelHeight, heightLimits, saveHeights} from '../model/panel.js';
 import ProblemsPanel from './ProblemsPanel.jsx';
+import Splitter from './Splitter.jsx';
 import TensorView from './TensorView.jsx';
 import TeachPanel from './TeachPanel.jsx';
 import {isTeachable} from '../model/teach.js';
+
+const storage = () => { try { return window.localStorage; } catch { return null; } };
 
 export default function BottomPanel({api, page, problems, run, selectedBlock, index, onSelect,
                                      onRunTo, events, gate, docName, check, onAddGradients}) {
@@ -12,12 +17,28 @@ export default function BottomPanel({api, page, problems, run, selectedBlock, in
   const teachable = selectedBlock && isTeachable(selectedBlock.type);
   const shown = tab === 'teach' && !teachable ? 'output' : tab;
   const errors = problems.filter((p) => p.severity !== 'warning').length;
+  const [heights, setHeights] = useState(() => loadHeights(storage()));
+  const [windowH, setWindowH] = useState(window.innerHeight);
+  useEffect(() => {
+    const onResize = () => setWindowH(window.innerHeight);
+    window.addEventListener('resize', onResize);
+    return () => window.removeEventListener('resize', onResize);
+  }, []);
+  const height = panelHeight(shown, heights, windowH);
+  const resize = (h) => {
+    const next = {...heights, [shown]: h};
+    setHeights(next);
+    saveHeights(storage(), next);
+  };
   useEffect(() => {
     if (run && run.state === 'finished' && selectedBlock && tab !== 'teach') setTab('output');
   }, [run && run.state, selectedBlock && selectedBlock.id]);
   if (!page) return null;
   return (
-    <section className={`bottom ${shown === 'teach' ? 'bottom-teach' : ''}`}
+    <>
+    <Splitter height={height} limits={heightLimits(windowH)} onChange={resize}
+              label="Height of the panel under the canvas" />
+    <section className={`bottom bottom-${shown}`} style={{height}}
              aria-label="Problems and output">
       <div className="tabs" role="tablist">
         <button role="tab" aria-selected={shown === 'problems'} onClick={() => setTab('problems')}>
@@ -40,8 +61,9 @@ export default function BottomPanel({api, page, problems, run, selectedBlock, in
           ? <TeachPanel key={`${docName}/${selectedBlock.id}`} api={api} events={events} gate={gate} docName={docName} block={selectedBlock}
                         check={check} run={run} onAddGradients={onAddGradients} />
           : <TensorView gate={gate} api={api} run={run} block={selectedBlock} index={index}
-                        onRunTo={onRunTo} />}
+                        onRunTo={onRunTo} room={height} />}
       </div>
     </section>
+    </>
   );
 }

@@ -1,14 +1,16 @@
 /* Heatmap.jsx - a 2-D slice drawn cell by cell on a canvas, its colour scale with numbers,
  * and the value under the pointer (dw[1, 2, 0, 0] = 325). The scale spans the whole tensor's
- * min and max, so slices compare. */
+ * min and max, so slices compare. Cells are 4 to 48 px: the slice fits 360 px across and
+ * `maxHeight` px down (the room the panel under the canvas leaves it). */
 import React, {useEffect, useRef, useState} from 'react';
 import {cellIndex, colorScale, fmt, windowValue} from '../model/tensor.js';
 
-export default function Heatmap({name, shape, spec, values, min, max}) {
+export default function Heatmap({name, shape, spec, values, min, max, maxHeight = 360}) {
   const canvas = useRef(null);
   const [hover, setHover] = useState(null);
   const scale = colorScale(min, max);
-  const cell = Math.max(4, Math.min(48, Math.floor(360 / Math.max(spec.width, spec.height))));
+  const cell = Math.max(4, Math.min(48, Math.floor(360 / spec.width),
+                                    Math.floor(maxHeight / spec.height)));
   const W = spec.width * cell;
   const H = spec.height * cell;
   useEffect(() => {

@@ -5,7 +5,11 @@ import React, {useEffect, useMemo, useState} from 'react';
 import {LAYOUT_NAMES, defaultLayout, fmt, sliceSpec} from '../model/tensor.js';
 import Heatmap from './Heatmap.jsx';
 
-export default function TensorView({api, run, block, index, onRunTo, gate}) {
+/* the panel's height that is not the heatmap's: its tabs, the slice pickers, the value line,
+ * the colour scale and the paddings */
+const CHROME = 140;
+
+export default function TensorView({api, run, block, index, onRunTo, gate, room = 440}) {
   const entry = block && index ? index.byType.get(block.type) : null;
   const outputs = entry ? entry.outputs.map((o) => o.name) : ['output'];
   const [port, setPort] = useState(outputs[0]);
@@ -93,7 +97,8 @@ export default function TensorView({api, run, block, index, onRunTo, gate}) {
         ))}
         {sl && win && (
           <Heatmap name={block.id} shape={shape} spec={sl} values={win.values}
-                   min={summary.min} max={summary.max} />
+                   min={summary.min} max={summary.max}
+                   maxHeight={Math.max(60, room - CHROME)} />
         )}
       </div>
     </div>
