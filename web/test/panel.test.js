@@ -10,9 +10,9 @@ class Memory {
   setItem(k, v) { this.m.set(k, String(v)); }
 }
 
-test('defaults show each tab: problems short, output room for a heatmap, teach most', () => {
+test('defaults show each tab: problems short, output a little more, teach most', () => {
   assert.equal(defaultHeight('problems', 900), 260);
-  assert.equal(defaultHeight('output', 900), 440);
+  assert.equal(defaultHeight('output', 900), 300);
   assert.equal(defaultHeight('teach', 900), 558);
 });
 
@@ -23,7 +23,7 @@ test('the canvas keeps 160 px under the 37 px top bar, and the panel 90 px', () 
   assert.equal(clampHeight(-5, heightLimits(900)), 90);
   assert.equal(clampHeight(300.4, heightLimits(900)), 300);
   /* a small window shrinks even the default */
-  assert.equal(panelHeight('output', {}, 500), 303);
+  assert.equal(panelHeight('teach', {}, 400), 203);
 });
 
 test('a chosen height is remembered per tab; junk in storage means defaults', () => {
@@ -35,7 +35,7 @@ test('a chosen height is remembered per tab; junk in storage means defaults', ()
   for (const junk of ['{', '[1]', 'null', '"x"']) {
     assert.deepEqual(loadHeights(new Memory({'blockflow.panelHeights': junk})), {}, junk);
   }
-  assert.equal(panelHeight('output', {output: 'tall'}, 900), 440);
+  assert.equal(panelHeight('output', {output: 'tall'}, 900), 300);
   assert.deepEqual(loadHeights(null), {});
   saveHeights({setItem() { throw new Error('quota'); }}, {output: 1}); /* ignored */
 });

@@ -9,7 +9,7 @@ import Heatmap from './Heatmap.jsx';
  * the colour scale and the paddings */
 const CHROME = 140;
 
-export default function TensorView({api, run, block, index, onRunTo, gate, room = 440}) {
+export default function TensorView({api, run, block, index, onRunTo, gate, room = 300}) {
   const entry = block && index ? index.byType.get(block.type) : null;
   const outputs = entry ? entry.outputs.map((o) => o.name) : ['output'];
   const [port, setPort] = useState(outputs[0]);

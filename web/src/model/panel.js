@@ -1,8 +1,8 @@
 /*
  * panel.js - the height of the panel under the canvas, per tab: a default that shows its
- * content (the Output tab's heatmap is up to 360 px tall, the teaching view wants most of the
- * window), what the person last chose (kept in localStorage, per tab), and the limits that
- * leave the canvas usable whatever the window's height.
+ * content without taking the canvas (the Output tab's heatmap shrinks its cells to fit; the
+ * teaching view wants most of the window), what the person last chose (kept in localStorage,
+ * per tab), and the limits that leave the canvas usable whatever the window's height.
  */
 
 const KEY = 'blockflow.panelHeights';
@@ -13,7 +13,7 @@ const MIN_PANEL = 90;
 /** The default height of the panel showing `tab` in a window `windowH` pixels tall. */
 export function defaultHeight(tab, windowH) {
   if (tab === 'teach') return Math.round(windowH * 0.62);
-  if (tab === 'output') return 440;
+  if (tab === 'output') return 300;
   return 260;
 }
 
