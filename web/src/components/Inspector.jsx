@@ -114,19 +114,22 @@ export default function Inspector({page, index, check, block, files, onChange, o
           <h3>Ports</h3>
           <table className="ports-table">
             <tbody>
-              {Object.entries(info.inputs || {}).map(([k, v]) => (
-                <React.Fragment key={`i${k}`}>
-                  <tr className="port-head"><td>in</td><td>{k}</td><td>{v.label}</td></tr>
-                  <tr className="port-wire"><td /><td colSpan={2}>
-                    <span className="muted">from </span>
-                    <WireSelect page={page} index={index} check={check} block={block} port={k}
-                                source={(block.inputs || {})[k]} onWire={onWire} />
-                    {(block.inputs || {})[k] && <button className="link" aria-label={`Disconnect ${k}`}
-                                                        title="Cut this wire"
-                                                        onClick={() => onWire(block.id, k, '')}>✂</button>}
-                  </td></tr>
-                </React.Fragment>
-              ))}
+              {Object.entries(info.inputs || {}).map(([k, v]) => {
+                const src = (block.inputs || {})[k];
+                return (
+                  <React.Fragment key={`i${k}`}>
+                    <tr className="port-head"><td>in</td><td>{k}</td><td>{v.label}</td></tr>
+                    <tr className="port-wire"><td /><td colSpan={2}>
+                      <span className="muted">from </span>
+                      <WireSelect page={page} index={index} check={check} block={block} port={k}
+                                  source={src} onWire={onWire} />
+                      {src && <button className="link" aria-label={`Disconnect ${k}`}
+                                      title="Cut this wire"
+                                      onClick={() => onWire(block.id, k, '')}>✂</button>}
+                    </td></tr>
+                  </React.Fragment>
+                );
+              })}
               {Object.entries(info.outputs || {}).map(([k, v]) => (
                 <tr key={`o${k}`}><td>out</td><td>{k}</td><td>{v.label}</td></tr>
               ))}
