@@ -568,6 +568,8 @@ typedef struct bf_explain_options {
     int64_t max_terms;      /* terms listed in the JSON (all are summed); 0 = 10000, -1 = all */
     bf_device_kind device;  /* for the run that computes the inputs and the element */
     double timeout_s;       /* for that run; 0 = no limit */
+    bf_event_cb on_event;   /* that run's block events, as bf_run_options; may be NULL */
+    void *user;             /* passed to on_event */
 } bf_explain_options;
 
 /* Fill `o` with the defaults. */
@@ -617,6 +619,8 @@ typedef struct bf_gradcheck_options {
     uint64_t seed;          /* for the samples and the random operands; 0 = 1 */
     int compare_gpu;        /* 1: also run the block on the CPU and on the GPU, side by side */
     double timeout_s;       /* for the whole check (runs, float64 work); 0 = no limit */
+    bf_event_cb on_event;   /* the block events of its runs, as bf_run_options; may be NULL */
+    void *user;             /* passed to on_event */
 } bf_gradcheck_options;
 
 /* Fill `o` with the defaults. */

@@ -40,13 +40,21 @@ static int find_block(bf_session *s, const char *id, bf_error *err) {
     return b;
 }
 
+/* How a teaching call runs the page: device, time limit, and whom to tell of each block. */
+typedef struct run_how {
+    bf_device_kind device;
+    double timeout_s;
+    bf_event_cb on_event;
+    void *user;
+} run_how;
+
 /*
  * Run what block b and each of its inputs need, fetching b and every input's source so that
  * all of them are host tensors afterwards; in[k] then borrows input k (valid until the next
  * run or edit). Errors: a missing input (BF_ESCHEMA) and anything bf_session_run returns.
  */
-static bf_status run_block(bf_session *s, int b, bf_device_kind device, double timeout_s,
-                           const bf_tensor **in, bf_error *err) {
+static bf_status run_block(bf_session *s, int b, const run_how *how, const bf_tensor **in,
+                           bf_error *err) {
     bf_page_block *pb = &s->page->blocks[b];
     const bf_block_desc *d = pb->desc;
     const char *fetches[1 + 8];
@@ -64,7 +72,8 @@ static bf_status run_block(bf_session *s, int b, bf_device_kind device, double t
     }
     bf_run_options o;
     bf_run_options_init(&o);
-    o.fetches = fetches, o.n_fetches = nf, o.device = device, o.timeout_s = timeout_s;
+    o.fetches = fetches, o.n_fetches = nf, o.device = how->device, o.timeout_s = how->timeout_s;
+    o.on_event = how->on_event, o.user = how->user;
     bf_status st = bf_session_run(s, &o, NULL, err);
     if (st) return st;
     for (int k = 0; k < d->n_inputs; k++) {
@@ -202,7 +211,8 @@ bf_status bf_session_explain(bf_session *s, const char *block_id, const int64_t 
         return BF_EUNSUPPORTED;
     }
     const bf_tensor *in[8];
-    bf_status st = run_block(s, b, opts->device, opts->timeout_s, in, err);
+    const run_how how = {opts->device, opts->timeout_s, opts->on_event, opts->user};
+    bf_status st = run_block(s, b, &how, in, err);
     if (st) return st;
     const bf_tensor *out = bf_session_output(s, block_id, d->outputs[port].name);
     if (!out) return bf_err(err, BF_EINTERNAL, "internal", "the block has no host result");
@@ -479,7 +489,7 @@ static bf_status finite_differences(const bf_node *fnode, bf_tensor **X, int wi,
 }
 
 /* {"available": ..., ...}: the block on the CPU and on the GPU, side by side. */
-static cJSON *gpu_compare(bf_session *s, int b, double timeout_s) {
+static cJSON *gpu_compare(bf_session *s, int b, const run_how *how) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
     if (!bf_context_has_gpu(s->ctx)) {
@@ -502,7 +512,7 @@ static cJSON *gpu_compare(bf_session *s, int b, double timeout_s) {
     for (int k = 0; k < 2 && !st; k++) {
         const bf_tensor *in[8];
         if (!(st = bf_session_set_device(s, id, devs[k], &e)) &&
-            !(st = run_block(s, b, BF_DEVICE_AUTO, timeout_s, in, &e))) {
+            !(st = run_block(s, b, how, in, &e))) {
             const bf_tensor *t = bf_session_output(s, id, NULL);
             st = t ? to_f64(t, &res[k], &e) : BF_EINTERNAL;
             bf_strlcpy(where[k], s->nodes[b].stats.device, sizeof(where[k]));
@@ -563,7 +573,8 @@ bf_status bf_session_gradcheck(bf_session *s, const char *block_id,
      * finite differences, and the GPU comparison */
     const double deadline = o.timeout_s > 0 ? bf_now() + o.timeout_s : 0;
     const bf_tensor *in[8];
-    bf_status st = run_block(s, b, BF_DEVICE_AUTO, o.timeout_s, in, err);
+    const run_how how = {BF_DEVICE_AUTO, o.timeout_s, o.on_event, o.user};
+    bf_status st = run_block(s, b, &how, in, err);
     if (st) return st;
     const bf_tensor *out = bf_session_output(s, block_id, NULL);
     if (!out) return bf_err(err, BF_EINTERNAL, "internal", "the block has no host result");
@@ -715,8 +726,9 @@ bf_status bf_session_gradcheck(bf_session *s, const char *block_id,
     cJSON_AddItemToObject(root, "adjoint", adj), adj = NULL;
     if (o.compare_gpu) {
         /* what is left of the time limit (a tiny positive value when it has run out) */
-        const double left = deadline > 0 ? fmax(deadline - bf_now(), 1e-3) : 0;
-        cJSON *gj = gpu_compare(s, b, left);
+        const run_how left = {BF_DEVICE_AUTO, deadline > 0 ? fmax(deadline - bf_now(), 1e-3) : 0,
+                              o.on_event, o.user};
+        cJSON *gj = gpu_compare(s, b, &left);
         if (gj) cJSON_AddItemToObject(root, "gpu", gj);
         if (atomic_load(&s->cancel) == 1) /* the comparison records errors; not this one */
             st = bf_err(err, BF_ECANCELED, "cancelled", "the gradient check was cancelled");

@@ -18,8 +18,9 @@
  *
  * The teaching calls (bf_session_explain, bf_session_gradcheck) run kernels and float64 finite
  * differences, so they are jobs on the same workers with the same rules (srv_teach_start):
- * run_started, then explain_finished / gradcheck_finished carrying the library's JSON as
- * "result", or run_failed / run_cancelled. Every finished run keeps its terminal event for
+ * run_started, the block events of the runs they make (each with the job's "kind"), then
+ * explain_finished / gradcheck_finished carrying the library's JSON as "result", or
+ * run_failed / run_cancelled. Every finished run keeps its terminal event for
  * GET /api/runs/{id}/result, within a memory budget (the oldest are dropped first); an event
  * whose result is too large for one WebSocket message of a slow client's queue is sent
  * without it ("result_omitted"), and the client fetches it.
@@ -391,6 +392,9 @@ static void on_event(bf_event_kind kind, const bf_block_stats *st, void *user) {
                        : st->status ? "block_failed"
                                     : "block_finished";
     cJSON *o = event_new(r, type);
+    if (r->job) /* a teaching job's run: the editor shows it on the canvas, not as a page run */
+        cJSON_AddStringToObject(o, "kind", r->job->kind == SRV_JOB_EXPLAIN ? "explain"
+                                                                          : "gradcheck");
     cJSON_AddStringToObject(o, "block", st->id);
     cJSON_AddStringToObject(o, "block_type", st->type);
     if (kind == BF_EVENT_BLOCK_DONE && !st->status) {
@@ -479,10 +483,12 @@ static void execute_teach(srv_run *r) {
         eo.port = j->port[0] ? j->port : NULL;
         eo.max_terms = j->max_terms;
         eo.timeout_s = r->app->lim.run_timeout_s;
+        eo.on_event = on_event, eo.user = r;
         r->status = bf_session_explain(s, j->block, j->index, j->rank, &eo, &text, &r->err);
     } else {
         bf_gradcheck_options go = j->gc;
         go.timeout_s = r->app->lim.run_timeout_s;
+        go.on_event = on_event, go.user = r;
         r->status = bf_session_gradcheck(s, j->block, &go, &text, &r->err);
     }
     r->ms = (double)(uv_hrtime() - t0) / 1e6;

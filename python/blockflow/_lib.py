@@ -106,6 +106,8 @@ class BfExplainOptions(Structure):
         ("max_terms", c_int64),
         ("device", c_int),
         ("timeout_s", c_double),
+        ("on_event", EVENT_CB),
+        ("user", c_void_p),
     ]
 
 
@@ -119,6 +121,8 @@ class BfGradcheckOptions(Structure):
         ("seed", c_uint64),
         ("compare_gpu", c_int),
         ("timeout_s", c_double),
+        ("on_event", EVENT_CB),
+        ("user", c_void_p),
     ]
 
 

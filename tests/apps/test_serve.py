@@ -785,7 +785,10 @@ class TestTeach(ServeCase):
         evs = ws.run_events(j["run_id"], timeout=300 * SLOW)
         self.assertEqual(evs[0]["type"], "run_started")
         self.assertEqual(evs[0]["kind"], act)
-        self.assertEqual(len(evs), 2, evs)  # no block events: one terminal event
+        for e in evs[1:-1]:  # the block events of the job's runs, marked with its kind
+            self.assertIn(e["type"], ("block_started", "block_finished", "block_cached",
+                                      "block_failed"), e)
+            self.assertEqual(e["kind"], act, e)
         return j["run_id"], evs
 
     def test_explain(self):
@@ -793,6 +796,16 @@ class TestTeach(ServeCase):
         rid, evs = self.job("grads", "explain",
                             {"block": "y", "index": [0, 3, 3, 1], "max_terms": 2}, ws)
         self.assertEqual(evs[-1]["type"], "explain_finished")
+        # the run it made is told as a run's is: y computed (or kept from before), with where
+        ys = [e for e in evs[1:-1] if e["block"] == "y" and e["type"] != "block_started"]
+        self.assertEqual(len(ys), 1, evs)
+        if ys[0]["type"] == "block_finished":
+            self.assertEqual(ys[0]["device"], "cpu")
+        else:
+            self.assertEqual(ys[0]["type"], "block_cached")
+        _, again = self.job("grads", "explain", {"block": "y", "index": [0, 0, 0, 0]}, ws)
+        self.assertEqual([e["type"] for e in again[1:-1] if e["block"] == "y"],
+                         ["block_cached"])
         j = evs[-1]["result"]
         self.assertEqual(j["padding"], {"mode": "SAME", "top": 0, "bottom": 1, "left": 0,
                                         "right": 1, "odd": ["bottom", "right"]})
@@ -949,9 +962,16 @@ class TestTeach(ServeCase):
             for rid in (b["run_id"], a["run_id"]):
                 st, j, _ = srv.request("POST", "/api/runs/%s/cancel" % rid)
                 self.assertEqual(st, 202, j)
-            for rid in (a["run_id"], b["run_id"]):
-                evs = ws.run_events(rid, timeout=120 * SLOW)
-                self.assertEqual([e["type"] for e in evs], ["run_started", "run_cancelled"])
+            # a was running: the blocks it got to, then the cancel (the block it stopped
+            # reads cancelled); b, queued behind it, never ran a block
+            evs = ws.run_events(a["run_id"], timeout=120 * SLOW)
+            self.assertEqual((evs[0]["type"], evs[-1]["type"]), ("run_started", "run_cancelled"))
+            for e in evs[1:-1]:
+                self.assertEqual(e["kind"], "gradcheck", e)
+                if e["type"] == "block_failed":
+                    self.assertEqual(e["code"], "ECANCELED", e)
+            evs = ws.run_events(b["run_id"], timeout=120 * SLOW)
+            self.assertEqual([e["type"] for e in evs], ["run_started", "run_cancelled"])
             ws.close()
         finally:
             rc, err = srv.stop()

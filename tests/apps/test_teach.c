@@ -394,6 +394,63 @@ START_TEST(gradcheck_passes_on_teaching_pages) {
 }
 END_TEST
 
+/* What a teaching call's runs told on_event, as "started:x ran:x reused:fs ..." */
+typedef struct heard {
+    char text[1024];
+} heard;
+
+static void hear(bf_event_kind kind, const bf_block_stats *st, void *user) {
+    heard *h = user;
+    size_t n = strlen(h->text);
+    snprintf(h->text + n, sizeof(h->text) - n, "%s%s:%s", n ? " " : "",
+             kind == BF_EVENT_BLOCK_START    ? "started"
+             : kind == BF_EVENT_BLOCK_REUSED ? "reused"
+             : st->status                    ? "failed"
+                                             : "ran",
+             st->id);
+}
+
+/* The server shows a teaching job's runs on the canvas as it shows a run: explain and
+ * gradcheck pass their runs' block events on. */
+START_TEST(teaching_calls_report_block_events) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/examples/teach/stride2_odd_input.json",
+             bf_test_source_dir());
+    opened o = open_file(path);
+    char *json = NULL;
+    bf_error e = {0};
+    heard h = {""};
+    bf_explain_options eo;
+    bf_explain_options_init(&eo);
+    eo.on_event = hear, eo.user = &h;
+    const int64_t idx[4] = {1, 0, 0, 0};
+    ck_assert_int_eq(bf_session_explain(o.s, "dw", idx, 4, &eo, &json, &e), BF_OK);
+    bf_string_free(json);
+    /* dw and what it reads ran; conv, dx and their sources were not needed */
+    ck_assert_msg(strstr(h.text, "ran:x") && strstr(h.text, "ran:fs") &&
+                      strstr(h.text, "ran:dy") && strstr(h.text, "started:dw") &&
+                      strstr(h.text, "ran:dw") && !strstr(h.text, "conv") &&
+                      !strstr(h.text, ":dx") && !strstr(h.text, ":w"),
+                  "first explain: %s", h.text);
+    /* the same question again: everything is reused */
+    h.text[0] = '\0';
+    ck_assert_int_eq(bf_session_explain(o.s, "dw", idx, 4, &eo, &json, &e), BF_OK);
+    bf_string_free(json);
+    ck_assert_msg(strstr(h.text, "reused:dw") && !strstr(h.text, "ran:"), "again: %s", h.text);
+    /* a gradient check of dx runs dx and its sources, and says so */
+    h.text[0] = '\0';
+    bf_gradcheck_options go;
+    bf_gradcheck_options_init(&go);
+    go.on_event = hear, go.user = &h;
+    ck_assert_int_eq(bf_session_gradcheck(o.s, "dx", &go, &json, &e), BF_OK);
+    bf_string_free(json);
+    ck_assert_msg(strstr(h.text, "ran:dx") && strstr(h.text, "ran:w") &&
+                      strstr(h.text, "ran:xs") && strstr(h.text, "reused:dy"),
+                  "gradcheck: %s", h.text);
+    close_opened(&o);
+}
+END_TEST
+
 START_TEST(gradcheck_fails_on_wrong_padding) {
     char path[512];
     snprintf(path, sizeof(path), "%s/tests/data/teach_wrong_padding.json", bf_test_source_dir());
@@ -620,6 +677,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, explain_out_of_memory_loop);
     tcase_add_test(tc, gradcheck_passes_on_teaching_pages);
     tcase_add_test(tc, gradcheck_fails_on_wrong_padding);
+    tcase_add_test(tc, teaching_calls_report_block_events);
     tcase_add_test(tc, add_gradients_conv2d_nchw_strided_dilated);
     tcase_add_test(tc, add_gradients_depthwise_same);
     tcase_add_test(tc, grad_verb_in_place_then_run);

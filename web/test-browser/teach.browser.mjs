@@ -102,6 +102,18 @@ try {
   /* 2. BackpropFilter: click dW[1,0,0,0]; its input and out_backprop elements light up */
   await openTeach('stride2_odd_input', 'dw');
   await clickAndCheck('dw', [1, 0, 0, 0], 'input', 'out_backprop');
+  /* the explains ran dw and its inputs (the first when the tab opened, this one reused
+   * them): they light up on the canvas as in a run; conv was not needed, and no page run is
+   * claimed */
+  await page.waitForFunction(() => ['finished', 'cached'].includes(
+    document.querySelector('[data-testid="block-dw"]').dataset.state));
+  for (const id of ['x', 'fs', 'dy']) {
+    const st = await page.getByTestId(`block-${id}`).getAttribute('data-state');
+    assert.ok(['finished', 'cached'].includes(st), `${id} ran for the explain (${st})`);
+  }
+  const convState = await page.getByTestId('block-conv').getAttribute('data-state');
+  assert.ok(!['finished', 'cached'].includes(convState), `conv did not run (${convState})`);
+  assert.equal(await page.getByTestId('run-state').count(), 0, 'no page run is shown');
   await shot('backprop-filter-contributions');
   /* every wire label is whole or a "⋯" (blocks side by side leave no room here); pointing at
    * a "⋯" shows the label on top */

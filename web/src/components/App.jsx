@@ -27,6 +27,23 @@ import Welcome from './Welcome.jsx';
 
 const api = new Api();
 
+/** A block event's state for the canvas (started, reused, done with device, kernel and ms,
+ * failed or cancelled); null for an event that is not about one block. */
+function blockState(ev) {
+  switch (ev.type) {
+    case 'block_cached': return {state: 'cached'};
+    case 'block_started': return {state: 'running'};
+    case 'block_finished':
+      return {state: 'finished', device: ev.device, kernel: ev.kernel, ms: ev.ms,
+              outputs: ev.outputs};
+    case 'block_failed':
+      /* the block a Cancel stopped did not fail: it was cancelled */
+      return ev.code === 'ECANCELED' ? {state: 'cancelled'}
+        : {state: 'failed', code: ev.code, message: ev.message};
+    default: return null;
+  }
+}
+
 export default function App() {
   const [index, setIndex] = useState(null);
   const [pages, setPages] = useState([]);
@@ -90,32 +107,29 @@ export default function App() {
 
   /* ---- run events ------------------------------------------------------------------- */
   const onRunEvent = (ev) => {
-    /* a teaching job (it names its kind) is not the page's run: the Teach tab waits for it */
+    const mine = docRef.current && ev.page === docRef.current.name;
+    /* a teaching job (it names its kind) is not the page's run: the Teach tab waits for its
+     * end, and the blocks its runs computed light up on the canvas as a run's do */
     if (ev.kind) {
       jobEvents.current.push(ev);
+      const st = blockState(ev);
+      if (st && mine) {
+        setRun((r) => ({...(r || {id: null, state: 'idle'}),
+                        status: {...((r && r.status) || {}), [ev.block]: st}}));
+      }
       return;
     }
     if (/^run_(finished|failed|cancelled)$/.test(ev.type)) gate.current.running = false;
     setRun((r) => {
       /* events may arrive before the run request's answer: the first one starts the run */
       if (!r || ev.run_id !== r.id) {
-        if (!docRef.current || ev.page !== docRef.current.name) return r;
+        if (!mine) return r;
         r = {id: ev.run_id, state: 'running', status: {}};
       }
+      const st = blockState(ev);
+      if (st) return {...r, status: {...r.status, [ev.block]: st}};
       const status = {...r.status};
-      const b = ev.block;
       switch (ev.type) {
-        case 'block_cached': status[b] = {state: 'cached'}; break;
-        case 'block_started': status[b] = {state: 'running'}; break;
-        case 'block_finished':
-          status[b] = {state: 'finished', device: ev.device, kernel: ev.kernel, ms: ev.ms,
-                       outputs: ev.outputs};
-          break;
-        case 'block_failed':
-          /* the block a Cancel stopped did not fail: it was cancelled */
-          status[b] = ev.code === 'ECANCELED' ? {state: 'cancelled'}
-            : {state: 'failed', code: ev.code, message: ev.message};
-          break;
         case 'run_finished': return {...r, state: 'finished', status, ms: ev.ms};
         case 'run_failed': return {...r, state: 'failed', status, error: ev.error,
                                    problems: ev.problems};
@@ -126,7 +140,6 @@ export default function App() {
           return {...r, state: 'cancelled', status};
         default: return r;
       }
-      return {...r, status};
     });
     if (ev.type === 'run_finished') say('ok', `Run finished in ${Number(ev.ms || 0).toFixed(2)} ms.`);
     if (ev.type === 'run_failed') say('error', `Run failed: ${(ev.error || {}).message || ''}`);

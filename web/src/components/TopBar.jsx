@@ -47,7 +47,7 @@ export default function TopBar({doc, dirty, pages, run, wsState, canUndo, canRed
           ▶ Run to {selectedBlock ? `“${selectedBlock.id}”` : 'selected'}
         </button>
         <button disabled={!running} onClick={onCancel} title="Stop the run">■ Cancel</button>
-        {run && <span className={`run-state run-${run.state}`} data-testid="run-state">{run.state}</span>}
+        {run && run.id && <span className={`run-state run-${run.state}`} data-testid="run-state">{run.state}</span>}
       </div>
       <span className={`ws ws-${wsState}`} title="the live connection that brings run events">
         {wsState === 'open' ? 'connected' : 'offline'}
