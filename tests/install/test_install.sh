@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_install.sh BUILD_DIR SOURCE_DIR: `cmake --install` into a temporary prefix, then build
 # tests/install/hello.c against it twice, with pkg-config and with find_package(blockflow),
-# run both, and check the installed files (CLI, SONAME link, header, .pc, CMake config).
+# run both, and check the installed files (CLI, SONAME link, header, .pc, CMake config, the
+# manual page).
 set -eu
 build=$1
 src=$2
@@ -17,6 +18,17 @@ test -f "$libdir/libblockflow.so.0.1.0"
 # the SONAME carries the ABI version
 objdump -p "$libdir/libblockflow.so.0.1.0" | grep -q 'SONAME.*libblockflow\.so\.0$'
 "$prefix/bin/blockflow" version | grep -q '^blockflow 0\.1\.0$'
+# the manual page, made from --help: it names every command and renders without warnings
+man1="$prefix/share/man/man1/blockflow.1"
+test -f "$man1"
+for c in run check fmt blocks explain gradcheck grad bench serve help version; do
+    "$prefix/bin/blockflow" --help | grep -q "^  $c\b"
+    grep -q "^  $c\b" "$man1"
+done
+grep -q '^  \\-\\-max\\-ws\\-queue' "$man1" # serve --help's limits are in too
+if command -v groff >/dev/null 2>&1; then
+    test -z "$(groff -man -Tutf8 -ww -z "$man1" 2>&1)"
+fi
 
 # pkg-config
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
