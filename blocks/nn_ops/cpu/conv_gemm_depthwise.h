@@ -53,11 +53,15 @@ typedef struct bf_dw_plan {
 
 /* x row [W][C] -> [W][C*M] with each channel repeated M times. */
 static const T *bf_dw_expand(const bf_dw_plan *p, const T *xrow, T *buf) {
-    int64_t c = p->g->in_c, m = p->mult;
+    int64_t nx = p->g->in_w * p->g->in_c, m = p->mult;
     if (m == 1) return xrow;
-    for (int64_t iw = 0; iw < p->g->in_w; iw++)
-        for (int64_t k = 0; k < c; k++)
-            for (int64_t q = 0; q < m; q++) buf[(iw * c + k) * m + q] = xrow[iw * c + k];
+    if (m == 2) /* one flat loop of pairs, which GCC and clang vectorise (interleaving
+                   stores): the loop below copied a value at a time, and took 60 % of the
+                   multiplier-2 filter gradient (perf, dw_mult2_valid_c32_56) */
+        for (int64_t j = 0; j < nx; j++) buf[2 * j] = buf[2 * j + 1] = xrow[j];
+    else
+        for (int64_t j = 0; j < nx; j++)
+            for (int64_t q = 0; q < m; q++) buf[j * m + q] = xrow[j];
     return buf;
 }
 
