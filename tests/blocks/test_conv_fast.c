@@ -302,8 +302,7 @@ END_TEST
 /* Depthwise 3x3 filter gradient (the nine-register band kernel): tall images so an image
    spans several bands, widths from 1 (no interior column), pads up to 4 (bands or columns
    that read only padding), multipliers 1-3, row strides, dilations, channel vectors plus
-   tails; column stride 2 with a multiplier (the band kernel) and without (the per-tap loop
-   it leaves strided rows to). */
+   tails; column stride 2 with a multiplier and without. */
 START_TEST(depthwise_3x3_filter_bands) {
     bf_rng r = {0xd3b30000u + (uint64_t)_i};
     int64_t c = _i % 2 ? bf_rng_int(&r, 1, 70) : 16 * bf_rng_int(&r, 1, 6);
@@ -316,6 +315,21 @@ START_TEST(depthwise_3x3_filter_bands) {
                                bf_rng_int(&r, 0, 4), bf_rng_int(&r, 0, 4), bf_rng_int(&r, 0, 4),
                                (int)bf_rng_int(&r, 0, 1));
     check_geom(&g, r.s, "dw-3x3-bands", true);
+}
+END_TEST
+
+/* Depthwise 3x3 filter gradient over many small images (MobileNet's late layers: 7x7 to 14x14
+   with hundreds of channels): a strip of bands runs on from one image into the next, and each
+   band prefetches the next one, of its own image or of the next image; one band per image
+   (short images) and several; multipliers 1 and 2 (expanded x rows); column strides 1 and 2. */
+START_TEST(depthwise_3x3_filter_strips) {
+    bf_rng r = {0xd3b5e000u + (uint64_t)_i};
+    int64_t c = 16 * bf_rng_int(&r, 8, 24) + (_i % 2 ? bf_rng_int(&r, 1, 15) : 0);
+    int64_t m = _i % 3 == 2 ? 2 : 1;
+    bf_conv_geom g = make_geom(bf_rng_int(&r, 9, 16), bf_rng_int(&r, 5, 16),
+                               bf_rng_int(&r, 5, 16), c, 3, 3, c * m, c, 1, _i % 4 == 1 ? 2 : 1,
+                               1, 1, 1, 1, 1, 1, 0);
+    check_geom(&g, r.s, "dw-3x3-strips", false);
 }
 END_TEST
 
@@ -472,6 +486,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, depthwise_small_rows, 0, 12);
     tcase_add_loop_test(tc, depthwise_filter_rows, 0, 12);
     tcase_add_loop_test(tc, depthwise_3x3_filter_bands, 0, 16);
+    tcase_add_loop_test(tc, depthwise_3x3_filter_strips, 0, 6);
     tcase_add_test(tc, gemm_streaming_output);
     tcase_add_loop_test(tc, col2im_bwd_input, 0, 8);
     tcase_add_test(tc, direct_streaming_output);

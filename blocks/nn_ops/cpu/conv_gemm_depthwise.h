@@ -540,18 +540,18 @@ static void bf_dw_3x3_new(const bf_dw_plan *p, int64_t n, int64_t oh0, int64_t o
 }
 
 /* One band (n, oh0..oh1) into the partial `part`; while it runs, the memory that the band
-   (n, nx0..nx1) needs next is prefetched in address order, a slice per channel vector (the
-   band's own lines are read one per pixel, O apart, an order no hardware prefetcher follows
-   at DRAM speed). nx1 <= nx0: nothing to prefetch. */
+   (nn, nx0..nx1) needs next (of this image or the next one) is prefetched in address order,
+   a slice per channel vector (the band's own lines are read one per pixel, O apart, an order
+   no hardware prefetcher follows at DRAM speed). nx1 <= nx0: nothing to prefetch. */
 static void bf_dw_3x3_band_run(const bf_dw_plan *p, int64_t n, int64_t oh0, int64_t oh1,
-                               int64_t nx0, int64_t nx1, T *part, int slot) {
+                               int64_t nn, int64_t nx0, int64_t nx1, T *part, int slot) {
     const bf_conv_geom *g = p->g;
     int64_t O = g->out_c, W = g->in_w, OW = g->out_w, OH = g->out_h;
     int64_t sh = g->stride_h, sw = g->stride_w, dh = g->dil_h, dw = g->dil_w;
     int64_t pl = g->pad_left;
     const T *pdy = NULL, *px = NULL;
     int64_t npdy = 0, npx = 0;
-    if (nx1 > nx0) bf_dw_3x3_new(p, n, nx0, nx1, &pdy, &npdy, &px, &npx);
+    if (nx1 > nx0) bf_dw_3x3_new(p, nn, nx0, nx1, &pdy, &npdy, &px, &npx);
     /* the band's x rows [ih0, ih1): in place, or expanded to O channels in scratch */
     int64_t ih0 = BF_MAX(0, oh0 * sh - g->pad_top);
     int64_t ih1 = BF_MIN(g->in_h, (oh1 - 1) * sh - g->pad_top + 2 * dh + 1);
@@ -674,20 +674,23 @@ static void bf_dw_3x3_band_run(const bf_dw_plan *p, int64_t n, int64_t oh0, int6
     }
 }
 
-/* A strip of bands of one image, in order, each prefetching the next. Task = (n, strip). */
+/* A strip of consecutive bands in (image, band) order, crossing from one image into the next,
+   each band prefetching the one after it: only a strip's first band is read cold. Strips that
+   stopped at the end of an image left that cold share at 1 / (bands per image), half the
+   bands for 7x7 images (two bands each). Task = strip. */
 static void bf_dw_bwd_filter_3x3_task(void *arg, int64_t task, int slot) {
     const bf_dw_plan *p = arg;
     const bf_conv_geom *g = p->g;
     if (bf_exec_cancelled(p->ex)) return;
     int64_t R = p->rows_per_task, nb = bf_cc_ceil_div(g->out_h, R), S = p->strip_bands;
-    int64_t ns = bf_cc_ceil_div(nb, S), n = task / ns, b0 = task % ns * S;
-    int64_t b1 = BF_MIN(nb, b0 + S);
+    int64_t b0 = task * S, b1 = BF_MIN(g->n * nb, b0 + S);
     T *part = slot == 0 ? p->out : p->partials + (int64_t)(slot - 1) * p->nel;
     for (int64_t b = b0; b < b1; b++) {
         if (bf_exec_cancelled(p->ex)) return;
-        int64_t oh0 = b * R, oh1 = BF_MIN(g->out_h, oh0 + R);
-        int64_t nx0 = b + 1 < b1 ? oh1 : 0, nx1 = b + 1 < b1 ? BF_MIN(g->out_h, oh1 + R) : 0;
-        bf_dw_3x3_band_run(p, n, oh0, oh1, nx0, nx1, part, slot);
+        int64_t n = b / nb, oh0 = b % nb * R, oh1 = BF_MIN(g->out_h, oh0 + R);
+        int64_t nn = (b + 1) / nb, nx0 = 0, nx1 = 0;
+        if (b + 1 < b1) nx0 = (b + 1) % nb * R, nx1 = BF_MIN(g->out_h, nx0 + R);
+        bf_dw_3x3_band_run(p, n, oh0, oh1, nn, nx0, nx1, part, slot);
     }
 }
 
@@ -748,17 +751,17 @@ static void bf_dw_run(bf_conv_op op, const bf_conv_geom *g, const T *a, const T 
         p.scratch = p.partials + bf_cc_round_up(p.nel * (ex->n_threads - 1), 16);
         int64_t rows = g->n * g->out_h, ntasks;
         bf_task_fn fn;
-        /* 3x3 bands, except strided rows without a multiplier: there the per-tap loop
-           below streams x, four times dy's size, in order, and the band's prefetching costs
-           more than it saves (s2 c144@56, interleaved A/B, 7 runs: per-tap 0.94x of the band
-           kernel's time on 1 thread, 1.02x on 2) */
-        if (g->k_h == 3 && g->k_w == 3 && (g->stride_w == 1 || p.mult > 1)) {
+        /* 3x3: bands, with any stride (strided rows without a multiplier went to the
+           per-tap loop below while a strip stopped at the end of its image; with strips
+           running on into the next image the bands are faster there too: s2 c144@56,
+           interleaved A/B, band / per-tap 0.86x on 1 thread, 0.76x on 2) */
+        if (g->k_h == 3 && g->k_w == 3) {
             p.rows_per_task = bf_dw_3x3_band(g);
             /* strips of bands: long enough that most bands are prefetched by the one before,
                enough of them (8 per thread) to balance */
-            int64_t nb = bf_cc_ceil_div(g->out_h, p.rows_per_task);
-            p.strip_bands = BF_MAX(1, BF_MIN(nb, g->n * nb / (8 * ex->n_threads)));
-            ntasks = g->n * bf_cc_ceil_div(nb, p.strip_bands);
+            int64_t bands = g->n * bf_cc_ceil_div(g->out_h, p.rows_per_task);
+            p.strip_bands = BF_MAX(1, bands / (8 * ex->n_threads));
+            ntasks = bf_cc_ceil_div(bands, p.strip_bands);
             fn = bf_dw_bwd_filter_3x3_task;
         } else {
             /* pixel order for unit-stride rows of at least 8 channel vectors (interleaved
