@@ -31,6 +31,8 @@
 #define bf_dw_3x3_xrows          BF_KFN(bf_dw_3x3_xrows)
 #define bf_dw_3x3_new            BF_KFN(bf_dw_3x3_new)
 #define bf_dw_3x3_band_run       BF_KFN(bf_dw_3x3_band_run)
+#define bf_dw3                   BF_KFN(bf_dw3)
+#define bf_dw_3x3_pass           BF_KFN(bf_dw_3x3_pass)
 #define bf_dw_zeros              BF_KFN(bf_dw_zeros)
 #define bf_dw_scratch_per        BF_KFN(bf_dw_scratch_per)
 #define bf_dw_fwd_chunk          BF_KFN(bf_dw_fwd_chunk)
@@ -510,6 +512,13 @@ static void bf_dw_bwd_filter_px_task(void *arg, int64_t task, int slot) {
  * pass over them. With M > 1 the band's x rows are expanded once per task into scratch.
  */
 #define BF_DW3_BAND_BYTES 262144
+/* Two channel vectors in one pass where the ISA has the 32 vector registers that their 18
+   accumulators need (AVX-512); see bf_dw_3x3_band_run for when */
+#if BF_VEC_BYTES == 64
+#define BF_DW3_PAIRS 1
+#else
+#define BF_DW3_PAIRS 0
+#endif
 
 /* What a tap reads where it reads padding (one vector; BF_VL <= 64 for every T). */
 static const T bf_dw_zeros[64];
@@ -539,131 +548,164 @@ static void bf_dw_3x3_new(const bf_dw_plan *p, int64_t n, int64_t oh0, int64_t o
     *x = p->a + (n * g->in_h + BF_MIN(ih0, g->in_h)) * WC, *nx = BF_MAX(ih1 - ih0, 0) * WC;
 }
 
+/* What the passes of one band share: its x rows from ih0 (in place or expanded), its dy rows
+   from oh0, and its interior columns [ilo, ihi) (all three kw in range). */
+typedef struct bf_dw3 {
+    const bf_conv_geom *g;
+    const T *xb, *dyb;
+    int64_t oh0, oh1, ih0, ilo, ihi;
+} bf_dw3;
+
+/* One pass of a band over NV adjacent channel vectors from c (NV = 1 or 2): the nine taps'
+   sums stay in registers while the pass walks the band pixel by pixel, then are added to the
+   partial `part`. Inlined with NV constant, so a[][] lives in registers. */
+static inline __attribute__((always_inline)) void bf_dw_3x3_pass(const bf_dw3 *b, int64_t c,
+                                                                 const int NV, T *part) {
+    const bf_conv_geom *g = b->g;
+    int64_t O = g->out_c, W = g->in_w, OW = g->out_w, sw = g->stride_w, pl = g->pad_left;
+    int64_t xs = sw * O, k1 = g->dil_w * O, k2 = 2 * g->dil_w * O, ilo = b->ilo, ihi = b->ihi;
+    bf_vec a[2][9];
+#pragma GCC unroll 2
+    for (int u = 0; u < NV; u++)
+#pragma GCC unroll 9
+        for (int t = 0; t < 9; t++) a[u][t] = (bf_vec){0};
+    for (int64_t oh = b->oh0; oh < b->oh1; oh++) {
+        const T *dyr = b->dyb + (oh - b->oh0) * OW * O + c;
+        int64_t xo[3], rb[3];
+        bool v[3];
+        for (int64_t kh = 0; kh < 3; kh++) {
+            int64_t ih = oh * g->stride_h - g->pad_top + kh * g->dil_h;
+            v[kh] = ih >= 0 && ih < g->in_h;
+            rb[kh] = v[kh] ? (ih - b->ih0) * W * O + c : -1;
+            xo[kh] = v[kh] ? rb[kh] + (ilo * sw - pl) * O : 0;
+        }
+        if (ihi > ilo) {
+            const T *x0 = b->xb + xo[0], *x1 = b->xb + xo[1], *x2 = b->xb + xo[2];
+            const T *d = dyr + ilo * O;
+            int64_t cnt = ihi - ilo;
+            if (v[0] && v[1] && v[2]) {
+                for (int64_t j = 0; j < cnt; j++, d += O, x0 += xs, x1 += xs, x2 += xs)
+#pragma GCC unroll 2
+                    for (int u = 0; u < NV; u++) {
+                        int64_t e = u * BF_VL;
+                        bf_vec dv = bf_ldv(d + e);
+                        a[u][0] = BF_VFMA_(bf_ldv(x0 + e), dv, a[u][0]);
+                        a[u][1] = BF_VFMA_(bf_ldv(x0 + k1 + e), dv, a[u][1]);
+                        a[u][2] = BF_VFMA_(bf_ldv(x0 + k2 + e), dv, a[u][2]);
+                        a[u][3] = BF_VFMA_(bf_ldv(x1 + e), dv, a[u][3]);
+                        a[u][4] = BF_VFMA_(bf_ldv(x1 + k1 + e), dv, a[u][4]);
+                        a[u][5] = BF_VFMA_(bf_ldv(x1 + k2 + e), dv, a[u][5]);
+                        a[u][6] = BF_VFMA_(bf_ldv(x2 + e), dv, a[u][6]);
+                        a[u][7] = BF_VFMA_(bf_ldv(x2 + k1 + e), dv, a[u][7]);
+                        a[u][8] = BF_VFMA_(bf_ldv(x2 + k2 + e), dv, a[u][8]);
+                    }
+            } else {
+                for (int64_t j = 0; j < cnt; j++, d += O, x0 += xs, x1 += xs, x2 += xs)
+#pragma GCC unroll 2
+                    for (int u = 0; u < NV; u++) {
+                        int64_t e = u * BF_VL;
+                        bf_vec dv = bf_ldv(d + e);
+                        if (v[0]) {
+                            a[u][0] = BF_VFMA_(bf_ldv(x0 + e), dv, a[u][0]);
+                            a[u][1] = BF_VFMA_(bf_ldv(x0 + k1 + e), dv, a[u][1]);
+                            a[u][2] = BF_VFMA_(bf_ldv(x0 + k2 + e), dv, a[u][2]);
+                        }
+                        if (v[1]) {
+                            a[u][3] = BF_VFMA_(bf_ldv(x1 + e), dv, a[u][3]);
+                            a[u][4] = BF_VFMA_(bf_ldv(x1 + k1 + e), dv, a[u][4]);
+                            a[u][5] = BF_VFMA_(bf_ldv(x1 + k2 + e), dv, a[u][5]);
+                        }
+                        if (v[2]) {
+                            a[u][6] = BF_VFMA_(bf_ldv(x2 + e), dv, a[u][6]);
+                            a[u][7] = BF_VFMA_(bf_ldv(x2 + k1 + e), dv, a[u][7]);
+                            a[u][8] = BF_VFMA_(bf_ldv(x2 + k2 + e), dv, a[u][8]);
+                        }
+                    }
+            }
+        }
+        /* border columns: a tap that reads padding reads a vector of zeros instead */
+        for (int64_t ow = 0; ow < OW; ow++) {
+            if (ow == ilo && ihi > ilo) ow = ihi;
+            if (ow >= OW) break;
+            const T *q[9];
+            for (int64_t t = 0; t < 9; t++) {
+                int64_t iw = ow * sw + t % 3 * g->dil_w - pl;
+                q[t] = rb[t / 3] >= 0 && iw >= 0 && iw < W ? b->xb + rb[t / 3] + iw * O
+                                                           : bf_dw_zeros;
+            }
+#pragma GCC unroll 2
+            for (int u = 0; u < NV; u++) {
+                int64_t e = u * BF_VL;
+                bf_vec dv = bf_ldv(dyr + ow * O + e);
+#pragma GCC unroll 9
+                for (int t = 0; t < 9; t++) a[u][t] = BF_VFMA_(bf_ldv(q[t] + e), dv, a[u][t]);
+            }
+        }
+    }
+#pragma GCC unroll 2
+    for (int u = 0; u < NV; u++)
+#pragma GCC unroll 9
+        for (int t = 0; t < 9; t++) {
+            T *pt = part + t * O + c + u * BF_VL;
+            bf_stv(pt, bf_ldv(pt) + a[u][t]);
+        }
+}
+
 /* One band (n, oh0..oh1) into the partial `part`; while it runs, the memory that the band
    (nn, nx0..nx1) needs next (of this image or the next one) is prefetched in address order,
-   a slice per channel vector (the band's own lines are read one per pixel, O apart, an order
-   no hardware prefetcher follows at DRAM speed). nx1 <= nx0: nothing to prefetch. */
+   a slice per pass (the band's own lines are read one or two per pixel, O apart, an order no
+   hardware prefetcher follows at DRAM speed). nx1 <= nx0: nothing to prefetch. */
 static void bf_dw_3x3_band_run(const bf_dw_plan *p, int64_t n, int64_t oh0, int64_t oh1,
                                int64_t nn, int64_t nx0, int64_t nx1, T *part, int slot) {
     const bf_conv_geom *g = p->g;
-    int64_t O = g->out_c, W = g->in_w, OW = g->out_w, OH = g->out_h;
-    int64_t sh = g->stride_h, sw = g->stride_w, dh = g->dil_h, dw = g->dil_w;
-    int64_t pl = g->pad_left;
+    int64_t O = g->out_c, W = g->in_w, OW = g->out_w, sw = g->stride_w, dw = g->dil_w;
+    int64_t sh = g->stride_h, pl = g->pad_left;
     const T *pdy = NULL, *px = NULL;
     int64_t npdy = 0, npx = 0;
     if (nx1 > nx0) bf_dw_3x3_new(p, nn, nx0, nx1, &pdy, &npdy, &px, &npx);
+    bf_dw3 b = {.g = g, .oh0 = oh0, .oh1 = oh1};
     /* the band's x rows [ih0, ih1): in place, or expanded to O channels in scratch */
-    int64_t ih0 = BF_MAX(0, oh0 * sh - g->pad_top);
-    int64_t ih1 = BF_MIN(g->in_h, (oh1 - 1) * sh - g->pad_top + 2 * dh + 1);
-    if (ih1 <= ih0) return; /* every row reads padding only */
-    const T *xb = p->a + (n * g->in_h + ih0) * W * g->in_c;
+    b.ih0 = BF_MAX(0, oh0 * sh - g->pad_top);
+    int64_t ih1 = BF_MIN(g->in_h, (oh1 - 1) * sh - g->pad_top + 2 * g->dil_h + 1);
+    if (ih1 <= b.ih0) return; /* every row reads padding only */
+    b.xb = p->a + (n * g->in_h + b.ih0) * W * g->in_c;
     if (p->mult > 1) {
         T *buf = p->scratch + (int64_t)slot * p->scratch_per;
-        for (int64_t ih = ih0; ih < ih1; ih++)
-            bf_dw_expand(p, p->a + (n * g->in_h + ih) * W * g->in_c, buf + (ih - ih0) * W * O);
-        xb = buf;
+        for (int64_t ih = b.ih0; ih < ih1; ih++)
+            bf_dw_expand(p, p->a + (n * g->in_h + ih) * W * g->in_c, buf + (ih - b.ih0) * W * O);
+        b.xb = buf;
     }
-    /* interior columns [ilo, ihi): all three kw in range */
-    int64_t ilo = 0, ihi = OW;
+    b.ilo = 0, b.ihi = OW;
     for (int64_t kw = 0; kw < 3; kw++) {
         int64_t lo, hi;
         bf_cc_range(kw * dw - pl, sw, W, OW, &lo, &hi);
-        ilo = BF_MAX(ilo, lo), ihi = BF_MIN(ihi, hi);
+        b.ilo = BF_MAX(b.ilo, lo), b.ihi = BF_MIN(b.ihi, hi);
     }
-    ihi = BF_MAX(ihi, ilo);
-    if (ilo >= OW) ilo = ihi = OW;
-    const T *dyb = p->b + (n * OH + oh0) * OW * O;
-    int64_t cv = O / BF_VL * BF_VL, xs = sw * O, k1 = dw * O, k2 = 2 * dw * O;
-
-    int64_t ncv = BF_MAX(cv / BF_VL, 1);
-    for (int64_t c = 0; c < cv; c += BF_VL) {
-        if (nx1 > nx0) {
-            bf_pf_part(pdy, npdy, c / BF_VL, ncv);
-            bf_pf_part(px, npx, c / BF_VL, ncv);
+    b.ihi = BF_MAX(b.ihi, b.ilo);
+    if (b.ilo >= OW) b.ilo = b.ihi = OW;
+    b.dyb = p->b + (n * g->out_h + oh0) * OW * O;
+    int64_t cv = O / BF_VL * BF_VL, ncv = cv / BF_VL;
+    /* Exactly two channel vectors (MobileNet's 32 channels in floats) are one pass, which then
+       reads each pixel's channels whole and the band in address order: 0.90x of two passes'
+       time (c32@112, interleaved A/B, 2 threads). With more vectors, pairs of them were
+       slower than single ones (c576@14 1.4x), so those take one vector a pass. */
+    if (BF_DW3_PAIRS && ncv == 2) {
+        if (nx1 > nx0) bf_pf_part(pdy, npdy, 0, 1), bf_pf_part(px, npx, 0, 1);
+        bf_dw_3x3_pass(&b, 0, 2, part);
+    } else {
+        for (int64_t k = 0; k < ncv; k++) {
+            if (nx1 > nx0) bf_pf_part(pdy, npdy, k, ncv), bf_pf_part(px, npx, k, ncv);
+            bf_dw_3x3_pass(&b, k * BF_VL, 1, part);
         }
-        bf_vec a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0},
-               a8 = {0};
-        for (int64_t oh = oh0; oh < oh1; oh++) {
-            const T *dyr = dyb + (oh - oh0) * OW * O + c;
-            int64_t xo[3], rb[3];
-            bool v[3];
-            for (int64_t kh = 0; kh < 3; kh++) {
-                int64_t ih = oh * sh - g->pad_top + kh * dh;
-                v[kh] = ih >= 0 && ih < g->in_h;
-                rb[kh] = v[kh] ? (ih - ih0) * W * O + c : -1;
-                xo[kh] = v[kh] ? rb[kh] + (ilo * sw - pl) * O : 0;
-            }
-            if (ihi > ilo) {
-                const T *x0 = xb + xo[0], *x1 = xb + xo[1], *x2 = xb + xo[2];
-                const T *d = dyr + ilo * O;
-                int64_t cnt = ihi - ilo;
-                if (v[0] && v[1] && v[2]) {
-                    for (int64_t j = 0; j < cnt; j++, d += O, x0 += xs, x1 += xs, x2 += xs) {
-                        bf_vec dv = bf_ldv(d);
-                        a0 = BF_VFMA_(bf_ldv(x0), dv, a0);
-                        a1 = BF_VFMA_(bf_ldv(x0 + k1), dv, a1);
-                        a2 = BF_VFMA_(bf_ldv(x0 + k2), dv, a2);
-                        a3 = BF_VFMA_(bf_ldv(x1), dv, a3);
-                        a4 = BF_VFMA_(bf_ldv(x1 + k1), dv, a4);
-                        a5 = BF_VFMA_(bf_ldv(x1 + k2), dv, a5);
-                        a6 = BF_VFMA_(bf_ldv(x2), dv, a6);
-                        a7 = BF_VFMA_(bf_ldv(x2 + k1), dv, a7);
-                        a8 = BF_VFMA_(bf_ldv(x2 + k2), dv, a8);
-                    }
-                } else {
-                    for (int64_t j = 0; j < cnt; j++, d += O, x0 += xs, x1 += xs, x2 += xs) {
-                        bf_vec dv = bf_ldv(d);
-                        if (v[0]) {
-                            a0 = BF_VFMA_(bf_ldv(x0), dv, a0);
-                            a1 = BF_VFMA_(bf_ldv(x0 + k1), dv, a1);
-                            a2 = BF_VFMA_(bf_ldv(x0 + k2), dv, a2);
-                        }
-                        if (v[1]) {
-                            a3 = BF_VFMA_(bf_ldv(x1), dv, a3);
-                            a4 = BF_VFMA_(bf_ldv(x1 + k1), dv, a4);
-                            a5 = BF_VFMA_(bf_ldv(x1 + k2), dv, a5);
-                        }
-                        if (v[2]) {
-                            a6 = BF_VFMA_(bf_ldv(x2), dv, a6);
-                            a7 = BF_VFMA_(bf_ldv(x2 + k1), dv, a7);
-                            a8 = BF_VFMA_(bf_ldv(x2 + k2), dv, a8);
-                        }
-                    }
-                }
-            }
-            /* border columns: a tap that reads padding reads a vector of zeros instead */
-            for (int64_t ow = 0; ow < OW; ow++) {
-                if (ow == ilo && ihi > ilo) ow = ihi;
-                if (ow >= OW) break;
-                const T *q[9];
-                for (int64_t t = 0; t < 9; t++) {
-                    int64_t iw = ow * sw + t % 3 * dw - pl;
-                    q[t] = rb[t / 3] >= 0 && iw >= 0 && iw < W ? xb + rb[t / 3] + iw * O
-                                                               : bf_dw_zeros;
-                }
-                bf_vec dv = bf_ldv(dyr + ow * O);
-                a0 = BF_VFMA_(bf_ldv(q[0]), dv, a0);
-                a1 = BF_VFMA_(bf_ldv(q[1]), dv, a1);
-                a2 = BF_VFMA_(bf_ldv(q[2]), dv, a2);
-                a3 = BF_VFMA_(bf_ldv(q[3]), dv, a3);
-                a4 = BF_VFMA_(bf_ldv(q[4]), dv, a4);
-                a5 = BF_VFMA_(bf_ldv(q[5]), dv, a5);
-                a6 = BF_VFMA_(bf_ldv(q[6]), dv, a6);
-                a7 = BF_VFMA_(bf_ldv(q[7]), dv, a7);
-                a8 = BF_VFMA_(bf_ldv(q[8]), dv, a8);
-            }
-        }
-        bf_vec sum[9] = {a0, a1, a2, a3, a4, a5, a6, a7, a8};
-        for (int64_t t = 0; t < 9; t++)
-            bf_stv(part + t * O + c, bf_ldv(part + t * O + c) + sum[t]);
     }
     for (int64_t c = cv; c < O; c++) { /* channels past the last full vector */
         T acc[9] = {0};
         for (int64_t oh = oh0; oh < oh1; oh++)
             for (int64_t kh = 0; kh < 3; kh++) {
-                int64_t ih = oh * sh - g->pad_top + kh * dh;
+                int64_t ih = oh * sh - g->pad_top + kh * g->dil_h;
                 if (ih < 0 || ih >= g->in_h) continue;
-                const T *xr = xb + (ih - ih0) * W * O + c, *d = dyb + (oh - oh0) * OW * O + c;
+                const T *xr = b.xb + (ih - b.ih0) * W * O + c;
+                const T *d = b.dyb + (oh - oh0) * OW * O + c;
                 for (int64_t kw = 0; kw < 3; kw++)
                     for (int64_t ow = 0; ow < OW; ow++) {
                         int64_t iw = ow * sw + kw * dw - pl;
