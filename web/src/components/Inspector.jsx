@@ -2,7 +2,7 @@
  * documentation, device, every attribute as a widget built from the catalogue, whether it is
  * an output of the page, and its ports' inferred dtypes and shapes. Without one: the page's
  * name and description, and how to get started. */
-import React, {useEffect, useState} from 'react';
+import React, {useState} from 'react';
 import {attrWidgets} from '../model/catalog.js';
 import {parseSource} from '../model/page.js';
 import {wireCandidates} from '../model/wires.js';
@@ -11,11 +11,22 @@ import DocToggle from './DocToggle.jsx';
 import ConstGrid from './ConstGrid.jsx';
 
 function TextCommit({label, value, onCommit, multiline, testid}) {
-  const [v, setV] = useState(value || '');
-  useEffect(() => setV(value || ''), [value]);
+  /* The draft belongs to one field and one value. React reuses this component when the panel
+   * switches between the page's fields and a block's (the page's description box becomes the
+   * block's id box), and when the value changes under it (undo, a rename): the draft then
+   * starts over from the new value in the same render. Synchronising it in an effect instead
+   * left one frame in which the block's id box showed, and on blur would have committed, the
+   * page's description. */
+  const field = `${label}\u0000${value || ''}`;
+  const [draft, setDraft] = useState({field, text: value || ''});
+  let v = draft.text;
+  if (draft.field !== field) {
+    v = value || '';
+    setDraft({field, text: v});
+  }
   const commit = () => { if (v !== (value || '')) onCommit(v); };
   const props = {value: v, 'aria-label': label, 'data-testid': testid,
-                 onChange: (e) => setV(e.target.value), onBlur: commit,
+                 onChange: (e) => setDraft({field, text: e.target.value}), onBlur: commit,
                  onKeyDown: (e) => { if (e.key === 'Enter' && !multiline) commit(); }};
   return multiline ? <textarea rows={4} {...props} /> : <input type="text" {...props} />;
 }
