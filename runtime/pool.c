@@ -7,10 +7,26 @@
  * works on its own job too, so a job finishes even when every worker is busy elsewhere (no
  * deadlock, no oversubscription beyond n_threads per job). Tasks are handed out one index at a
  * time from an atomic counter, which balances uneven tasks without any tuning.
+ *
+ * A thread that runs out of work spins for BF_POOL_SPIN_S before it sleeps on a condition
+ * variable: a worker, for the next job (a kernel calls bf_parallel_for several times in a row,
+ * and a session runs block after block), and the caller, for the workers still in its job.
+ * Waking a sleeping thread takes an IPI and, on a virtual machine, the host's scheduler: tens
+ * to hundreds of microseconds, paid up to twice per call, which cost 5-8 % of two-thread
+ * convolutions of a few milliseconds (bench/RESULTS.md). OpenMP runtimes spin likewise.
  */
 #include "exec.h"
 
 #include <uv.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define BF_CPU_RELAX() _mm_pause()
+#else
+#define BF_CPU_RELAX() ((void)0)
+#endif
+
+#define BF_POOL_SPIN_S 200e-6 /* how long an idle thread spins before it sleeps */
 
 typedef struct bf_job {
     bf_task_fn fn;
@@ -20,7 +36,8 @@ typedef struct bf_job {
     _Atomic int64_t next; /* next task index to hand out */
     int max_slots;        /* participants allowed, the caller included */
     int slots;            /* participants so far (under the pool mutex) */
-    int active;           /* workers inside the job (under the pool mutex) */
+    _Atomic int active;   /* workers inside the job (changed under the pool mutex; the caller
+                             may read it without, while it spins) */
     struct bf_job *link;  /* queue */
 } bf_job;
 
@@ -29,6 +46,8 @@ struct bf_pool {
     uv_cond_t cv_work; /* a job was queued, or stop */
     uv_cond_t cv_done; /* a worker left a job */
     bf_job *head, *tail;
+    _Atomic unsigned queued; /* jobs queued so far (changed under the mutex): spinning workers
+                                watch it without taking the mutex */
     int stop;
     int n_workers;
     uv_thread_t *threads;
@@ -64,10 +83,25 @@ static void queue_remove(bf_pool *p, bf_job *j) {
     j->link = NULL;
 }
 
+/* Spin until *v differs from `seen` or BF_POOL_SPIN_S has passed. */
+static void spin_while_equal(const _Atomic unsigned *v, unsigned seen) {
+    double until = bf_now() + BF_POOL_SPIN_S;
+    for (int k = 1; atomic_load_explicit(v, memory_order_acquire) == seen; k++) {
+        BF_CPU_RELAX();
+        if (k % 64 == 0 && bf_now() > until) break;
+    }
+}
+
 static void worker_main(void *arg) {
     bf_pool *p = arg;
     uv_mutex_lock(&p->mu);
     for (;;) {
+        if (!p->stop && !p->head) {
+            unsigned seen = atomic_load_explicit(&p->queued, memory_order_relaxed);
+            uv_mutex_unlock(&p->mu);
+            spin_while_equal(&p->queued, seen);
+            uv_mutex_lock(&p->mu);
+        }
         while (!p->stop && !p->head) uv_cond_wait(&p->cv_work, &p->mu);
         if (p->stop) break;
         bf_job *j = p->head;
@@ -100,14 +134,21 @@ void bf_parallel_for(const bf_exec *ex, int64_t n, bf_task_fn fn, void *arg) {
     else
         p->head = &j;
     p->tail = &j;
+    atomic_fetch_add_explicit(&p->queued, 1, memory_order_release);
     uv_cond_broadcast(&p->cv_work);
     uv_mutex_unlock(&p->mu);
 
     job_work(&j, 0);
 
+    /* the workers still in the job are finishing their last tasks: spin a while first */
+    double until = bf_now() + BF_POOL_SPIN_S;
+    for (int k = 1; atomic_load(&j.active) > 0; k++) {
+        BF_CPU_RELAX();
+        if (k % 64 == 0 && bf_now() > until) break;
+    }
     uv_mutex_lock(&p->mu);
-    queue_remove(p, &j);
-    while (j.active > 0) uv_cond_wait(&p->cv_done, &p->mu);
+    queue_remove(p, &j); /* no worker joins from here on */
+    while (atomic_load(&j.active) > 0) uv_cond_wait(&p->cv_done, &p->mu);
     uv_mutex_unlock(&p->mu);
 }
 
