@@ -12,8 +12,9 @@
  * variable: a worker, for the next job (a kernel calls bf_parallel_for several times in a row,
  * and a session runs block after block), and the caller, for the workers still in its job.
  * Waking a sleeping thread takes an IPI and, on a virtual machine, the host's scheduler: tens
- * to hundreds of microseconds, paid up to twice per call, which cost 5-8 % of two-thread
- * convolutions of a few milliseconds (bench/RESULTS.md). OpenMP runtimes spin likewise.
+ * to hundreds of microseconds (40-50 here), paid up to twice per call, which cost 3-7 % of
+ * two-thread depthwise convolutions of about a millisecond (bench/RESULTS.md). OpenMP
+ * runtimes spin likewise.
  */
 #include "exec.h"
 
