@@ -6,9 +6,10 @@
  * Depthwise is memory bound and is done with channel-vector loops over NHWC rows (GCC vector
  * extensions of BF_VEC_BYTES): FWD and BWD_INPUT gather every tap of an output (input) pixel
  * into a register, four pixels at a time in the interior, in tasks of consecutive rows;
- * BWD_FILTER with a 3x3 filter keeps the nine taps' sums of one channel vector in registers
- * over a band of rows (bf_dw_bwd_filter_3x3_task); other filters sum each tap over a row in
- * four registers into a per-thread partial dW. The row kernels prefetch, in address order,
+ * BWD_FILTER with a 3x3 filter keeps the nine taps' sums of one channel vector (two, for a
+ * two-vector layer on AVX-512) in registers over a band of rows, in strips of bands that run
+ * from one image into the next (bf_dw_bwd_filter_3x3_task); other filters sum each tap over
+ * a row in four registers into a per-thread partial dW. The row kernels prefetch, in address order,
  * what the next row or band reads first: their channel-vector passes read one line per pixel,
  * O apart, which the hardware prefetchers do not run ahead of. With
  * M > 1 each input row is first expanded to out_c channels (x[.., c] repeated M times) in
