@@ -58,6 +58,15 @@ async function openTeach(pageName, block) {
   await select(block);
   await page.getByTestId('teach-tab').click();
   await page.getByTestId('terms-table').waitFor();
+  /* the taller panel must not hide the block being explained: it stays on the canvas */
+  const inView = async () => {
+    const c = await page.getByTestId('canvas').boundingBox();
+    const b = await page.getByTestId(`block-${block}`).boundingBox();
+    return b.x >= c.x && b.y >= c.y && b.x + b.width <= c.x + c.width &&
+           b.y + b.height <= c.y + c.height;
+  };
+  for (let i = 0; i < 40 && !(await inView()); i++) await page.waitForTimeout(50);
+  assert.ok(await inView(), `${block} stays in view on the canvas with the Teach tab open`);
 }
 
 /* click element `index` of the block's map; check what lights up against the terms */

@@ -4,6 +4,7 @@
 import React, {useCallback, useEffect, useMemo, useRef, useState} from 'react';
 import {Background, Controls, ReactFlow, useReactFlow} from '@xyflow/react';
 import {pageToGraph} from '../model/page.js';
+import {panToShow} from '../model/viewport.js';
 import BlockNode from './BlockNode.jsx';
 import WireEdge from './WireEdge.jsx';
 
@@ -55,6 +56,29 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [page.name, page.blocks.length === 0]);
 
+  /* The one selected block is panned back into view, zoom and framing kept, when it leaves
+   * the canvas because the canvas shrank (a taller tab in the panel under it, the splitter,
+   * the window) or the block grew (a run adds its status row): opening the Teach tab
+   * otherwise hid the very block it explains under the panel. */
+  const pane = useRef(null);
+  const selectedRef = useRef(selected);
+  selectedRef.current = selected;
+  const keepSelectedInView = useCallback(() => {
+    const el = pane.current, sel = selectedRef.current;
+    const node = el && sel.length === 1 ? flow.getInternalNode(sel[0]) : null;
+    const m = node && node.measured, p = node && node.internals.positionAbsolute;
+    if (!m || !m.width || !p) return;
+    const view = panToShow({x: p.x, y: p.y, width: m.width, height: m.height},
+                           flow.getViewport(), el.clientWidth, el.clientHeight);
+    if (view) flow.setViewport(view);
+  }, [flow]);
+  useEffect(() => {
+    if (!pane.current || typeof ResizeObserver === 'undefined') return undefined;
+    const ro = new ResizeObserver(keepSelectedInView);
+    ro.observe(pane.current);
+    return () => ro.disconnect();
+  }, [keepSelectedInView]);
+
   const onNodesChange = useCallback((changes) => {
     let sel = null;
     for (const c of changes) {
@@ -66,7 +90,11 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
           return null;
         });
       } else if (c.type === 'dimensions' && c.dimensions) {
+        const before = sizes.current.get(c.id);
         sizes.current.set(c.id, c.dimensions);
+        /* after React Flow has stored the new size */
+        if (before && selected.length === 1 && c.id === selected[0])
+          requestAnimationFrame(keepSelectedInView);
       } else if (c.type === 'select') {
         sel = sel || new Set(selected);
         if (c.selected) sel.add(c.id);
@@ -75,7 +103,7 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
       /* removals come once, blocks and wires together, through onDelete below */
     }
     if (sel) onSelect([...sel]);
-  }, [selected, onSelect, onMove]);
+  }, [selected, onSelect, onMove, keepSelectedInView]);
 
   const onEdgesChange = useCallback((changes) => {
     let sel = null;
@@ -112,7 +140,7 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
   }, [flow, onDropBlock]);
 
   return (
-    <div className="canvas" onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move'; }}
+    <div className="canvas" ref={pane} onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move'; }}
          onDrop={onDrop} data-testid="canvas">
       <ReactFlow
         nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes}
