@@ -22,3 +22,14 @@ BF_BLOCK(conv2d_backprop_input)
 BF_BLOCK(depthwise_conv2d_native)
 BF_BLOCK(depthwise_conv2d_native_backprop_filter)
 BF_BLOCK(depthwise_conv2d_native_backprop_input)
+
+/* math: elementwise with TensorFlow's broadcasting, activations and their gradients
+ * (blocks/math_ops/) */
+
+/* arrays, linear algebra and reductions (blocks/array_ops/) */
+
+/* pooling and losses (blocks/nn_ops/) */
+
+/* state: Variables and their updates (blocks/state_ops/) */
+
+/* data: datasets (blocks/data_ops/) */

@@ -679,6 +679,126 @@ BF_API bf_status bf_session_add_gradients(bf_session *s, const char *forward_blo
                                           const char *dy_source, char **created_json,
                                           bf_error *err);
 
+
+/* ---------------------------------------------------------------------------------------------
+ * Training (runtime/state.c, runtime/grad.c): state between runs, steps, gradients of a whole
+ * page, optimizers, checkpoints.
+ *
+ * A *step* is one run of the page that also runs every update block (Assign, AssignAdd,
+ * AssignSub, ApplyGradientDescent, ApplyMomentum, ApplyAdam: the blocks with a ref input)
+ * and then commits: each update block's new value becomes its Variable's value, each dataset
+ * block that ran advances one batch, and the step count grows by one, all at once. Every read
+ * in a step sees the values of the start of the step, whatever the block order (TensorFlow's
+ * numbers for a step whose reads precede its updates). A failed or cancelled step commits
+ * nothing. bf_session_run evaluates the page without committing anything (update blocks run
+ * only when fetched, and their results are not committed).
+ *
+ * After a commit, what depends on a changed Variable or an advanced dataset is recomputed at
+ * the next step; the rest stays cached. Edits keep the state (a learning rate, a wire, an
+ * attribute of a block without state); a Variable or dataset whose own attributes change
+ * (shape, dtype, initializer, ...) is re-initialised, and the edit reports so as a warning
+ * (code "state_reset") in its diags.
+ */
+
+/* Called after each committed step with the step count (1 after the first step) and the
+ * first element of each fetched tensor as a double (NAN for an empty one), in fetch order.
+ * Return nonzero to stop after this step. */
+typedef int (*bf_step_cb)(int64_t step, const double *metrics, int n_metrics, void *user);
+
+typedef struct bf_step_options {
+    const char *const *fetches; /* read after each step ("block" or "block:port"); NULL = the
+                                   page's outputs (a training page's loss and metrics) */
+    int n_fetches;
+    bf_device_kind device;      /* as bf_run_options */
+    double timeout_s;           /* per step; 0 = no limit */
+    bf_event_cb on_event;       /* block events of every step; may be NULL */
+    bf_step_cb on_step;         /* may be NULL */
+    void *user;                 /* passed to on_event and on_step */
+} bf_step_options;
+
+/* Fill `o` with the defaults. */
+BF_API void bf_step_options_init(bf_step_options *o);
+
+/*
+ * Run `n` steps (n >= 1), each committed before the next starts; stops early when on_step
+ * returns nonzero or bf_session_cancel() is called (a cancel lands between steps or stops the
+ * step in flight, which then commits nothing). The fetched tensors of the last step stay
+ * readable with bf_session_output. Errors: those of bf_session_run, naming the block, and
+ * BF_ESCHEMA "double_update" when two update blocks write one Variable.
+ */
+BF_API bf_status bf_session_step(bf_session *s, int64_t n, const bf_step_options *opts,
+                                 bf_diags *diags, bf_error *err);
+/* Steps committed since the session was made, reset or restored. */
+BF_API int64_t bf_session_step_count(const bf_session *s);
+/* Re-initialise all state: Variables from their initializers, datasets to their first
+ * batch, the step count to 0. Errors: BF_EINVAL (NULL), BF_ENOMEM, an initializer's error. */
+BF_API bf_status bf_session_reset(bf_session *s, bf_error *err);
+
+/* Number of stateful blocks (Variables, datasets) in page order, and the id of the i-th. */
+BF_API int bf_session_state_count(const bf_session *s);
+BF_API const char *bf_session_state_id(const bf_session *s, int i);
+/*
+ * The current value of Variable `block_id` (for a dataset: its cursor, int64 [epoch, batch
+ * index]), as a new host tensor the caller frees. Errors: BF_ENOTFOUND, BF_EINVAL (no state).
+ */
+BF_API bf_status bf_session_read_state(bf_session *s, const char *block_id, bf_tensor **out,
+                                       bf_error *err);
+/* Set Variable `block_id` to `value` (same dtype and shape); what depends on it is recomputed.
+ * Errors: BF_ENOTFOUND, BF_EINVAL, BF_EDTYPE, BF_ESHAPE. */
+BF_API bf_status bf_session_write_state(bf_session *s, const char *block_id,
+                                        const bf_tensor *value, bf_error *err);
+/*
+ * Save all state to one .npz (keys: the block ids, and ".step" for the step count, int64),
+ * atomically (a temporary file, then a rename). Errors: BF_EIO, BF_ENOMEM.
+ */
+BF_API bf_status bf_session_save_state(bf_session *s, const char *path, bf_error *err);
+/*
+ * Restore state saved by bf_session_save_state: every key must name a stateful block of the
+ * same dtype and shape (checked for all before anything changes); blocks the file does not
+ * name keep their state. Errors: BF_EIO, BF_EPARSE, BF_ENOTFOUND (a key names no stateful
+ * block), BF_EDTYPE, BF_ESHAPE, BF_ENOMEM.
+ */
+BF_API bf_status bf_session_load_state(bf_session *s, const char *path, bf_error *err);
+
+/*
+ * Build the backward pass of a whole page as blocks, as tf.gradients does: the gradient of
+ * the scalar `loss` ("block" or "block:port") with respect to the Variables `wrt` (n_wrt
+ * ids; NULL = every trainable Variable the loss depends on), each forward block on the way
+ * adding its own gradient blocks (ReluGrad from the Relu's output, MaxPoolGrad from its
+ * input and output, broadcasting undone by Sum and Reshape, the convolutions' two gradient
+ * blocks, gradients of a fan-out summed with AddN), laid out mirrored to the right of the
+ * forward blocks, ids derived from the forward ids ("conv1_grad_filter").
+ * `optimizer` (NULL for none) then adds the update blocks: "sgd:LR", "momentum:LR:MOMENTUM"
+ * or "adam:LR" (beta1 0.9, beta2 0.999, epsilon 1e-8 as TensorFlow's defaults; or
+ * "adam:LR:B1:B2:EPS"), with a learning-rate Const and the slot Variables they need.
+ * All or nothing (one edit batch). *created_json (free with bf_string_free):
+ *   {"loss", "gradients": {VARIABLE: gradient ref}, "updates": {VARIABLE: block},
+ *    "blocks": [every new id]}
+ * Errors: BF_ENOTFOUND, BF_ESHAPE (a shape not known before running, or a non-scalar loss),
+ * BF_EUNSUPPORTED (a block on the way without a gradient, named), BF_EINVAL (bad optimizer
+ * text, a loss that depends on no Variable), those of bf_session_apply_edits, BF_ENOMEM.
+ */
+BF_API bf_status bf_session_build_gradients(bf_session *s, const char *loss,
+                                            const char *const *wrt, int n_wrt,
+                                            const char *optimizer, char **created_json,
+                                            bf_error *err);
+
+/*
+ * Check the backward pass of a training page, whether built by bf_session_build_gradients or
+ * wired by hand: for each Variable updated by an update block, the gradient that block
+ * applies (its `delta` / `grad` / `value` input) is compared with central finite differences
+ * of `loss` with respect to sampled elements of that Variable, everything recomputed in a
+ * float64 re-run of the page on the same batch (nothing is committed). `opts` as
+ * bf_session_gradcheck's (eps, tolerance, samples, seed, timeout). *json_out:
+ *   {"loss", "pass", "tolerance",
+ *    "variables": [{"variable", "gradient", "n_elements", "n_checked", "max_rel_error",
+ *                   "worst_index": [...], "fd", "analytic", "pass"}]}
+ * Errors: BF_ENOTFOUND, BF_EINVAL (no update block), anything bf_session_run returns.
+ */
+BF_API bf_status bf_session_check_gradients(bf_session *s, const char *loss,
+                                            const bf_gradcheck_options *opts, char **json_out,
+                                            bf_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,7 +22,18 @@
 enum {
     BF_PORT_HOST = 1u << 0, /* the kernel reads this input on the host even when it runs on a
                                GPU (TensorFlow's HostMemory, e.g. filter_sizes) */
+    BF_PORT_OPTIONAL = 1u << 1, /* may stay unconnected: the kernel then gets a NULL tensor
+                                   and infer an info with dtype INVALID and rank -2 */
+    BF_PORT_REF = 1u << 2, /* TensorFlow's ref input (`var`, `ref`, `accum`, `m`, `v`): it must
+                              be wired straight to a stateful block (a Variable), and the block
+                              computes that state's next value in output BF_PORT_REF_OUTPUT,
+                              which the runtime commits when the step ends (see bf_state_desc) */
 };
+/* A ref input whose next value is output `k`: flags BF_PORT_REF_TO(k). */
+#define BF_PORT_REF_TO(k)      (BF_PORT_REF | ((unsigned)(k) << 8))
+#define BF_PORT_REF_OUTPUT(fl) ((int)((fl) >> 8))
+/* The info of an unconnected optional input. */
+#define BF_PORT_ABSENT_RANK (-2)
 
 typedef struct bf_port_desc {
     const char *name;
@@ -48,6 +59,8 @@ typedef enum bf_attr_kind {
 
 enum {
     BF_ATTR_OPTIONAL = 1u << 0, /* may be absent and has no default (v.set == false) */
+    BF_ATTR_KEEPS_STATE = 1u << 1, /* changing it keeps a stateful block's state (a Variable's
+                                      `trainable`); any other attribute re-initialises it */
 };
 
 /*
@@ -96,7 +109,17 @@ typedef struct bf_node {
     void *state;                       /* owned by the block: made by init, freed by fini */
     bf_budget *budget;                 /* the session's memory account */
     uint64_t max_elements;             /* the context's per-tensor element limit */
+    bool promote_f64;                  /* a float64 re-run of the page (whole-page gradient
+                                          check): blocks that choose a float dtype from an
+                                          attribute choose float64 instead (bf_node_float) */
 } bf_node;
+
+/* The dtype a block makes for attribute dtype `dt`: float64 for a float dtype when the node
+ * is in a float64 re-run, else `dt`. */
+static inline bf_dtype bf_node_float(const bf_node *node, bf_dtype dt) {
+    bool is_float = dt == BF_DTYPE_F16 || dt == BF_DTYPE_BF16 || dt == BF_DTYPE_F32;
+    return node->promote_f64 && is_float ? BF_DTYPE_F64 : dt;
+}
 
 /*
  * What is known about one port before running: dtype, rank and dims (-1 where unknown) and,
@@ -159,6 +182,81 @@ typedef struct bf_grad_desc {
     const char *shape_port; /* "filter_sizes" */
     const char *dy_port;    /* "out_backprop" */
 } bf_grad_desc;
+
+/* ---- state: Variables and datasets (runtime/state.c) --------------------------------- */
+
+/*
+ * A stateful block keeps its state in node->state, made by init (a Variable's initial value,
+ * a dataset's cursor) and freed by fini. Its kernel reads the state as of the start of the
+ * step: the runtime changes the state only between steps, when a step commits:
+ * - a Variable's next value is the output of the update block whose BF_PORT_REF input is
+ *   wired to it (Assign, ApplyGradientDescent, ...), committed with `assign`;
+ * - a block with `advance` (a dataset) that ran in the step advances once.
+ * A failed or cancelled step commits nothing. `save` and `load` carry the state in and out of
+ * checkpoints as one tensor (a Variable's value, a dataset's cursor); resetting is fini+init.
+ */
+typedef struct bf_state_desc {
+    bool variable; /* a Variable: gradients and optimizers may differentiate and update it */
+    /* Take `value` (host, of the block's output 0 dtype and shape) as the next state. */
+    bf_status (*assign)(bf_node *node, const bf_tensor *value, bf_error *err);
+    /* After a step that ran the block (datasets). */
+    void (*advance)(bf_node *node);
+    /* The state as a new host tensor (checkpoints; the caller frees it). */
+    bf_status (*save)(const bf_node *node, bf_tensor **out, bf_error *err);
+    /* Restore a state saved by `save` (checked: dtype, shape, range). */
+    bf_status (*load)(bf_node *node, const bf_tensor *t, bf_error *err);
+} bf_state_desc;
+
+/* ---- whole-page gradients (runtime/grad.c) -------------------------------------------- */
+
+/*
+ * A differentiable block builds its own gradient as blocks, as TensorFlow's registered
+ * gradient functions do: `gradient` is called once per forward block on the path from the
+ * loss back to the Variables, in reverse topological order, with the gradient arriving at
+ * each of its outputs, and declares the gradient of each input it can differentiate by adding
+ * blocks through the functions below. A ref is "block" or "block:port", as a page writes it;
+ * every string a function below returns belongs to the builder and lives until the build
+ * ends. On failure they return NULL and record the error, which the build then reports (a
+ * gradient function may simply return BF_OK after a NULL: the build fails with that error).
+ */
+typedef struct bf_grad_ctx bf_grad_ctx;
+
+/* The forward block (its node: attributes, id). */
+const bf_node *bf_grad_node(const bf_grad_ctx *g);
+/* Input k's source ref and what the check inferred for it. */
+const char *bf_grad_input(const bf_grad_ctx *g, int k);
+const bf_port_info *bf_grad_input_info(const bf_grad_ctx *g, int k);
+/* The ref of the forward block's output p ("fwd" or "fwd:port") and its info. */
+const char *bf_grad_output(const bf_grad_ctx *g, int p);
+const bf_port_info *bf_grad_output_info(const bf_grad_ctx *g, int p);
+/* The gradient arriving at output p, or NULL when none does (that output does not lead to
+ * the loss: treat it as zeros). Its dtype and shape are output p's. */
+const char *bf_grad_dy(const bf_grad_ctx *g, int p);
+/* Whether input k needs a gradient (it lies on a path from a differentiated Variable). */
+bool bf_grad_wants(const bf_grad_ctx *g, int k);
+/* Declare `ref` the gradient of input k (of input k's dtype and shape). */
+void bf_grad_set(bf_grad_ctx *g, int k, const char *ref);
+
+/*
+ * Add a block of `type` with id "<forward id>_<name>" (made unique), attributes `attrs_json`
+ * (a JSON object's text, NULL for none, or BF_GRAD_SAME_ATTRS: the attributes the forward
+ * block sets that `type` also has), then its inputs as (port name, ref) pairs ending with
+ * NULL. Returns the new block's id (its first output's ref).
+ */
+#define BF_GRAD_SAME_ATTRS "\x01same"
+const char *bf_grad_add(bf_grad_ctx *g, const char *name, const char *type,
+                        const char *attrs_json, ...);
+/* A Const int32 block of shape [n] holding v (the shapes and axes gradients need). */
+const char *bf_grad_const_i32(bf_grad_ctx *g, const char *name, int n, const int64_t *v);
+/* A Const rank-0 block of dtype dt holding v. */
+const char *bf_grad_const_scalar(bf_grad_ctx *g, const char *name, bf_dtype dt, double v);
+/*
+ * The gradient `dy` of a broadcasting op's output (dtype and shape `dy_info`) reduced to the
+ * shape of input k, as tf.gradients does with BroadcastGradientArgs: Sum over the broadcast
+ * axes, then Reshape to input k's shape; `dy` itself when no axis was broadcast.
+ */
+const char *bf_grad_unbroadcast(bf_grad_ctx *g, const char *name, const char *dy,
+                                const bf_port_info *dy_info, int k);
 
 /* ---- the descriptor ------------------------------------------------------------------- */
 
@@ -236,6 +334,11 @@ typedef struct bf_block_desc {
                          void *user, bf_explain_geom *geom, bf_error *err);
     /* Optional: set on gradient blocks (gradient checks, building gradients). */
     const bf_grad_desc *grad;
+
+    /* Optional: builds the gradient of a differentiable block as blocks (see above). */
+    bf_status (*gradient)(bf_grad_ctx *g, bf_error *err);
+    /* Optional: a stateful block (Variable, dataset). */
+    const bf_state_desc *state;
 
     /*
      * Optional constant data of this type, read by its functions as node->desc->impl. Block
