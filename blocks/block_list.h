@@ -31,5 +31,11 @@ BF_BLOCK(depthwise_conv2d_native_backprop_input)
 /* pooling and losses (blocks/nn_ops/) */
 
 /* state: Variables and their updates (blocks/state_ops/) */
+BF_BLOCK(assign)
+BF_BLOCK(assign_add)
+BF_BLOCK(assign_sub)
+BF_BLOCK(apply_gradient_descent)
+BF_BLOCK(apply_momentum)
+BF_BLOCK(apply_adam)
 
 /* data: datasets (blocks/data_ops/) */
