@@ -31,5 +31,6 @@ BF_BLOCK(depthwise_conv2d_native_backprop_input)
 /* pooling and losses (blocks/nn_ops/) */
 
 /* state: Variables and their updates (blocks/state_ops/) */
+BF_BLOCK(variable)
 
 /* data: datasets (blocks/data_ops/) */
