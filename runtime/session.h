@@ -153,6 +153,14 @@ bool bf_sess_gather_infos(bf_session *s, int b, bf_port_info *in);
 /* A problem as the JSON object of bf_session_check_json (NULL when out of memory). */
 cJSON *bf_sess_error_json(const bf_error *e);
 
+/* grad.c: building edit lists (also teach.c) */
+cJSON *bf_sess_ui_at(double x, double y);                  /* {"x", "y"}, NULL: no memory */
+cJSON *bf_sess_add_edit(cJSON *edits, const char *op);     /* a new {"op"} on the list */
+bool bf_sess_connect_edit(cJSON *edits, const char *block, const char *port, const char *src);
+/* The attributes block pb sets (defaults stay implicit) that type `to` also has, as a JSON
+ * object (NULL: no memory). */
+cJSON *bf_sess_attrs_like(const bf_page_block *pb, const bf_block_desc *to);
+
 /* state.c */
 /* Invalidate the stale nodes (a committed step's Variables and datasets): called when a run
  * starts. False when out of memory (then every result is dropped, which is safe). */
