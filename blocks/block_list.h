@@ -31,6 +31,7 @@ BF_BLOCK(depthwise_conv2d_native_backprop_input)
 /* pooling and losses (blocks/nn_ops/) */
 
 /* state: Variables and their updates (blocks/state_ops/) */
+BF_BLOCK(variable)
 BF_BLOCK(assign)
 BF_BLOCK(assign_add)
 BF_BLOCK(assign_sub)

@@ -423,6 +423,15 @@ static bf_status set_attr(bf_session *s, const char *block_id, const char *attr,
     }
     if (st == BF_OK) {
         bf_attr_value old = n->pb->attrs[a];
+        /* A stateful block keeps its state across an attribute that says so (a Variable's
+         * `trainable`); any other attribute of its own re-initialises it (bf_sess_state_*). */
+        bf_tensor *kept = NULL;
+        bool keep = d->state && (ad->flags & BF_ATTR_KEEPS_STATE);
+        if (keep && (st = d->state->save(&n->node, &kept, &e))) {
+            bf_attr_value_free(&v);
+            bf_err_at(&e, NULL, attr);
+            return block_err(s, b, &e, err);
+        }
         if (d->fini) d->fini(&n->node);
         n->pb->attrs[a] = v;
         if (d->init && (st = d->init(&n->node, &e))) {
@@ -430,10 +439,14 @@ static bf_status set_attr(bf_session *s, const char *block_id, const char *attr,
             bf_attr_value_free(&v);
             bf_error ignored;
             d->init(&n->node, &ignored);
+            if (kept) d->state->load(&n->node, kept, &ignored);
         } else {
             bf_attr_value_free(&old);
+            if (kept) d->state->load(&n->node, kept, &e); /* same dtype and shape */
+            else if (d->state) bf_sess_state_was_reset(s, b, attr);
             bf_sess_invalidate(s, b);
         }
+        bf_tensor_free(kept);
     } else {
         bf_attr_value_free(&v);
     }
@@ -804,10 +817,13 @@ bf_status bf_session_apply_edits(bf_session *s, const char *json, size_t len, bf
                                BF_LOAD_INCOMPLETE, &copy, NULL, err);
         if (st == BF_OK) st = bf_session_new(s->ctx, copy, &dry, err);
         bf_string_free(text);
+        if (dry) dry->dry_run = true;
         if (st == BF_OK) st = apply_list(dry, list, diags, err);
         bf_session_free(dry);
     }
+    s->edit_diags = diags; /* where edits report a state they re-initialised */
     if (st == BF_OK && cJSON_IsArray(list)) st = apply_list(s, list, diags, err);
+    s->edit_diags = NULL;
     cJSON_Delete(list);
     return st;
 }

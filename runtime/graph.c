@@ -198,7 +198,7 @@ uint64_t bf_sess_cache_evict(bf_session *s, uint64_t keep) {
 
 void bf_sess_cache_put(bf_session *s, snode *n) {
     if (n->cached || !n->valid) return;
-    if (s->no_cache) {
+    if (s->no_cache || (s->stepping && n->transient)) {
         bf_sess_drop_results(n);
         return;
     }

@@ -404,6 +404,7 @@ static void link_inputs(loader *L) {
                 continue;
             }
             if (L->incomplete) continue;
+            if (!in->text && (b->desc->inputs[i].flags & BF_PORT_OPTIONAL)) continue;
             if (!in->text) {
                 snprintf(ptr, sizeof(ptr), "/blocks/%d/inputs", b->json_index);
                 problem(L, BF_ESCHEMA, "missing_input", b->id, b->desc->inputs[i].name, NULL,

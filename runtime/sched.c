@@ -36,6 +36,7 @@ static bool cancelled(bf_session *s) {
 
 void bf_session_cancel(bf_session *s) {
     if (s) {
+        atomic_store(&s->stop_steps, 1);
         int expected = 0;
         atomic_compare_exchange_strong(&s->cancel, &expected, 1);
     }
@@ -68,14 +69,21 @@ static void execute(snode *n) {
 
     bool locked = n->dev != NULL;
     for (int k = 0; k < d->n_inputs; k++)
-        locked |= s->nodes[n->pb->inputs[k].src_block].outs[n->pb->inputs[k].src_port]->device
-                  != NULL;
+        locked |= n->pb->inputs[k].src_block >= 0 &&
+                  s->nodes[n->pb->inputs[k].src_block].outs[n->pb->inputs[k].src_port]->device
+                      != NULL;
     if (locked) uv_mutex_lock(&s->gpu_mu);
     if (n->dev && !(g = bf_sess_gpu(s, n->dev, e))) {
         st = e->status ? e->status : BF_EDEVICE;
         goto unlock;
     }
     for (int k = 0; k < d->n_inputs; k++) {
+        if (n->pb->inputs[k].src_block < 0) { /* an optional input left unconnected */
+            in[k] = NULL;
+            bf_port_set(&info[k], BF_DTYPE_INVALID, -1, NULL);
+            info[k].rank = BF_PORT_ABSENT_RANK;
+            continue;
+        }
         snode *src = &s->nodes[n->pb->inputs[k].src_block];
         const bf_tensor *t = src->outs[n->pb->inputs[k].src_port];
         bf_device *want = (d->inputs[k].flags & BF_PORT_HOST) ? NULL : n->dev;
@@ -348,6 +356,8 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
         opts = &defaults;
     }
     bf_status st;
+    if (!bf_sess_state_settle(s))
+        return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
     s->opts = opts;
     atomic_store(&s->cancel, 0);
     s->run_status = BF_OK;
@@ -438,7 +448,8 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
             return st;
         }
         for (int i = 0; i < n->pb->desc->n_inputs; i++)
-            n->pending += !s->nodes[n->pb->inputs[i].src_block].valid;
+            n->pending += n->pb->inputs[i].src_block >= 0 &&
+                          !s->nodes[n->pb->inputs[i].src_block].valid;
     }
     if (uv_loop_init(&s->loop)) {
         s->opts = NULL;

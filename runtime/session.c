@@ -83,6 +83,7 @@ bf_status bf_session_new(bf_context *ctx, bf_page *page, bf_session **out, bf_er
     s->cache_limit = s->no_cache ? 0 : ctx->cfg.max_cache_bytes;
     s->lru_head = s->lru_tail = -1;
     atomic_init(&s->cancel, 0);
+    atomic_init(&s->stop_steps, 0);
     if (!bf_sess_reserve(s, BF_MAX(page->n_blocks, 1))) goto oom;
     for (int i = 0; i < page->n_blocks; i++) {
         s->n = i + 1; /* freed by bf_session_free from here on */
