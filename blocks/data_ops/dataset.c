@@ -272,7 +272,7 @@ static bf_status load_npz(const bf_node *node, const char *path, const char *key
     return BF_OK;
 }
 
-/* ---- one file, whatever its kind -------------------------------------------------------------- */
+/* ---- one file, whatever its kind ------------------------------------------------------------ */
 
 static bf_status open_error(bf_error *err, const char *path, const char *what) {
     return bf_err(err, BF_EIO, "io_error", "%s: %s: %s", path, what, strerror(errno));
@@ -524,7 +524,9 @@ static void copy_rows(void *arg, int64_t task, int slot) {
         }
         for (int64_t i = 0; i < row; i++) {
             switch (t->dtype) {
-            case BF_DTYPE_I32: ((int32_t *)t->data)[to + i] = (int32_t)src_get_int(s, from + i); break;
+            case BF_DTYPE_I32:
+                ((int32_t *)t->data)[to + i] = (int32_t)src_get_int(s, from + i);
+                break;
             case BF_DTYPE_I64: ((int64_t *)t->data)[to + i] = src_get_int(s, from + i); break;
             case BF_DTYPE_F32: ((float *)t->data)[to + i] = (float)src_get(s, from + i); break;
             case BF_DTYPE_F64: ((double *)t->data)[to + i] = src_get(s, from + i); break;
