@@ -50,6 +50,7 @@ void bf_session_free(bf_session *s) {
         }
     }
     if (s->gpu_mu_ok) uv_mutex_destroy(&s->gpu_mu);
+    if (s->loop_ready) uv_loop_close(&s->loop);
     bf_free(s->nodes);
     bf_free(s->order);
     bf_free(s->ready);
