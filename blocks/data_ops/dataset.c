@@ -47,10 +47,8 @@
  * before anything is allocated; a truncated, oversized or malformed file is refused with a
  * message naming it, and the error names the attribute (file, file2, key, key2).
  *
- * Paths: the attributes are strings opened as given (relative to the working folder). The
- * runtime's FILE attributes resolve names against the page's folder and confine them there,
- * but they parse the file as .npy when the page loads; a raw-file variant of them is what this
- * block needs (see the report of issue 23), and then only data_path() changes.
+ * Paths: `file` and `file2` are PATH attributes: the runtime resolves them against the page's
+ * folder and confines them there as it does a Const's .npy file, and this block reads them.
  */
 #include "block.h"
 #include "counter_rng.h"
@@ -67,12 +65,12 @@
 
 enum { A_FILE, A_KEY, A_FILE2, A_KEY2, A_BATCH, A_SHUFFLE, A_SEED, A_DROP, A_DTYPE, A_DTYPE2 };
 static const bf_attr_desc attrs[] = {
-    [A_FILE] = {"file", BF_ATTR_STRING, NULL, NULL, 0,
+    [A_FILE] = {"file", BF_ATTR_PATH, NULL, NULL, 0,
                 "the samples: a .npy, a .npz (with key) or an IDX file; the first dim counts "
                 "the samples"},
     [A_KEY] = {"key", BF_ATTR_STRING, NULL, NULL, BF_ATTR_OPTIONAL,
                ".npz only: the array to read (may be left out when there is one)"},
-    [A_FILE2] = {"file2", BF_ATTR_STRING, NULL, NULL, BF_ATTR_OPTIONAL,
+    [A_FILE2] = {"file2", BF_ATTR_PATH, NULL, NULL, BF_ATTR_OPTIONAL,
                  "optional second file of as many samples (labels), yielded on batch2"},
     [A_KEY2] = {"key2", BF_ATTR_STRING, NULL, NULL, BF_ATTR_OPTIONAL,
                 ".npz only: the array of file2"},
@@ -145,7 +143,11 @@ static int64_t src_get_int(const source *s, int64_t i) {
 }
 
 /* Where the attribute's file is. See the header: the name as given, for now. */
-static const char *data_path(const bf_node *node, int attr) { return node->attrs[attr].s; }
+/* The file as the page's loader resolved it (against the page's folder, confined where the
+ * context confines files); a node made without a page (bf_node_make) opens the name as given. */
+static const char *data_path(const bf_node *node, int attr) {
+    return node->attrs[attr].path ? node->attrs[attr].path : node->attrs[attr].s;
+}
 
 /* ---- IDX ------------------------------------------------------------------------------------ */
 
