@@ -142,7 +142,6 @@ static int64_t src_get_int(const source *s, int64_t i) {
     return (int64_t)bf_tensor_get_f64(s->tensor, i); /* checked integral and in range */
 }
 
-/* Where the attribute's file is. See the header: the name as given, for now. */
 /* The file as the page's loader resolved it (against the page's folder, confined where the
  * context confines files); a node made without a page (bf_node_make) opens the name as given. */
 static const char *data_path(const bf_node *node, int attr) {
