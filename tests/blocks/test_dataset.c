@@ -590,9 +590,7 @@ END_TEST
 
 /*
  * A step after a plain run: the run cached the cursor's batch, the step uses it and must then
- * advance. Pending a runtime fix (runtime/state.c commit() advances only the datasets whose
- * kernel ran in the step, so a batch reused from the cache is yielded forever); runs only with
- * BF_TEST_PENDING=1 until then.
+ * advance (a dataset advances after every step that read its batch, run or reused).
  */
 START_TEST(step_after_plain_run) {
     write_xy(10);
@@ -824,7 +822,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, shuffle_is_uniform);
     tcase_add_test(tc, run_reset_and_no_second_file);
     tcase_add_test(tc, cursor_save_and_load);
-    if (getenv("BF_TEST_PENDING")) tcase_add_test(tc, step_after_plain_run);
+    tcase_add_test(tc, step_after_plain_run);
     suite_add_tcase(s, tc);
     tc = tcase_create("files");
     tcase_add_checked_fixture(tc, bf_scratch_setup, bf_scratch_teardown);
