@@ -163,7 +163,8 @@ static bf_status commit(bf_session *s, bf_error *err) {
         snode *n = &s->nodes[i];
         /* every dataset the step read, whether it ran or its batch was reused from a plain
          * run before the step */
-        if (has_state(n) && n->pb->desc->state->advance && n->needed && n->valid) {
+        if (has_state(n) && n->pb->desc->state->advance && n->needed &&
+            (n->valid || n->stats.ran)) {
             n->pb->desc->state->advance(&n->node);
             n->stale = true;
         }
