@@ -433,8 +433,13 @@ int cli_train(int argc, char **argv) {
             names[t.n++] = bf_page_output(pg, i);
     }
     t.names = names;
-    t.values = calloc((size_t)t.n + 1, sizeof(double));
-    for (int i = 0; t.values && i < t.n; i++) t.values[i] = NAN;
+    if (!(t.values = calloc((size_t)t.n + 1, sizeof(double)))) {
+        fprintf(stderr, "blockflow train: out of memory\n");
+        rc = EXIT_RUN;
+        st = BF_ENOMEM;
+        goto done;
+    }
+    for (int i = 0; i < t.n; i++) t.values[i] = NAN;
 
     bool any_update;
     t.dataset = find_blocks(pg, &any_update);
@@ -503,6 +508,7 @@ int cli_train(int argc, char **argv) {
         rc = t.rc;
         if (t.e.status) cli_print_error(&t.e);
         if (st == BF_OK) st = t.e.status ? t.e.status : BF_EIO;
+        if (t.e.status) e = t.e;
     } else if (st && st != BF_ECANCELED) {
         if (!a.json) print_diags(diags, &e);
         bool invalid = st == BF_ESCHEMA || st == BF_EATTR || st == BF_ESHAPE ||

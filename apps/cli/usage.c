@@ -78,8 +78,8 @@ static const topic topics[] = {
      "                      problems\n"
      "  --quiet             print only errors (no progress line, no summary)\n"
      "  Ctrl-C stops at a step boundary (the step in flight is dropped), writes the checkpoint\n"
-     "  and exits 130. The page's outputs and Variables can be read back with\n"
-     "  run --feed or from the .npz (numpy.load).\n"},
+     "  and exits 130. A checkpoint holds one array per Variable and dataset cursor, named\n"
+     "  by the block's id, and \".step\" (numpy.load reads it).\n"},
     {"gradcheck",
      "  gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
      "           [--gpu]\n"

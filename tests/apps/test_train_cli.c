@@ -35,7 +35,7 @@ extern char **environ;
 /* Run blockflow in the scratch folder: the files it is given are named relative to it (bf_sp's
  * buffers are few, and bf_run uses two of them). */
 static bf_result run_here(const char *const *args) {
-    bf_run_opts o = {.dir = bf_scratch(), .timeout_s = 60};
+    bf_run_opts o = {.dir = bf_scratch(), .timeout_s = 20};
     return bf_run(&o, args);
 }
 #define RUN(...) run_here((const char *const[]){__VA_ARGS__, NULL})
@@ -466,6 +466,23 @@ START_TEST(epochs_with_a_dataset) {
     ck_assert_int_eq(step, 6);
     ck_assert_double_eq(ep, 1);
     ck_assert_double_eq(ix, 2);
+    /* the dataset advances whether or not its outputs are among the metrics: the same losses
+     * with the default metrics (the loss only) */
+    r = RUN("train", "d.json", "--steps", "4", "--log", "f.csv", "-q");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    bf_result_free(&r);
+    char *f = bf_read_file(bf_sp("f.csv"), NULL);
+    ck_assert_int_eq(bf_count_lines(f), 5);
+    const char *pe = strchr(log, '\n') + 1, *pf = strchr(f, '\n') + 1;
+    for (int i = 0; i < 4; i++) {
+        double le, lf;
+        ck_assert_int_eq(sscanf(pe, "%lld,%lf,%lf", &step, &s, &le), 3);
+        ck_assert_int_eq(sscanf(pf, "%lld,%lf,%lf", &step, &s, &lf), 3);
+        ck_assert_msg(le == lf, "step %d: loss %.9g with the dataset's outputs fetched, %.9g "
+                      "without (the dataset did not advance?)", i + 1, le, lf);
+        pe = strchr(pe, '\n') + 1, pf = strchr(pf, '\n') + 1;
+    }
+    free(f);
     free(log);
     /* the cursor saved is the next epoch's first batch; one more epoch from there */
     ck_assert_double_eq(npz_get(bf_sp("e.npz"), "data", 0), 2);
