@@ -43,8 +43,9 @@ static void on_sigint(int sig) {
 }
 
 /*
- * Parse a limit option at argv[*i] into cfg (cli.h: train shares it). Returns 1 when it was one (advancing *i past
- * its value), 0 when argv[*i] is no limit option, -1 on a bad value (message printed).
+ * Parse a limit option at argv[*i] into cfg (train shares it: cli.h). Returns 1 when it was
+ * one (advancing *i past its value), 0 when argv[*i] is no limit option, -1 on a bad value
+ * (message printed).
  */
 int cli_parse_limit(int argc, char **argv, int *i, bf_config *cfg) {
     static const struct {
