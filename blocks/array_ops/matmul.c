@@ -13,12 +13,12 @@
  *
  * float32 and float64 run on the packed GEMM of the convolutions (nn_ops/cpu, through the
  * public conv_kernels.h), which is a plain GEMM when the convolution is 1x1 on a 1x1 image:
- *   op(a) x b    = Conv2D            x = a [M,1,1,K],  w = b [1,1,K,N]     -> [M,1,1,N]
- *   op(a) x b^T  = Conv2DBackpropInput dy = a [M,1,1,K], w = b [1,1,N,K]  -> [M,1,1,N]
- * and transpose_a copies a^T into the workspace first (a cache-tiled transpose, cheap beside
- * the product; the filter-gradient form of a^T x b measured 2-3x slower for [1152,128]^T x
- * [128,10], the dense layer's weight gradient). That GEMM picks AVX-512, AVX2+FMA or portable
- * code at run time and splits its row blocks over the kernel pool. float16 and bfloat16 are
+ *   a x b       = Conv2D                x = a [M,1,1,K],  w = b [1,1,K,N]   -> y  [M,1,1,N]
+ *   op(a) x b^T = Conv2DBackpropInput   dy = a [M,1,1,K], w = b [1,1,N,K]   -> dx [M,1,1,N]
+ *   a^T x b     = Conv2DBackpropFilter  x = a [K,1,1,M],  dy = b [K,1,1,N]  -> dw [1,1,M,N]
+ * and a^T x b^T copies a^T into the workspace first (a cache-tiled transpose), then takes the
+ * second form. That GEMM picks AVX-512, AVX2+FMA or portable code at run time and splits its
+ * row blocks over the kernel pool. float16 and bfloat16 are
  * widened to float32 in the workspace, multiplied there and rounded once, as TF's CPU kernel
  * does. int32 and int64 are exact: accumulated in int64, and a product or sum that overflows
  * the dtype is an error (TF wraps around silently).
@@ -115,7 +115,10 @@ static void make_plan(const bf_node *node, const int64_t *ad, const int64_t *bd,
     bf_conv_geom g = {.n = p->m, .in_h = 1, .in_w = 1, .k_h = 1, .k_w = 1, .out_h = 1,
                       .out_w = 1, .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1,
                       .groups = 1};
-    if (p->tb) { /* dy = a [M,K], w = b [1,1,N,K], dx [M,N] */
+    if (p->ta && !p->tb) { /* x = a [K,1,1,M], dy = b [K,1,1,N], dw [1,1,M,N] */
+        p->op = BF_CONV_BWD_FILTER;
+        g.n = p->k, g.in_c = g.k_in_c = p->m, g.out_c = p->n;
+    } else if (p->tb) { /* dy = op(a) [M,K], w = b [1,1,N,K], dx [M,N] */
         p->op = BF_CONV_BWD_INPUT;
         g.in_c = g.k_in_c = p->n, g.out_c = p->k;
     } else { /* x = a [M,K], w = b [1,1,K,N], y [M,N] */
@@ -131,7 +134,7 @@ static void make_plan(const bf_node *node, const int64_t *ad, const int64_t *bd,
     p->off_a = widen ? add_piece(&p->total, mk * es) : 0;          /* a widened */
     p->off_b = widen ? add_piece(&p->total, kn * es) : 0;          /* b widened */
     p->off_c = widen ? add_piece(&p->total, mn * es) : 0;          /* product before rounding */
-    p->off_t = p->ta ? add_piece(&p->total, mk * es) : 0;          /* a^T */
+    p->off_t = p->ta && p->tb ? add_piece(&p->total, mk * es) : 0; /* a^T */
     p->off_g = add_piece(&p->total, p->conv_ws);
 }
 
@@ -189,7 +192,7 @@ static void run_float(const mm_plan *p, const void *a, const void *b, void *c,
         convert(ex, b, p->dt, ws + p->off_b, p->cdt, p->k * p->n);
         a = ws + p->off_a, b = ws + p->off_b;
     }
-    if (p->ta) { /* a is [K,M]: a^T [M,K] */
+    if (p->ta && p->tb) { /* a is [K,M]: a^T [M,K] */
         int64_t dims[2] = {p->k, p->m};
         int perm[2] = {1, 0};
         bf_permute(a, ws + p->off_t, 2, dims, perm, es, ex);
