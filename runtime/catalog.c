@@ -10,7 +10,8 @@
 #include <string.h>
 
 static const char *const kind_names[] = {"int",   "float", "bool",   "enum",   "string",
-                                         "int_list", "shape", "dtype", "tensor", "file"};
+                                         "int_list", "shape", "dtype", "tensor", "file",
+                                         "path"};
 
 static cJSON *dtype_list(unsigned mask) {
     cJSON *a = cJSON_CreateArray();

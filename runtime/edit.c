@@ -408,7 +408,7 @@ static bf_status set_attr(bf_session *s, const char *block_id, const char *attr,
         st = bf_attr_parse_one(ad, value, &v, NULL, &e);
     }
     bf_file_scope files = {s->page->dir, s->page->confine_files, s->page->max_elements};
-    if (st == BF_OK && ad->kind == BF_ATTR_FILE) {
+    if (st == BF_OK && (ad->kind == BF_ATTR_FILE || ad->kind == BF_ATTR_PATH)) {
         bf_attr_value tmp[64] = {{0}};
         BF_ASSERT(d->n_attrs <= BF_COUNT(tmp));
         tmp[a] = v;
@@ -417,7 +417,7 @@ static bf_status set_attr(bf_session *s, const char *block_id, const char *attr,
     }
     /* The same value changes nothing, except a file name: setting it again re-reads the file,
      * whose contents may have changed on disk. */
-    if (st == BF_OK && ad->kind != BF_ATTR_FILE && same_value(ad, &n->pb->attrs[a], &v)) {
+    if (st == BF_OK && ad->kind != BF_ATTR_FILE && ad->kind != BF_ATTR_PATH && same_value(ad, &n->pb->attrs[a], &v)) {
         bf_attr_value_free(&v);
         return BF_OK;
     }
@@ -815,6 +815,10 @@ bf_status bf_session_apply_edits(bf_session *s, const char *json, size_t len, bf
         if (st == BF_OK)
             st = bf_page_parse(s->ctx, text, strlen(text), s->page->file, s->page->dir,
                                BF_LOAD_INCOMPLETE, &copy, NULL, err);
+        if (st == BF_OK) { /* the copy needs no state of its own */
+            bf_free(copy->checkpoint);
+            copy->checkpoint = NULL;
+        }
         if (st == BF_OK) st = bf_session_new(s->ctx, copy, &dry, err);
         bf_string_free(text);
         if (dry) dry->dry_run = true;

@@ -93,7 +93,8 @@ struct bf_session {
                                   and a cuDNN handle belong to one thread at a time */
     bool gpu_mu_ok;
     /* run state, touched only on the running thread */
-    uv_loop_t loop;
+    uv_loop_t loop;            /* made when a run first hands a block to the thread pool */
+    bool loop_ready;
     double deadline;           /* bf_now() past it: the run times out (0: no limit) */
     int *ready;                /* blocks whose inputs are all produced, not yet started */
     int n_ready;
@@ -107,10 +108,15 @@ struct bf_session {
     bool stepping;             /* inside bf_session_step: transient results are not cached */
     atomic_int stop_steps;     /* bf_session_cancel: stop the step loop */
     bool dry_run;              /* a copy that tries an edit batch: reports nothing */
+    bool promote_f64;          /* a float64 re-run (grad_check.c): bf_node.promote_f64 */
     bf_diags *edit_diags;      /* the diags of the bf_session_apply_edits in progress */
 };
 
 /* session.c */
+/* bf_session_new, optionally as a float64 re-run of the page (every float dtype an attribute
+ * chooses becomes float64: bf_node_float). */
+bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_session **out,
+                       bf_error *err);
 /* Complete an error about node b (page, block id, JSON pointer to the port or attribute). */
 void bf_sess_where(bf_session *s, int b, bf_error *e);
 /* Allocate node i's per-port arrays (its block already bound). False when out of memory. */
@@ -152,6 +158,14 @@ bool bf_sess_gather_infos(bf_session *s, int b, bf_port_info *in);
 
 /* A problem as the JSON object of bf_session_check_json (NULL when out of memory). */
 cJSON *bf_sess_error_json(const bf_error *e);
+
+/* grad.c: building edit lists (also teach.c) */
+cJSON *bf_sess_ui_at(double x, double y);                  /* {"x", "y"}, NULL: no memory */
+cJSON *bf_sess_add_edit(cJSON *edits, const char *op);     /* a new {"op"} on the list */
+bool bf_sess_connect_edit(cJSON *edits, const char *block, const char *port, const char *src);
+/* The attributes block pb sets (defaults stay implicit) that type `to` also has, as a JSON
+ * object (NULL: no memory). */
+cJSON *bf_sess_attrs_like(const bf_page_block *pb, const bf_block_desc *to);
 
 /* state.c */
 /* Invalidate the stale nodes (a committed step's Variables and datasets): called when a run
