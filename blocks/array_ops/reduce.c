@@ -562,7 +562,7 @@ bf_status bf_reduce_gradient(bf_grad_ctx *g, bf_error *err) {
     const bf_node *node = bf_grad_node(g);
     const bf_reduce_impl *impl = node->desc->impl;
     const bf_port_info *x = bf_grad_input_info(g, 0), *ax = bf_grad_input_info(g, 1);
-    bool absent = ax->rank == BF_PORT_ABSENT_RANK, keep = node->attrs[0].b;
+    bool absent = !ax || ax->rank == BF_PORT_ABSENT_RANK, keep = node->attrs[0].b;
     if (!bf_dtype_is_float(x->dtype)) return BF_OK; /* integers have no gradient */
     if (x->rank < 0 || (!absent && !ax->value))
         return bf_arr_err(err, BF_ESHAPE, "shape_unknown", "reduction_indices", NULL,

@@ -1333,6 +1333,182 @@ START_TEST(reductions_errors) {
 }
 END_TEST
 
+/* ---- gradients: built by bf_session_build_gradients, checked by finite differences ------ */
+
+/*
+ * The page `fwd` (blocks without the closing "]}", float64 Variables among them, and a block
+ * "op" with n_out outputs elements) gets loss = Sum(MatMul(Reshape(op, [1, -1]), W)) with W a
+ * random Const [n_out, 1], so that dy is not uniform. The gradient of the loss with respect to
+ * each Variable vars[k], built by bf_session_build_gradients, must match central differences
+ * of the loss computed here in float64: |g - fd| <= 1e-6 * (|fd| + max |fd|).
+ */
+static void grad_check(const char *fwd, int64_t n_out, int nvars, const char *const *vars,
+                       uint64_t seed) {
+    bf_rng r = {seed};
+    size_t cap = strlen(fwd) + 64 * (size_t)n_out + 1024, len = 0;
+    char *body = malloc(cap);
+    len += (size_t)snprintf(body + len, cap - len,
+                            "%s,{\"id\":\"flat_shape\",\"type\":\"Const\",\"attrs\":{\"dtype\":"
+                            "\"int32\",\"value\":[1,-1]}},"
+                            "{\"id\":\"flat\",\"type\":\"Reshape\",\"inputs\":{\"tensor\":\"op\","
+                            "\"shape\":\"flat_shape\"}},"
+                            "{\"id\":\"wt\",\"type\":\"Const\",\"attrs\":{\"dtype\":\"float64\","
+                            "\"shape\":[%lld,1],\"value\":[",
+                            fwd, (long long)n_out);
+    for (int64_t i = 0; i < n_out; i++)
+        len += (size_t)snprintf(body + len, cap - len, "%s%.17g", i ? "," : "",
+                                bf_rng_nonzero(&r));
+    snprintf(body + len, cap - len,
+             "]}},{\"id\":\"mm\",\"type\":\"MatMul\",\"inputs\":{\"a\":\"flat\",\"b\":\"wt\"}},"
+             "{\"id\":\"loss\",\"type\":\"Sum\",\"inputs\":{\"input\":\"mm\"}}]}");
+    bf_context *ctx = new_ctx(2);
+    bf_session *s = open_json(ctx, body);
+    free(body);
+    char *created = NULL;
+    bf_error e = {0};
+    if (bf_session_build_gradients(s, "loss", NULL, 0, NULL, &created, &e))
+        ck_abort_msg("build_gradients: %s %s (block %s)", e.code, e.message, e.block_id);
+    for (int v = 0; v < nvars; v++) {
+        char key[64], ref[128];
+        snprintf(key, sizeof(key), "\"%s\":\"", vars[v]);
+        const char *at = strstr(strstr(created, "\"gradients\""), key);
+        ck_assert_msg(at != NULL, "no gradient for %s in %s", vars[v], created);
+        at += strlen(key);
+        size_t n = strcspn(at, "\"");
+        ck_assert_uint_lt(n, sizeof(ref));
+        memcpy(ref, at, n), ref[n] = 0;
+        bf_tensor *g = NULL, *x = NULL;
+        ck_assert_int_eq(bf_tensor_copy(run_ok(s, ref), &g, NULL), BF_OK);
+        ck_assert_int_eq(bf_session_read_state(s, vars[v], &x, NULL), BF_OK);
+        ck_assert_int_eq(bf_tensor_numel(g), bf_tensor_numel(x));
+        double *fd = malloc(sizeof(double) * (size_t)bf_tensor_numel(x)), scale = 0;
+        /* float64: a small step; float32 Variables only feed linear blocks here (Cast), where
+           a step exact in float32 gives exact differences */
+        double rel = bf_tensor_dtype(x) == BF_DTYPE_F64 ? 1e-6 : 0.125;
+        for (int64_t i = 0; i < bf_tensor_numel(x); i++) {
+            double x0 = elem(x, i), h = rel * fmax(1, fabs(x0)), l[2];
+            for (int side = 0; side < 2; side++) {
+                set_elem(x, i, x0 + (side ? -h : h));
+                ck_assert_int_eq(bf_session_write_state(s, vars[v], x, NULL), BF_OK);
+                l[side] = elem(run_ok(s, "loss"), 0);
+            }
+            set_elem(x, i, x0);
+            fd[i] = (l[0] - l[1]) / (2 * h);
+            scale = fmax(scale, fabs(fd[i]));
+        }
+        ck_assert_int_eq(bf_session_write_state(s, vars[v], x, NULL), BF_OK);
+        for (int64_t i = 0; i < bf_tensor_numel(x); i++)
+            if (!(fabs(elem(g, i) - fd[i]) <= 1e-6 * (fabs(fd[i]) + scale)))
+                ck_abort_msg("d loss / d %s[%lld]: gradient %.12g, finite differences %.12g "
+                             "(%s)",
+                             vars[v], (long long)i, elem(g, i), fd[i], ref);
+        free(fd);
+        bf_tensor_free(g), bf_tensor_free(x);
+    }
+    bf_string_free(created);
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+
+/* A float64 Variable `id` of shape `shape` (JSON) with seeded random normal values. */
+#define VAR(id, shape, seed)                                                                   \
+    "{\"id\":\"" id "\",\"type\":\"Variable\",\"attrs\":{\"dtype\":\"float64\",\"shape\":" shape \
+    ",\"initializer\":\"random_normal\",\"seed\":" #seed "}}"
+#define CONST_I32(id, value)                                                                   \
+    "{\"id\":\"" id "\",\"type\":\"Const\",\"attrs\":{\"dtype\":\"int32\",\"value\":" value "}}"
+
+static const char *const va[1] = {"va"}, *const vab[2] = {"va", "vb"};
+
+START_TEST(gradient_matmul) {
+    static const char *const attrs[4] = {"{}", "{\"transpose_b\":true}", "{\"transpose_a\":true}",
+                                         "{\"transpose_a\":true,\"transpose_b\":true}"};
+    static const char *const shapes[4][2] = {
+        {"[3,4]", "[4,5]"}, {"[3,4]", "[5,4]"}, {"[4,3]", "[4,5]"}, {"[4,3]", "[5,4]"}};
+    char page[1024];
+    snprintf(page, sizeof(page),
+             "{\"id\":\"va\",\"type\":\"Variable\",\"attrs\":{\"dtype\":\"float64\",\"shape\":%s,"
+             "\"initializer\":\"random_normal\",\"seed\":3}},"
+             "{\"id\":\"vb\",\"type\":\"Variable\",\"attrs\":{\"dtype\":\"float64\",\"shape\":%s,"
+             "\"initializer\":\"random_normal\",\"seed\":4}},"
+             "{\"id\":\"op\",\"type\":\"MatMul\",\"attrs\":%s,\"inputs\":{\"a\":\"va\","
+             "\"b\":\"vb\"}}",
+             shapes[_i][0], shapes[_i][1], attrs[_i]);
+    grad_check(page, 15, 2, vab, 100 + (uint64_t)_i);
+}
+END_TEST
+
+START_TEST(gradient_bias_add) {
+    grad_check(VAR("va", "[2,3,4]", 5) "," VAR("vb", "[4]", 6)
+               ",{\"id\":\"op\",\"type\":\"BiasAdd\",\"inputs\":{\"value\":\"va\",\"bias\":\"vb\"}}",
+               24, 2, vab, 200);
+    grad_check(VAR("va", "[2,3,4]", 5) "," VAR("vb", "[3]", 6)
+               ",{\"id\":\"op\",\"type\":\"BiasAdd\",\"attrs\":{\"data_format\":\"NCHW\"},"
+               "\"inputs\":{\"value\":\"va\",\"bias\":\"vb\"}}",
+               24, 2, vab, 201);
+}
+END_TEST
+
+START_TEST(gradient_shapes) {
+    grad_check(VAR("va", "[2,3,4]", 7) "," CONST_I32("sh", "[4,-1]")
+               ",{\"id\":\"op\",\"type\":\"Reshape\",\"inputs\":{\"tensor\":\"va\",\"shape\":"
+               "\"sh\"}}",
+               24, 1, va, 300);
+    grad_check(VAR("va", "[2,3,4]", 8) "," CONST_I32("pm", "[2,0,1]")
+               ",{\"id\":\"op\",\"type\":\"Transpose\",\"inputs\":{\"x\":\"va\",\"perm\":\"pm\"}}",
+               24, 1, va, 301);
+    grad_check(VAR("va", "[2,3]", 9) "," CONST_I32("d", "1")
+               ",{\"id\":\"op\",\"type\":\"ExpandDims\",\"inputs\":{\"input\":\"va\",\"dim\":"
+               "\"d\"}}",
+               6, 1, va, 302);
+    grad_check(VAR("va", "[2,1,3]", 10)
+               ",{\"id\":\"op\",\"type\":\"Squeeze\",\"inputs\":{\"input\":\"va\"}}",
+               6, 1, va, 303);
+    grad_check(VAR("va", "[3,1]", 11) "," CONST_I32("sh", "[2,3,4]")
+               ",{\"id\":\"op\",\"type\":\"BroadcastTo\",\"inputs\":{\"input\":\"va\",\"shape\":"
+               "\"sh\"}}",
+               24, 1, va, 304);
+    grad_check(VAR("va", "[2,3]", 12) "," CONST_I32("m", "[2,1]")
+               ",{\"id\":\"op\",\"type\":\"Tile\",\"inputs\":{\"input\":\"va\",\"multiples\":"
+               "\"m\"}}",
+               12, 1, va, 305);
+    grad_check(VAR("va", "[]", 13) "," CONST_I32("d", "[2,3]")
+               ",{\"id\":\"op\",\"type\":\"Fill\",\"inputs\":{\"dims\":\"d\",\"value\":\"va\"}}",
+               6, 1, va, 306);
+    /* Cast float32 -> float64: the gradient is cast back (perturbations exact in float32) */
+    grad_check("{\"id\":\"va\",\"type\":\"Variable\",\"attrs\":{\"shape\":[2,3],\"value\":"
+               "[1,2,3,4,5,6]}},"
+               "{\"id\":\"op\",\"type\":\"Cast\",\"attrs\":{\"DstT\":\"float64\"},\"inputs\":{"
+               "\"x\":\"va\"}}",
+               6, 1, va, 307);
+}
+END_TEST
+
+START_TEST(gradient_reductions) {
+    static const char *const types[2] = {"Sum", "Mean"};
+    for (int t = 0; t < 2; t++) {
+        char page[1024];
+        /* axes [0, 2] with and without keep_dims, a negative axis, none connected */
+        snprintf(page, sizeof(page),
+                 VAR("va", "[2,3,4]", 14) "," CONST_I32("ax", "[0,-1]")
+                 ",{\"id\":\"op\",\"type\":\"%s\",\"inputs\":{\"input\":\"va\","
+                 "\"reduction_indices\":\"ax\"}}",
+                 types[t]);
+        grad_check(page, 3, 1, va, 400 + (uint64_t)t);
+        snprintf(page, sizeof(page),
+                 VAR("va", "[2,3,4]", 15) "," CONST_I32("ax", "1")
+                 ",{\"id\":\"op\",\"type\":\"%s\",\"attrs\":{\"keep_dims\":true},\"inputs\":{"
+                 "\"input\":\"va\",\"reduction_indices\":\"ax\"}}",
+                 types[t]);
+        grad_check(page, 8, 1, va, 410 + (uint64_t)t);
+        snprintf(page, sizeof(page),
+                 VAR("va", "[2,3]", 16) ",{\"id\":\"op\",\"type\":\"%s\",\"inputs\":{"
+                                        "\"input\":\"va\"}}",
+                 types[t]);
+        grad_check(page, 1, 1, va, 420 + (uint64_t)t);
+    }
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("array_ops");
     TCase *tc = tcase_create("matmul");
@@ -1369,6 +1545,14 @@ static Suite *suite(void) {
     tcase_add_test(tc, reductions_empty_and_compat);
     tcase_add_test(tc, reductions_compensated_across_chunks);
     tcase_add_test(tc, reductions_errors);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("gradients");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, gradient_matmul, 0, 4);
+    tcase_add_test(tc, gradient_bias_add);
+    tcase_add_test(tc, gradient_shapes);
+    tcase_add_test(tc, gradient_reductions);
     suite_add_tcase(s, tc);
     return s;
 }
