@@ -23,8 +23,9 @@ static const bf_port_desc inputs[] = {
     {"input", BF_DT_ALL, 0, "any tensor of rank >= 1"},
     {"dimension", BF_DT_INTS, BF_PORT_HOST, "scalar: the axis, in [-rank, rank)"},
 };
-static const bf_port_desc outputs[] = {{"output", BF_DT_INTS, 0, "input's shape without the "
-                                                                 "axis: the indices"}};
+static const bf_port_desc outputs[] = {{"output", BF_DT_INTS, 0,
+                                        "input's shape without the "
+                                        "axis: the indices"}};
 
 static bf_status check_axis(const bf_port_info *x, int64_t dim, int *axis, bf_error *err) {
     int64_t a = dim < 0 ? dim + x->rank : dim;
@@ -73,15 +74,15 @@ typedef struct argmax_job {
     int64_t n, inner, outer_per_task, outer;
 } argmax_job;
 
-#define ARGMAX_LOOP(T)                                                                        \
-    do {                                                                                      \
-        const T *s = (const T *)j->x->data + o * j->n * j->inner + i;                         \
-        T best = s[0];                                                                        \
-        for (int64_t k = 1; k < j->n; k++)                                                    \
-            if (s[k * j->inner] > best) {                                                     \
-                best = s[k * j->inner];                                                       \
-                idx = k;                                                                      \
-            }                                                                                 \
+#define ARGMAX_LOOP(T)                                                                             \
+    do {                                                                                           \
+        const T *s = (const T *)j->x->data + o * j->n * j->inner + i;                              \
+        T best = s[0];                                                                             \
+        for (int64_t k = 1; k < j->n; k++)                                                         \
+            if (s[k * j->inner] > best) {                                                          \
+                best = s[k * j->inner];                                                            \
+                idx = k;                                                                           \
+            }                                                                                      \
     } while (0)
 
 static void argmax_task(void *job, int64_t t, int slot) {
@@ -107,8 +108,10 @@ static void argmax_task(void *job, int64_t t, int slot) {
                 }
             }
             }
-            if (j->y->dtype == BF_DTYPE_I32) ((int32_t *)j->y->data)[o * j->inner + i] = (int32_t)idx;
-            else ((int64_t *)j->y->data)[o * j->inner + i] = idx;
+            if (j->y->dtype == BF_DTYPE_I32)
+                ((int32_t *)j->y->data)[o * j->inner + i] = (int32_t)idx;
+            else
+                ((int64_t *)j->y->data)[o * j->inner + i] = idx;
         }
 }
 

@@ -43,8 +43,8 @@ bf_status bf_arr_err(bf_error *err, bf_status st, const char *code, const char *
     return r;
 }
 
-bf_status bf_shape_from_value(const bf_tensor *v, const char *port, const char *what,
-                              int *rank, int64_t *dims, bf_error *err) {
+bf_status bf_shape_from_value(const bf_tensor *v, const char *port, const char *what, int *rank,
+                              int64_t *dims, bf_error *err) {
     char b[96];
     if (v->rank != 1)
         return bf_arr_err(err, BF_ESHAPE, "bad_shape", port, NULL,
@@ -72,8 +72,8 @@ typedef struct perm_job {
     const char *src;
     char *dst;
     size_t es;
-    int rank;              /* after simplification */
-    int64_t od[BF_MAX_RANK]; /* output dims */
+    int rank;                 /* after simplification */
+    int64_t od[BF_MAX_RANK];  /* output dims */
     int64_t ist[BF_MAX_RANK]; /* input stride (elements) of output dim k */
     int64_t ost[BF_MAX_RANK]; /* output stride of output dim k */
     /* rows mode: the last output dim is contiguous in the input too */
@@ -114,25 +114,25 @@ static void perm_rows_task(void *arg, int64_t t, int slot) {
  * go through a local block: eight contiguous loads of a source row, eight contiguous stores
  * of a destination row, the transposition itself in L1 (the compiler vectorises both sides).
  */
-#define PERM_TILE_LOOP(T)                                                                      \
-    do {                                                                                       \
-        const T *s = (const T *)j->src + is;                                                   \
-        T *d = (T *)j->dst + os;                                                               \
-        int64_t x = q0;                                                                        \
-        for (; x + 8 <= q1; x += 8) {                                                          \
-            int64_t y = l0;                                                                    \
-            for (; y + 8 <= l1; y += 8) {                                                      \
-                T blk[8][8];                                                                   \
-                for (int b = 0; b < 8; b++)                                                    \
-                    for (int a = 0; a < 8; a++) blk[a][b] = s[x + a + (y + b) * ls];           \
-                for (int a = 0; a < 8; a++)                                                    \
-                    for (int b = 0; b < 8; b++) d[(x + a) * qs + y + b] = blk[a][b];           \
-            }                                                                                  \
-            for (; y < l1; y++)                                                                \
-                for (int a = 0; a < 8; a++) d[(x + a) * qs + y] = s[x + a + y * ls];           \
-        }                                                                                      \
-        for (; x < q1; x++)                                                                    \
-            for (int64_t y = l0; y < l1; y++) d[x * qs + y] = s[x + y * ls];                   \
+#define PERM_TILE_LOOP(T)                                                                          \
+    do {                                                                                           \
+        const T *s = (const T *)j->src + is;                                                       \
+        T *d = (T *)j->dst + os;                                                                   \
+        int64_t x = q0;                                                                            \
+        for (; x + 8 <= q1; x += 8) {                                                              \
+            int64_t y = l0;                                                                        \
+            for (; y + 8 <= l1; y += 8) {                                                          \
+                T blk[8][8];                                                                       \
+                for (int b = 0; b < 8; b++)                                                        \
+                    for (int a = 0; a < 8; a++) blk[a][b] = s[x + a + (y + b) * ls];               \
+                for (int a = 0; a < 8; a++)                                                        \
+                    for (int b = 0; b < 8; b++) d[(x + a) * qs + y + b] = blk[a][b];               \
+            }                                                                                      \
+            for (; y < l1; y++)                                                                    \
+                for (int a = 0; a < 8; a++) d[(x + a) * qs + y] = s[x + a + y * ls];               \
+        }                                                                                          \
+        for (; x < q1; x++)                                                                        \
+            for (int64_t y = l0; y < l1; y++) d[x * qs + y] = s[x + y * ls];                       \
     } while (0)
 
 static void perm_tile_task(void *arg, int64_t t, int slot) {
@@ -180,8 +180,7 @@ void bf_permute(const void *src, void *dst, int rank, const int64_t *dims, const
         j.n_rows = numel / j.row;
         j.rows_per_task = BF_MAX(1, (int64_t)(65536 / es) / j.row);
         if (j.rank <= 1) j.rank = 1, j.od[0] = numel, j.ist[0] = 1, j.ost[0] = 1;
-        bf_parallel_for(ex, (j.n_rows + j.rows_per_task - 1) / j.rows_per_task, perm_rows_task,
-                        &j);
+        bf_parallel_for(ex, (j.n_rows + j.rows_per_task - 1) / j.rows_per_task, perm_rows_task, &j);
         return;
     }
     j.q = 0;

@@ -29,8 +29,8 @@ bf_status bf_arr_err(bf_error *err, bf_status st, const char *code, const char *
  * [2,2]"), at most BF_MAX_RANK entries, every entry >= 0 ("Dimension -1 must be >= 0").
  * Errors name `port`.
  */
-bf_status bf_shape_from_value(const bf_tensor *v, const char *port, const char *what,
-                              int *rank, int64_t *dims, bf_error *err);
+bf_status bf_shape_from_value(const bf_tensor *v, const char *port, const char *what, int *rank,
+                              int64_t *dims, bf_error *err);
 
 /* Whether dims a and b (either may be -1, unknown) may be equal. */
 static inline bool bf_dims_compatible(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }

@@ -107,7 +107,8 @@ static void bias_task(void *arg, int64_t t, int slot) {
                 const uint16_t *x = (const uint16_t *)j->x + o;
                 float bb = bf_f16_to_f32(((const uint16_t *)j->b)[ch]);
                 uint16_t *y = (uint16_t *)j->y + o;
-                for (int64_t i = 0; i < j->inner; i++) y[i] = bf_f32_to_f16(bf_f16_to_f32(x[i]) + bb);
+                for (int64_t i = 0; i < j->inner; i++)
+                    y[i] = bf_f32_to_f16(bf_f16_to_f32(x[i]) + bb);
                 break;
             }
             case BF_DTYPE_BF16: {
@@ -141,8 +142,12 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
     const bf_tensor *x = in[0];
     bool nchw = node->attrs[0].i == 1;
     int cdim = nchw ? 1 : x->rank - 1;
-    bias_job j = {.x = x->data, .b = in[1]->data, .y = out[0]->data, .dt = x->dtype,
-                  .c = x->dims[cdim], .inner = 1};
+    bias_job j = {.x = x->data,
+                  .b = in[1]->data,
+                  .y = out[0]->data,
+                  .dt = x->dtype,
+                  .c = x->dims[cdim],
+                  .inner = 1};
     if (x->numel == 0) return BF_OK;
     for (int k = cdim + 1; k < x->rank; k++) j.inner *= x->dims[k];
     j.rows = x->numel / (j.c * j.inner);
@@ -162,8 +167,8 @@ static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
     if (!dy) return BF_OK;
     if (bf_grad_wants(g, 0)) bf_grad_set(g, 0, dy);
     if (bf_grad_wants(g, 1)) {
-        const char *db = bf_grad_add(g, "db", "BiasAddGrad", BF_GRAD_SAME_ATTRS, "out_backprop",
-                                     dy, NULL);
+        const char *db =
+            bf_grad_add(g, "db", "BiasAddGrad", BF_GRAD_SAME_ATTRS, "out_backprop", dy, NULL);
         if (db) bf_grad_set(g, 1, db);
     }
     return BF_OK;

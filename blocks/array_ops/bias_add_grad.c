@@ -42,8 +42,8 @@ static void mask_of(const bf_node *node, int rank, bool *mask) {
     for (int k = 0; k < rank; k++) mask[k] = k != cdim;
 }
 
-static size_t workspace_cpu(const bf_node *node, const bf_port_info *in,
-                            const bf_port_info *out, const bf_exec *ex) {
+static size_t workspace_cpu(const bf_node *node, const bf_port_info *in, const bf_port_info *out,
+                            const bf_exec *ex) {
     (void)out;
     bool mask[BF_MAX_RANK];
     mask_of(node, in[0].rank, mask);
@@ -55,9 +55,9 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
                          const bf_exec *ex, bf_error *err) {
     bool mask[BF_MAX_RANK];
     mask_of(node, in[0]->rank, mask);
-    bf_status st = bf_reduce_engine(BF_REDUCE_SUM, in[0]->dtype, in[0]->data, out[0]->data,
-                                    in[0]->rank, in[0]->dims, mask, ex, ex->workspace,
-                                    ex->workspace_size, err);
+    bf_status st =
+        bf_reduce_engine(BF_REDUCE_SUM, in[0]->dtype, in[0]->data, out[0]->data, in[0]->rank,
+                         in[0]->dims, mask, ex, ex->workspace, ex->workspace_size, err);
     if (st) bf_err_at(err, "output", NULL);
     return st;
 }

@@ -37,8 +37,10 @@ static bf_status check(const bf_port_info *x, int rank, const int64_t *dims, int
         int64_t i = k < lead ? 1 : x->dims[k - lead], o = dims[k];
         aligned[k] = i;
         if (i < 0 || o < 0 || i == o || i == 1) continue;
-        if (o == 1) unable = true; /* would broadcast the output's dim to the input's */
-        else incompatible = true;
+        if (o == 1)
+            unable = true; /* would broadcast the output's dim to the input's */
+        else
+            incompatible = true;
     }
     char a[96], b[96];
     if (incompatible)
@@ -57,8 +59,7 @@ static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info
     (void)node;
     const bf_port_info *x = &in[0], *s = &in[1];
     if (!s->value) {
-        int r = s->rank == 1 && s->dims[0] >= 0 && s->dims[0] <= BF_MAX_RANK ? (int)s->dims[0]
-                                                                              : -1;
+        int r = s->rank == 1 && s->dims[0] >= 0 && s->dims[0] <= BF_MAX_RANK ? (int)s->dims[0] : -1;
         bf_port_set(&out[0], x->dtype, r, NULL);
         return BF_OK;
     }
@@ -107,9 +108,8 @@ static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
                                        "reduction_indices", ax, NULL)
                          : NULL;
     const char *shape = sum ? bf_grad_const_i32(g, "input_shape", x->rank, x->dims) : NULL;
-    const char *dx = shape ? bf_grad_add(g, "dx", "Reshape", NULL, "tensor", sum, "shape", shape,
-                                         NULL)
-                           : NULL;
+    const char *dx =
+        shape ? bf_grad_add(g, "dx", "Reshape", NULL, "tensor", sum, "shape", shape, NULL) : NULL;
     if (dx) bf_grad_set(g, 0, dx);
     return BF_OK;
 }

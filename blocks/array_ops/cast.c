@@ -74,8 +74,8 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
     bf_tensor *y = out[0];
     bool trunc = node->attrs[A_TRUNC].b;
     bf_dtype from = x->dtype, to = y->dtype;
-    bool narrowing = bf_dtype_is_float(from) && bf_dtype_is_float(to) &&
-                     bf_dtype_size(to) < bf_dtype_size(from);
+    bool narrowing =
+        bf_dtype_is_float(from) && bf_dtype_is_float(to) && bf_dtype_size(to) < bf_dtype_size(from);
     if (from == BF_DTYPE_F16 && to == BF_DTYPE_BF16) narrowing = true; /* fewer mantissa bits */
     if (from == BF_DTYPE_F32 && to == BF_DTYPE_F64) {
         const float *s = x->data;
@@ -89,9 +89,12 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
         for (int64_t i = 0; i < x->numel; i++) {
             double v = bf_tensor_get_f64(x, i);
             float f = isfinite(v) ? f32_toward_zero(v) : (float)v;
-            if (to == BF_DTYPE_F32) ((float *)y->data)[i] = f;
-            else if (to == BF_DTYPE_F16) ((uint16_t *)y->data)[i] = f16_toward_zero(f);
-            else ((uint16_t *)y->data)[i] = bf16_toward_zero(f);
+            if (to == BF_DTYPE_F32)
+                ((float *)y->data)[i] = f;
+            else if (to == BF_DTYPE_F16)
+                ((uint16_t *)y->data)[i] = f16_toward_zero(f);
+            else
+                ((uint16_t *)y->data)[i] = bf16_toward_zero(f);
         }
     } else {
         bf_status st = bf_tensor_convert(x, y, err);

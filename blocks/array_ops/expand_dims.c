@@ -31,8 +31,8 @@ static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info
                           "'dim' must be a tensor with a single value");
     if (x->rank >= BF_MAX_RANK)
         return bf_arr_err(err, BF_ESHAPE, "bad_shape", "input", NULL,
-                          "ExpandDims of a rank-%d tensor: at most %d dims are supported",
-                          x->rank, BF_MAX_RANK);
+                          "ExpandDims of a rank-%d tensor: at most %d dims are supported", x->rank,
+                          BF_MAX_RANK);
     if (!d->value || x->rank < 0) {
         bf_port_set(&out[0], x->dtype, x->rank >= 0 ? x->rank + 1 : -1, NULL);
         return BF_OK;

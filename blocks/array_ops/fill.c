@@ -30,8 +30,7 @@ static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info
         return bf_arr_err(err, BF_ESHAPE, "bad_shape", "value", NULL,
                           "value must be a scalar, got shape %s", bf_tf_shape_of(v, b, sizeof(b)));
     if (!d->value) {
-        int r = d->rank == 1 && d->dims[0] >= 0 && d->dims[0] <= BF_MAX_RANK ? (int)d->dims[0]
-                                                                              : -1;
+        int r = d->rank == 1 && d->dims[0] >= 0 && d->dims[0] <= BF_MAX_RANK ? (int)d->dims[0] : -1;
         bf_port_set(&out[0], v->dtype, r, NULL);
         return BF_OK;
     }

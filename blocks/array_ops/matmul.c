@@ -85,11 +85,11 @@ static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info
 typedef struct mm_plan {
     int64_t m, k, n;
     bool ta, tb;
-    bf_dtype dt;       /* of the tensors */
-    bf_dtype cdt;      /* computed in: F32 or F64 (ints: INVALID) */
+    bf_dtype dt;  /* of the tensors */
+    bf_dtype cdt; /* computed in: F32 or F64 (ints: INVALID) */
     bf_conv_geom g;
     bf_conv_op op;
-    size_t conv_ws;    /* the GEMM's own scratch */
+    size_t conv_ws;                                  /* the GEMM's own scratch */
     size_t off_a, off_b, off_c, off_t, off_g, total; /* workspace pieces (bytes) */
 } mm_plan;
 
@@ -107,13 +107,22 @@ static void make_plan(const bf_node *node, const int64_t *ad, const int64_t *bd,
     memset(p, 0, sizeof(*p));
     p->ta = node->attrs[A_TA].b, p->tb = node->attrs[A_TB].b, p->dt = dt;
     p->m = ad[p->ta ? 1 : 0], p->k = ad[p->ta ? 0 : 1], p->n = bd[p->tb ? 0 : 1];
-    p->cdt = dt == BF_DTYPE_F64 ? BF_DTYPE_F64
+    p->cdt = dt == BF_DTYPE_F64                           ? BF_DTYPE_F64
              : (dt == BF_DTYPE_I32 || dt == BF_DTYPE_I64) ? BF_DTYPE_INVALID
-                                                            : BF_DTYPE_F32;
+                                                          : BF_DTYPE_F32;
     if (p->cdt == BF_DTYPE_INVALID || p->m == 0 || p->n == 0 || p->k == 0) return;
     size_t es = bf_dtype_size(p->cdt);
-    bf_conv_geom g = {.n = p->m, .in_h = 1, .in_w = 1, .k_h = 1, .k_w = 1, .out_h = 1,
-                      .out_w = 1, .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1,
+    bf_conv_geom g = {.n = p->m,
+                      .in_h = 1,
+                      .in_w = 1,
+                      .k_h = 1,
+                      .k_w = 1,
+                      .out_h = 1,
+                      .out_w = 1,
+                      .stride_h = 1,
+                      .stride_w = 1,
+                      .dil_h = 1,
+                      .dil_w = 1,
                       .groups = 1};
     if (p->ta && !p->tb) { /* x = a [K,1,1,M], dy = b [K,1,1,N], dw [1,1,M,N] */
         p->op = BF_CONV_BWD_FILTER;
@@ -138,8 +147,8 @@ static void make_plan(const bf_node *node, const int64_t *ad, const int64_t *bd,
     p->off_g = add_piece(&p->total, p->conv_ws);
 }
 
-static size_t workspace_cpu(const bf_node *node, const bf_port_info *in,
-                            const bf_port_info *out, const bf_exec *ex) {
+static size_t workspace_cpu(const bf_node *node, const bf_port_info *in, const bf_port_info *out,
+                            const bf_exec *ex) {
     (void)out;
     mm_plan p;
     make_plan(node, in[0].dims, in[1].dims, in[0].dtype, ex->n_threads, &p);
@@ -183,8 +192,7 @@ static void convert(const bf_exec *ex, const void *src, bf_dtype from, void *dst
     bf_parallel_for(ex, (n + WIDEN_CHUNK - 1) / WIDEN_CHUNK, widen_task, &w);
 }
 
-static void run_float(const mm_plan *p, const void *a, const void *b, void *c,
-                      const bf_exec *ex) {
+static void run_float(const mm_plan *p, const void *a, const void *b, void *c, const bf_exec *ex) {
     char *ws = ex->workspace;
     size_t es = bf_dtype_size(p->cdt);
     if (p->dt != p->cdt) {
@@ -202,8 +210,10 @@ static void run_float(const mm_plan *p, const void *a, const void *b, void *c,
     bf_exec gex = *ex;
     gex.workspace = ws + p->off_g;
     gex.workspace_size = p->conv_ws;
-    if (p->cdt == BF_DTYPE_F32) bf_conv_cpu_f32(p->op, &p->g, a, b, dst, &gex);
-    else bf_conv_cpu_f64(p->op, &p->g, a, b, dst, &gex);
+    if (p->cdt == BF_DTYPE_F32)
+        bf_conv_cpu_f32(p->op, &p->g, a, b, dst, &gex);
+    else
+        bf_conv_cpu_f64(p->op, &p->g, a, b, dst, &gex);
     if (p->dt != p->cdt) convert(ex, dst, p->cdt, c, p->dt, p->m * p->n);
 }
 
@@ -240,8 +250,10 @@ static void int_row_task(void *arg, int64_t i, int slot) {
             }
             return;
         }
-        if (i32) ((int32_t *)j->c)[i * p->n + col] = (int32_t)acc;
-        else ((int64_t *)j->c)[i * p->n + col] = acc;
+        if (i32)
+            ((int32_t *)j->c)[i * p->n + col] = (int32_t)acc;
+        else
+            ((int64_t *)j->c)[i * p->n + col] = acc;
     }
 }
 
@@ -268,8 +280,7 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
     long long bad = atomic_load(&j.bad);
     if (bad != LLONG_MAX)
         return bf_arr_err(err, BF_EDTYPE, "dtype_mismatch", "product", NULL,
-                          "row %lld of the product overflows %s", bad,
-                          bf_dtype_name(p.dt));
+                          "row %lld of the product overflows %s", bad, bf_dtype_name(p.dt));
     return BF_OK;
 }
 
@@ -292,13 +303,13 @@ static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
     bool ta = node->attrs[A_TA].b, tb = node->attrs[A_TB].b;
     const char *a = bf_grad_input(g, 0), *b = bf_grad_input(g, 1);
     if (bf_grad_wants(g, 0)) {
-        const char *da = !ta ? mm(g, "da", dy, b, false, !tb) /* dy b^T or dy b */
+        const char *da = !ta   ? mm(g, "da", dy, b, false, !tb)  /* dy b^T or dy b */
                          : !tb ? mm(g, "da", b, dy, false, true) /* b dy^T */
                                : mm(g, "da", b, dy, true, true); /* b^T dy^T */
         if (da) bf_grad_set(g, 0, da);
     }
     if (bf_grad_wants(g, 1)) {
-        const char *db = !tb ? mm(g, "db", a, dy, !ta, false) /* a^T dy or a dy */
+        const char *db = !tb   ? mm(g, "db", a, dy, !ta, false)  /* a^T dy or a dy */
                          : !ta ? mm(g, "db", dy, a, true, false) /* dy^T a */
                                : mm(g, "db", dy, a, true, true); /* dy^T a^T */
         if (db) bf_grad_set(g, 1, db);

@@ -1,6 +1,6 @@
 /*
  * Block:    Max
- * Synopsis: output = largest element of input over reduction_indices (every axis when unconnected)
+ * Synopsis: output = max of input over reduction_indices (every axis when unconnected)
  * Padding:  none.
  * Example:  input = [[1,5,3],[4,2,6]], reduction_indices = 1  ->  output = [5, 6].
  *
@@ -15,7 +15,7 @@ static const bf_reduce_impl impl = {BF_REDUCE_MAX};
 const bf_block_desc bf_block_max = {
     .type = "Max",
     .category = "math",
-    .synopsis = "output = largest element of input over reduction_indices (every axis when unconnected)",
+    .synopsis = "output = max of input over reduction_indices (every axis when unconnected)",
     .doc = "TensorFlow's Max: the largest element along the axes in `reduction_indices` "
            "(unconnected: every axis); keep_dims keeps them with size 1. NaN propagates; the "
            "max of nothing is -inf (the lowest integer for integers).",

@@ -1,6 +1,6 @@
 /*
  * Block:    Min
- * Synopsis: output = smallest element of input over reduction_indices (every axis when unconnected)
+ * Synopsis: output = min of input over reduction_indices (every axis when unconnected)
  * Padding:  none.
  * Example:  input = [[1,5,3],[4,2,6]], reduction_indices = 1  ->  output = [1, 2].
  *
@@ -15,7 +15,7 @@ static const bf_reduce_impl impl = {BF_REDUCE_MIN};
 const bf_block_desc bf_block_min = {
     .type = "Min",
     .category = "math",
-    .synopsis = "output = smallest element of input over reduction_indices (every axis when unconnected)",
+    .synopsis = "output = min of input over reduction_indices (every axis when unconnected)",
     .doc = "TensorFlow's Min: the smallest element along the axes in `reduction_indices` "
            "(unconnected: every axis); keep_dims keeps them with size 1. NaN propagates; the "
            "min of nothing is +inf (the largest integer for integers).",

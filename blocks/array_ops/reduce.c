@@ -19,8 +19,7 @@ const bf_port_desc bf_reduce_inputs[2] = {
 };
 const bf_port_desc bf_reduce_outputs[1] = {{"output", BF_DT_ALL, 0, "the reduced tensor"}};
 const bf_attr_desc bf_reduce_attrs[1] = {
-    {"keep_dims", BF_ATTR_BOOL, "false", NULL, 0,
-     "If true, the reduced axes stay, with size 1."},
+    {"keep_dims", BF_ATTR_BOOL, "false", NULL, 0, "If true, the reduced axes stay, with size 1."},
 };
 
 /* ---- axes ------------------------------------------------------------------------------- */
@@ -35,10 +34,9 @@ static bf_status axes_mask(const bf_tensor *axes, int rank, bool *mask, bf_error
     for (int64_t i = 0; i < axes->numel; i++) {
         int64_t a = bf_host_int(axes, i);
         if (a < -rank || a >= rank)
-            return bf_arr_err(err, BF_ESHAPE, "bad_shape", "reduction_indices", NULL,
-                              "Invalid reduction dimension (%" PRId64
-                              " for input with %d dimension(s)",
-                              a, rank);
+            return bf_arr_err(
+                err, BF_ESHAPE, "bad_shape", "reduction_indices", NULL,
+                "Invalid reduction dimension (%" PRId64 " for input with %d dimension(s)", a, rank);
         int k = (int)((a + rank) % rank);
         if (mask[k])
             return bf_arr_err(err, BF_ESHAPE, "bad_shape", "reduction_indices", NULL,
@@ -59,8 +57,10 @@ bf_status bf_reduce_infer(const bf_node *node, const bf_port_info *in, bf_port_i
                           "Shape must be at most rank 1 but is rank %d", ax->rank);
     const bf_tensor *axes = absent ? NULL : ax->value;
     if (!absent && !axes) { /* axes known only when running */
-        if (keep && x->rank >= 0) bf_port_set(&out[0], x->dtype, x->rank, NULL);
-        else bf_port_set(&out[0], x->dtype, -1, NULL);
+        if (keep && x->rank >= 0)
+            bf_port_set(&out[0], x->dtype, x->rank, NULL);
+        else
+            bf_port_set(&out[0], x->dtype, -1, NULL);
         return BF_OK;
     }
     if (x->rank < 0) { /* every axis of a tensor of unknown rank: a scalar unless kept */
@@ -73,8 +73,10 @@ bf_status bf_reduce_infer(const bf_node *node, const bf_port_info *in, bf_port_i
     int64_t dims[BF_MAX_RANK];
     int r = 0;
     for (int k = 0; k < x->rank; k++)
-        if (!mask[k]) dims[r++] = x->dims[k];
-        else if (keep) dims[r++] = 1;
+        if (!mask[k])
+            dims[r++] = x->dims[k];
+        else if (keep)
+            dims[r++] = 1;
     bf_port_set(&out[0], x->dtype, r, dims);
     return BF_OK;
 }
@@ -130,8 +132,10 @@ static void make_plan(bf_reduce_kind kind, bf_dtype dt, int rank, const int64_t 
             p->d[p->nr] = dims[k], p->red[p->nr] = mask[k];
             p->nr++;
         }
-        if (mask[k]) p->R *= dims[k];
-        else p->O *= dims[k];
+        if (mask[k])
+            p->R *= dims[k];
+        else
+            p->O *= dims[k];
     }
     int64_t s = 1;
     for (int r = p->nr - 1; r >= 0; r--) p->st[r] = s, s *= p->d[r];
@@ -150,8 +154,7 @@ static void make_plan(bf_reduce_kind kind, bf_dtype dt, int rank, const int64_t 
     p->C = (p->R + p->per_chunk - 1) / p->per_chunk;
     if (n_threads < 1) n_threads = 1;
     p->split = p->C > 1 && p->units < 2 * (int64_t)n_threads;
-    if (p->split)
-        p->ws = (size_t)(p->units * p->C) * (p->inner_red ? sizeof(acc) : sizeof(vacc));
+    if (p->split) p->ws = (size_t)(p->units * p->C) * (p->inner_red ? sizeof(acc) : sizeof(vacc));
 }
 
 /* Offset of run-ordered index `idx` over the runs of kind `red` (skipping run `skip`). */
@@ -252,19 +255,18 @@ static void fold_f(bf_reduce_kind kind, double *s, double *c, size_t step, const
         break;
     case BF_REDUCE_MAX:
         for (int64_t k = 0; k < n; k++)
-            if (v[k] > s[k * step] || isnan(v[k])) s[k * step] = isnan(s[k * step]) ? s[k * step]
-                                                                                   : v[k];
+            if (v[k] > s[k * step] || isnan(v[k]))
+                s[k * step] = isnan(s[k * step]) ? s[k * step] : v[k];
         break;
     case BF_REDUCE_MIN:
         for (int64_t k = 0; k < n; k++)
-            if (v[k] < s[k * step] || isnan(v[k])) s[k * step] = isnan(s[k * step]) ? s[k * step]
-                                                                                   : v[k];
+            if (v[k] < s[k * step] || isnan(v[k]))
+                s[k * step] = isnan(s[k * step]) ? s[k * step] : v[k];
         break;
     }
 }
 
-static bool fold_i(bf_reduce_kind kind, int64_t *acc_i, size_t step, const int64_t *v,
-                   int64_t n) {
+static bool fold_i(bf_reduce_kind kind, int64_t *acc_i, size_t step, const int64_t *v, int64_t n) {
     bool ok = true;
     for (int64_t k = 0; k < n; k++) {
         int64_t *a = &acc_i[k * step];
@@ -315,9 +317,12 @@ static void merge1(const red_plan *p, double *s, double *c, int64_t *i, bool *ba
     if (p->is_int) {
         if (p->kind == BF_REDUCE_SUM || p->kind == BF_REDUCE_MEAN)
             *bad |= __builtin_add_overflow(*i, fi, i);
-        else if (p->kind == BF_REDUCE_PROD) *bad |= __builtin_mul_overflow(*i, fi, i);
-        else if (p->kind == BF_REDUCE_MAX) *i = fi > *i ? fi : *i;
-        else *i = fi < *i ? fi : *i;
+        else if (p->kind == BF_REDUCE_PROD)
+            *bad |= __builtin_mul_overflow(*i, fi, i);
+        else if (p->kind == BF_REDUCE_MAX)
+            *i = fi > *i ? fi : *i;
+        else
+            *i = fi < *i ? fi : *i;
         return;
     }
     switch (p->kind) {
@@ -347,13 +352,17 @@ static bool store1(const red_plan *p, void *dst, int64_t idx, double s, double c
     if (p->is_int) {
         if (p->kind == BF_REDUCE_MEAN) i /= p->R; /* truncates, as TF's integer Mean */
         if (bad || i < int_lowest(p->dt) || i > int_highest(p->dt)) return false;
-        if (p->dt == BF_DTYPE_I32) ((int32_t *)dst)[idx] = (int32_t)i;
-        else ((int64_t *)dst)[idx] = i;
+        if (p->dt == BF_DTYPE_I32)
+            ((int32_t *)dst)[idx] = (int32_t)i;
+        else
+            ((int64_t *)dst)[idx] = i;
         return true;
     }
     double v = s;
-    if (p->kind == BF_REDUCE_SUM) v = s + c;
-    else if (p->kind == BF_REDUCE_MEAN) v = (s + c) / (double)p->R;
+    if (p->kind == BF_REDUCE_SUM)
+        v = s + c;
+    else if (p->kind == BF_REDUCE_MEAN)
+        v = (s + c) / (double)p->R;
     switch (p->dt) {
     case BF_DTYPE_F32: ((float *)dst)[idx] = (float)v; break;
     case BF_DTYPE_F64: ((double *)dst)[idx] = v; break;
@@ -386,8 +395,8 @@ static void a_chunk(const red_plan *p, const void *src, int64_t o, int64_t c, ac
 }
 
 /* Mode B, chunk c of unit u (output row g, inner block b): rows [c * per_chunk, ...). */
-static void b_chunk(const red_plan *p, const void *src, int64_t u, int64_t c, vacc *v,
-                    int64_t *i0, int64_t *n) {
+static void b_chunk(const red_plan *p, const void *src, int64_t u, int64_t c, vacc *v, int64_t *i0,
+                    int64_t *n) {
     int64_t g = u / p->NI, b = u % p->NI, last = p->nr - 1;
     *i0 = b * IB, *n = BF_MIN(IB, p->L - *i0);
     vacc_init(p, v, *n);
@@ -436,8 +445,10 @@ static void chunk_task(void *arg, int64_t t, int slot) {
     red_job *j = arg;
     const red_plan *p = j->p;
     int64_t u = t / p->C, c = t % p->C, i0, n;
-    if (p->inner_red) a_chunk(p, j->src, u, c, (acc *)j->ws + t);
-    else b_chunk(p, j->src, u, c, (vacc *)j->ws + t, &i0, &n);
+    if (p->inner_red)
+        a_chunk(p, j->src, u, c, (acc *)j->ws + t);
+    else
+        b_chunk(p, j->src, u, c, (vacc *)j->ws + t, &i0, &n);
 }
 
 /* The chunks of one unit, combined in order. */
@@ -464,9 +475,9 @@ size_t bf_reduce_engine_ws(bf_reduce_kind kind, bf_dtype dt, int rank, const int
     return p.ws;
 }
 
-bf_status bf_reduce_engine(bf_reduce_kind kind, bf_dtype dt, const void *src, void *dst,
-                           int rank, const int64_t *dims, const bool *mask, const bf_exec *ex,
-                           void *ws, size_t ws_size, bf_error *err) {
+bf_status bf_reduce_engine(bf_reduce_kind kind, bf_dtype dt, const void *src, void *dst, int rank,
+                           const int64_t *dims, const bool *mask, const bf_exec *ex, void *ws,
+                           size_t ws_size, bf_error *err) {
     red_plan p;
     make_plan(kind, dt, rank, dims, mask, ex ? ex->n_threads : 1, &p);
     size_t es = bf_dtype_size(dt);
@@ -502,8 +513,8 @@ bf_status bf_reduce_engine(bf_reduce_kind kind, bf_dtype dt, const void *src, vo
 
 static const bf_tensor *axes_of(const bf_tensor *const *in) { return in[1]; }
 
-size_t bf_reduce_workspace_cpu(const bf_node *node, const bf_port_info *in,
-                               const bf_port_info *out, const bf_exec *ex) {
+size_t bf_reduce_workspace_cpu(const bf_node *node, const bf_port_info *in, const bf_port_info *out,
+                               const bf_exec *ex) {
     (void)out;
     const bf_reduce_impl *impl = node->desc->impl;
     bool mask[BF_MAX_RANK];
@@ -514,15 +525,15 @@ size_t bf_reduce_workspace_cpu(const bf_node *node, const bf_port_info *in,
                                ex->n_threads);
 }
 
-bf_status bf_reduce_run_cpu(const bf_node *node, const bf_tensor *const *in,
-                            bf_tensor *const *out, const bf_exec *ex, bf_error *err) {
+bf_status bf_reduce_run_cpu(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
+                            const bf_exec *ex, bf_error *err) {
     const bf_reduce_impl *impl = node->desc->impl;
     const bf_tensor *x = in[0];
     bool mask[BF_MAX_RANK];
     bf_status st = axes_mask(axes_of(in), x->rank, mask, err);
     if (st) return st;
-    st = bf_reduce_engine(impl->kind, x->dtype, x->data, out[0]->data, x->rank, x->dims, mask,
-                          ex, ex->workspace, ex->workspace_size, err);
+    st = bf_reduce_engine(impl->kind, x->dtype, x->data, out[0]->data, x->rank, x->dims, mask, ex,
+                          ex->workspace, ex->workspace_size, err);
     if (st) bf_err_at(err, "output", NULL);
     return st;
 }
@@ -578,11 +589,12 @@ bf_status bf_reduce_gradient(bf_grad_ctx *g, bf_error *err) {
     if (!shape) return BF_OK;
     if (impl->kind == BF_REDUCE_SUM || impl->kind == BF_REDUCE_MEAN) {
         /* _SumGrad: BroadcastTo(Reshape(dy, reduced_shape), shape(input)) */
-        const char *dyk = keep ? dy : bf_grad_add(g, "dy_kept", "Reshape", NULL, "tensor", dy,
-                                                  "shape", kept, NULL);
-        const char *dx = dyk ? bf_grad_add(g, "dx", "BroadcastTo", NULL, "input", dyk, "shape",
-                                           shape, NULL)
-                             : NULL;
+        const char *dyk =
+            keep ? dy
+                 : bf_grad_add(g, "dy_kept", "Reshape", NULL, "tensor", dy, "shape", kept, NULL);
+        const char *dx =
+            dyk ? bf_grad_add(g, "dx", "BroadcastTo", NULL, "input", dyk, "shape", shape, NULL)
+                : NULL;
         if (dx && impl->kind == BF_REDUCE_MEAN) {
             /* _MeanGrad: divided by the count of reduced elements per output */
             double count = 1;
@@ -596,8 +608,7 @@ bf_status bf_reduce_gradient(bf_grad_ctx *g, bf_error *err) {
                 }
             if (bf_registry_find("RealDiv")) {
                 const char *f = bf_grad_const_scalar(g, "count", x->dtype, count);
-                dx = f ? bf_grad_add(g, "dx_mean", "RealDiv", NULL, "x", dx, "y", f, NULL)
-                       : NULL;
+                dx = f ? bf_grad_add(g, "dx_mean", "RealDiv", NULL, "x", dx, "y", f, NULL) : NULL;
             } else { /* before the math blocks: the same through Mul by 1/count */
                 const char *f = bf_grad_const_scalar(g, "inv_count", x->dtype, 1.0 / count);
                 dx = f ? bf_grad_add(g, "dx_mean", "Mul", NULL, "x", dx, "y", f, NULL) : NULL;
@@ -612,16 +623,15 @@ bf_status bf_reduce_gradient(bf_grad_ctx *g, bf_error *err) {
     for (int k = 0; k < 3; k++)
         if (!bf_registry_find(need[k]))
             return bf_arr_err(err, BF_EUNSUPPORTED, "unsupported", "input", NULL,
-                              "the gradient of %s needs the %s block", node->desc->type,
-                              need[k]);
+                              "the gradient of %s needs the %s block", node->desc->type, need[k]);
     const char *y = bf_grad_output(g, 0);
-    const char *yk = keep ? y : bf_grad_add(g, "y_kept", "Reshape", NULL, "tensor", y, "shape",
-                                            kept, NULL);
-    const char *dyk = keep ? dy : bf_grad_add(g, "dy_kept", "Reshape", NULL, "tensor", dy,
-                                              "shape", kept, NULL);
+    const char *yk =
+        keep ? y : bf_grad_add(g, "y_kept", "Reshape", NULL, "tensor", y, "shape", kept, NULL);
+    const char *dyk =
+        keep ? dy : bf_grad_add(g, "dy_kept", "Reshape", NULL, "tensor", dy, "shape", kept, NULL);
     if (!yk || !dyk) return BF_OK;
-    const char *eq = bf_grad_add(g, "equal", "Equal", NULL, "x", yk, "y", bf_grad_input(g, 0),
-                                 NULL);
+    const char *eq =
+        bf_grad_add(g, "equal", "Equal", NULL, "x", yk, "y", bf_grad_input(g, 0), NULL);
     char cast_attrs[64];
     snprintf(cast_attrs, sizeof(cast_attrs), "{\"DstT\":\"%s\"}", bf_dtype_name(x->dtype));
     const char *ind = eq ? bf_grad_add(g, "indicators", "Cast", cast_attrs, "x", eq, NULL) : NULL;
@@ -632,8 +642,8 @@ bf_status bf_reduce_gradient(bf_grad_ctx *g, bf_error *err) {
                                  "reduction_indices", axes, NULL)
                    : bf_grad_add(g, "num_selected", "Sum", "{\"keep_dims\":true}", "input", ind,
                                  NULL);
-    const char *share = num ? bf_grad_add(g, "share", "RealDiv", NULL, "x", ind, "y", num, NULL)
-                            : NULL;
+    const char *share =
+        num ? bf_grad_add(g, "share", "RealDiv", NULL, "x", ind, "y", num, NULL) : NULL;
     const char *dx = share ? bf_grad_add(g, "dx", "Mul", NULL, "x", share, "y", dyk, NULL) : NULL;
     if (dx) bf_grad_set(g, 0, dx);
     return BF_OK;

@@ -47,10 +47,10 @@ extern const bf_attr_desc bf_reduce_attrs[1];
 
 bf_status bf_reduce_infer(const bf_node *node, const bf_port_info *in, bf_port_info *out,
                           bf_error *err);
-size_t bf_reduce_workspace_cpu(const bf_node *node, const bf_port_info *in,
-                               const bf_port_info *out, const bf_exec *ex);
-bf_status bf_reduce_run_cpu(const bf_node *node, const bf_tensor *const *in,
-                            bf_tensor *const *out, const bf_exec *ex, bf_error *err);
+size_t bf_reduce_workspace_cpu(const bf_node *node, const bf_port_info *in, const bf_port_info *out,
+                               const bf_exec *ex);
+bf_status bf_reduce_run_cpu(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
+                            const bf_exec *ex, bf_error *err);
 /* Sum and Mean: math_grad.py's _SumGrad and _MeanGrad; Max and Min: _MinOrMaxGrad. */
 bf_status bf_reduce_gradient(bf_grad_ctx *g, bf_error *err);
 
@@ -62,8 +62,8 @@ bf_status bf_reduce_gradient(bf_grad_ctx *g, bf_error *err);
  */
 size_t bf_reduce_engine_ws(bf_reduce_kind kind, bf_dtype dt, int rank, const int64_t *dims,
                            const bool *mask, int n_threads);
-bf_status bf_reduce_engine(bf_reduce_kind kind, bf_dtype dt, const void *src, void *dst,
-                           int rank, const int64_t *dims, const bool *mask, const bf_exec *ex,
-                           void *ws, size_t ws_size, bf_error *err);
+bf_status bf_reduce_engine(bf_reduce_kind kind, bf_dtype dt, const void *src, void *dst, int rank,
+                           const int64_t *dims, const bool *mask, const bf_exec *ex, void *ws,
+                           size_t ws_size, bf_error *err);
 
 #endif /* BF_REDUCE_H */

@@ -27,16 +27,16 @@ static const bf_port_desc inputs[] = {
 };
 static const bf_port_desc outputs[] = {{"output", BF_DT_ALL, 0, "tensor in the new shape"}};
 
-bf_status bf_reshape_shape(const bf_port_info *x, const bf_tensor *sizes, int *rank,
-                           int64_t *dims, bf_error *err) {
+bf_status bf_reshape_shape(const bf_port_info *x, const bf_tensor *sizes, int *rank, int64_t *dims,
+                           bf_error *err) {
     if (sizes->rank > 1)
         return bf_arr_err(err, BF_ESHAPE, "bad_shape", "shape", NULL,
                           "sizes input must be 1-D, not %s",
                           bf_tf_shape(sizes->rank, sizes->dims, (char[96]){0}, 96));
     if (sizes->numel > BF_MAX_RANK)
         return bf_arr_err(err, BF_ESHAPE, "bad_shape", "shape", NULL,
-                          "shape has %" PRId64 " dims: at most %d are supported",
-                          sizes->numel, BF_MAX_RANK);
+                          "shape has %" PRId64 " dims: at most %d are supported", sizes->numel,
+                          BF_MAX_RANK);
     *rank = (int)sizes->numel;
     int unknown = -1;
     bool sizes_zero = false;
@@ -46,8 +46,7 @@ bf_status bf_reshape_shape(const bf_port_info *x, const bf_tensor *sizes, int *r
         if (s == -1) {
             if (unknown != -1)
                 return bf_arr_err(err, BF_ESHAPE, "bad_shape", "shape", NULL,
-                                  "Only one input size may be -1, not both %d and %d", unknown,
-                                  d);
+                                  "Only one input size may be -1, not both %d and %d", unknown, d);
             unknown = d;
             dims[d] = -1;
         } else if (s < 0) {
@@ -55,7 +54,8 @@ bf_status bf_reshape_shape(const bf_port_info *x, const bf_tensor *sizes, int *r
                               "Size %d must be non-negative, not %" PRId64, d, s);
         } else {
             dims[d] = s;
-            if (s == 0) sizes_zero = true;
+            if (s == 0)
+                sizes_zero = true;
             else if (!bf_i64_mul(product, s, &product))
                 return bf_arr_err(err, BF_ESHAPE, "bad_shape", "shape", NULL,
                                   "Shape %s has too many elements",
@@ -68,8 +68,10 @@ bf_status bf_reshape_shape(const bf_port_info *x, const bf_tensor *sizes, int *r
         int64_t in_n = 1;
         bool in_zero = false;
         for (int k = 0; k < x->rank; k++)
-            if (x->dims[k] > 0 || !sizes_zero) in_n *= x->dims[k];
-            else in_zero = true;
+            if (x->dims[k] > 0 || !sizes_zero)
+                in_n *= x->dims[k];
+            else
+                in_zero = true;
         int64_t missing = in_n / product;
         if (!in_zero && product * missing != in_n)
             return bf_arr_err(err, BF_ESHAPE, "shape_mismatch", "shape", NULL,
@@ -97,8 +99,8 @@ static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info
                           "sizes input must be 1-D, not %s", bf_tf_shape_of(s, (char[96]){0}, 96));
     if (!s->value) { /* only the rank may be known: the length of `shape` */
         int r = s->rank == 1 && s->dims[0] >= 0 && s->dims[0] <= BF_MAX_RANK ? (int)s->dims[0]
-                : s->rank == 0                                            ? 1
-                                                                          : -1;
+                : s->rank == 0                                               ? 1
+                                                                             : -1;
         bf_port_set(&out[0], x->dtype, r, NULL);
         return BF_OK;
     }
@@ -119,12 +121,10 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
 
 const char *bf_grad_reshape_to_input(bf_grad_ctx *g, const char *name, const char *dy) {
     const bf_port_info *x = bf_grad_input_info(g, 0);
-    const char *shape = bf_port_known(x)
-                            ? bf_grad_const_i32(g, "input_shape", x->rank, x->dims)
-                            : bf_grad_add(g, "input_shape", "Shape", NULL, "input",
-                                          bf_grad_input(g, 0), NULL);
-    return shape ? bf_grad_add(g, name, "Reshape", NULL, "tensor", dy, "shape", shape, NULL)
-                 : NULL;
+    const char *shape = bf_port_known(x) ? bf_grad_const_i32(g, "input_shape", x->rank, x->dims)
+                                         : bf_grad_add(g, "input_shape", "Shape", NULL, "input",
+                                                       bf_grad_input(g, 0), NULL);
+    return shape ? bf_grad_add(g, name, "Reshape", NULL, "tensor", dy, "shape", shape, NULL) : NULL;
 }
 
 /* array_grad.py _ReshapeGrad: Reshape(dy, shape(tensor)); none for `shape`. */

@@ -11,8 +11,8 @@
  * The output shape of Reshape(x, sizes): sizes' values checked and one -1 inferred from x's
  * shape when x's shape is known (else left -1). TF's words; errors name port "shape".
  */
-bf_status bf_reshape_shape(const bf_port_info *x, const bf_tensor *sizes, int *rank,
-                           int64_t *dims, bf_error *err);
+bf_status bf_reshape_shape(const bf_port_info *x, const bf_tensor *sizes, int *rank, int64_t *dims,
+                           bf_error *err);
 
 /* Reshape(dy, shape of the forward block's input 0): a Const shape when it is known before
  * running, else a Shape block. The new block's ref, or NULL (the builder has the error). */

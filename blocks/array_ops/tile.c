@@ -90,12 +90,11 @@ static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
         axes[k] = 2 * k;
     }
     const char *ss = bf_grad_const_i32(g, "split_shape", 2 * x->rank, split);
-    const char *r = ss ? bf_grad_add(g, "split", "Reshape", NULL, "tensor", dy, "shape", ss, NULL)
-                       : NULL;
+    const char *r =
+        ss ? bf_grad_add(g, "split", "Reshape", NULL, "tensor", dy, "shape", ss, NULL) : NULL;
     const char *ax = r ? bf_grad_const_i32(g, "axes", x->rank, axes) : NULL;
-    const char *dx = ax ? bf_grad_add(g, "dx", "Sum", NULL, "input", r, "reduction_indices", ax,
-                                      NULL)
-                        : NULL;
+    const char *dx =
+        ax ? bf_grad_add(g, "dx", "Sum", NULL, "input", r, "reduction_indices", ax, NULL) : NULL;
     if (dx) bf_grad_set(g, 0, dx);
     return BF_OK;
 }

@@ -48,8 +48,8 @@ static bf_status read_perm(const bf_tensor *v, int rank, int *p, bf_error *err) 
             size_t n = 0;
             for (int k = 0; k < rank && n < sizeof(list); k++)
                 n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%d", k ? "," : "", p[k]);
-            return bf_arr_err(err, BF_ESHAPE, "bad_shape", "perm", NULL,
-                              "%d is missing from {%s}.", i, list);
+            return bf_arr_err(err, BF_ESHAPE, "bad_shape", "perm", NULL, "%d is missing from {%s}.",
+                              i, list);
         }
     return BF_OK;
 }
@@ -60,9 +60,12 @@ static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info
     const bf_port_info *x = &in[0], *pm = &in[1];
     if (pm->rank >= 0 && pm->rank != 1)
         return bf_arr_err(err, BF_ESHAPE, "bad_shape", "perm", NULL,
-                          "perm must be rank 1, got shape %s", bf_tf_shape_of(pm, (char[96]){0}, 96));
-    int rank = x->rank >= 0 ? x->rank : (pm->rank == 1 && pm->dims[0] >= 0 &&
-                                         pm->dims[0] <= BF_MAX_RANK ? (int)pm->dims[0] : -1);
+                          "perm must be rank 1, got shape %s",
+                          bf_tf_shape_of(pm, (char[96]){0}, 96));
+    int rank = x->rank >= 0 ? x->rank
+                            : (pm->rank == 1 && pm->dims[0] >= 0 && pm->dims[0] <= BF_MAX_RANK
+                                   ? (int)pm->dims[0]
+                                   : -1);
     if (x->rank >= 0 && pm->rank == 1 && pm->dims[0] >= 0 && pm->dims[0] != x->rank)
         return bf_arr_err(err, BF_ESHAPE, "shape_mismatch", "perm", NULL,
                           "transpose expects a vector of size %d. But input(1) is a vector of "
@@ -87,8 +90,8 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
     int p[BF_MAX_RANK];
     bf_status st = read_perm(in[1], in[0]->rank, p, err);
     if (st) return st;
-    bf_permute(in[0]->data, out[0]->data, in[0]->rank, in[0]->dims, p,
-               bf_dtype_size(in[0]->dtype), ex);
+    bf_permute(in[0]->data, out[0]->data, in[0]->rank, in[0]->dims, p, bf_dtype_size(in[0]->dtype),
+               ex);
     return BF_OK;
 }
 
@@ -106,8 +109,7 @@ static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
     int64_t inv[BF_MAX_RANK];
     for (int i = 0; i < x->rank; i++) inv[p[i]] = i;
     const char *ip = bf_grad_const_i32(g, "inverse_perm", x->rank, inv);
-    const char *dx = ip ? bf_grad_add(g, "dx", "Transpose", NULL, "x", dy, "perm", ip, NULL)
-                        : NULL;
+    const char *dx = ip ? bf_grad_add(g, "dx", "Transpose", NULL, "x", dy, "perm", ip, NULL) : NULL;
     if (dx) bf_grad_set(g, 0, dx);
     return BF_OK;
 }

@@ -13,8 +13,9 @@
 #include "half.h"
 
 const bf_port_desc bf_fill_like_inputs[1] = {{"x", BF_DT_ALL, 0, "gives the shape and dtype"}};
-const bf_port_desc bf_fill_like_outputs[1] = {{"y", BF_DT_ALL, 0, "x's shape, every element "
-                                                                 "the constant"}};
+const bf_port_desc bf_fill_like_outputs[1] = {{"y", BF_DT_ALL, 0,
+                                               "x's shape, every element "
+                                               "the constant"}};
 
 bf_status bf_fill_like_infer(const bf_node *node, const bf_port_info *in, bf_port_info *out,
                              bf_error *err) {

@@ -79,9 +79,9 @@ static void feed_ok(bf_session *s, const char *id, const bf_tensor *t) {
 
 /* Assert every field an error case is about. port/attr "" means "must be empty"; a NULL
  * pointer is not checked. `words` must appear in the message. */
-static void expect_error(const bf_error *e, bf_status status, const char *code,
-                         const char *block, const char *port, const char *attr,
-                         const char *pointer, const char *words) {
+static void expect_error(const bf_error *e, bf_status status, const char *code, const char *block,
+                         const char *port, const char *attr, const char *pointer,
+                         const char *words) {
     ck_assert_msg(e->status == status, "status %s, want %s (%s)", bf_status_name(e->status),
                   bf_status_name(status), e->message);
     ck_assert_str_eq(e->code, code);
@@ -105,8 +105,7 @@ static bf_session *block_session(bf_context *ctx, const char *type, const char *
         len += (size_t)snprintf(body + len, sizeof(body) - len,
                                 "{\"id\":\"in%d\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":"
                                 "\"%s\"}},",
-                                k, feeds[k] ? bf_dtype_name(bf_tensor_dtype(feeds[k]))
-                                            : "float32");
+                                k, feeds[k] ? bf_dtype_name(bf_tensor_dtype(feeds[k])) : "float32");
     len += (size_t)snprintf(body + len, sizeof(body) - len,
                             "{\"id\":\"op\",\"type\":\"%s\",\"attrs\":%s,\"inputs\":{", type,
                             attrs ? attrs : "{}");
@@ -129,8 +128,7 @@ static bf_session *block_session(bf_context *ctx, const char *type, const char *
 
 /* The check's error for the block session above (asserting that it fails with `status`). */
 static bf_error check_error(bf_context *ctx, const char *type, const char *attrs, int n,
-                            const char *const *ports, bf_tensor *const *feeds,
-                            bf_status status) {
+                            const char *const *ports, bf_tensor *const *feeds, bf_status status) {
     bf_session *s = block_session(ctx, type, attrs, n, ports, feeds);
     bf_error e = {0};
     bf_status st = bf_session_check(s, NULL, &e);
@@ -276,8 +274,9 @@ static bf_tensor *ints(bf_dtype dt, int n, const int64_t *v) {
     for (int i = 0; i < (n < 0 ? 1 : n); i++) set_elem(t, i, (double)v[i]);
     return t;
 }
-#define I32V(...) ints(BF_DTYPE_I32, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
-                       (int64_t[]){__VA_ARGS__})
+#define I32V(...)                                                                                  \
+    ints(BF_DTYPE_I32, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),                  \
+         (int64_t[]){__VA_ARGS__})
 #define I32S(x) ints(BF_DTYPE_I32, -1, (int64_t[]){x})
 
 static void expect_shape(const bf_tensor *t, bf_dtype dt, int rank, const int64_t *dims) {
@@ -324,8 +323,8 @@ static const char *const mm_ports[2] = {"a", "b"};
 typedef struct mm_case {
     int64_t m, k, n;
 } mm_case;
-static const mm_case mm_cases[] = {{1, 1, 1}, {7, 13, 5}, {128, 1152, 10}, {128, 10, 1152},
-                                   {33, 65, 17}, {3, 0, 4}, {0, 3, 4}};
+static const mm_case mm_cases[] = {{1, 1, 1},    {7, 13, 5}, {128, 1152, 10}, {128, 10, 1152},
+                                   {33, 65, 17}, {3, 0, 4},  {0, 3, 4}};
 enum { MM_CASES = sizeof(mm_cases) / sizeof(mm_cases[0]) };
 
 /* Loop index: dtype (6) x transposes (4) x case. The big cases run in float32/float64 only. */
@@ -336,8 +335,8 @@ START_TEST(matmul_matches_reference) {
     bool ta = tr & 1, tb = tr & 2;
     if (c->m * c->k * c->n > 100000 && dt != BF_DTYPE_F32 && dt != BF_DTYPE_F64) return;
     bf_rng r = {1000 + (uint64_t)_i};
-    int64_t ad[2] = {ta ? c->k : c->m, ta ? c->m : c->k}, bd[2] = {tb ? c->n : c->k,
-                                                                   tb ? c->k : c->n};
+    int64_t ad[2] = {ta ? c->k : c->m, ta ? c->m : c->k},
+            bd[2] = {tb ? c->n : c->k, tb ? c->k : c->n};
     double *ar = malloc(sizeof(double) * (size_t)(c->m * c->k + 1));
     double *br = malloc(sizeof(double) * (size_t)(c->k * c->n + 1));
     double *want = malloc(sizeof(double) * (size_t)(c->m * c->n + 1));
@@ -356,8 +355,8 @@ START_TEST(matmul_matches_reference) {
             atol[i * c->n + j] = (double)(c->k + 2) * u * (double)mag;
         }
     char attrs[96];
-    snprintf(attrs, sizeof(attrs), "{\"transpose_a\":%s,\"transpose_b\":%s}",
-             ta ? "true" : "false", tb ? "true" : "false");
+    snprintf(attrs, sizeof(attrs), "{\"transpose_a\":%s,\"transpose_b\":%s}", ta ? "true" : "false",
+             tb ? "true" : "false");
     bf_context *ctx = new_ctx(2);
     bf_session *s = block_session(ctx, "MatMul", attrs, 2, mm_ports, in);
     const bf_tensor *p = run_ok(s, "op");
@@ -426,8 +425,8 @@ START_TEST(matmul_errors) {
     /* int32: a product beyond int32 is an error, not a wrapped value */
     const int64_t d11[2] = {1, 1};
     const double big = 65536;
-    in[0] = values_tensor(BF_DTYPE_I32, 2, d11, &big), in[1] = values_tensor(BF_DTYPE_I32, 2,
-                                                                            d11, &big);
+    in[0] = values_tensor(BF_DTYPE_I32, 2, d11, &big),
+    in[1] = values_tensor(BF_DTYPE_I32, 2, d11, &big);
     e = run_error(ctx, "MatMul", NULL, 2, mm_ports, in, BF_EDTYPE);
     expect_error(&e, BF_EDTYPE, "dtype_mismatch", "op", "product", "", NULL, "overflows int32");
     free_all(in, 2);
@@ -445,8 +444,8 @@ typedef struct bias_case {
     int64_t dims[5];
 } bias_case;
 static const bias_case bias_cases[] = {
-    {false, 2, {6, 5}},          {false, 3, {2, 3, 4}}, {false, 4, {2, 3, 4, 5}},
-    {false, 5, {2, 1, 3, 2, 3}}, {true, 2, {6, 5}},     {true, 3, {2, 3, 4}},
+    {false, 2, {6, 5}},          {false, 3, {2, 3, 4}},      {false, 4, {2, 3, 4, 5}},
+    {false, 5, {2, 1, 3, 2, 3}}, {true, 2, {6, 5}},          {true, 3, {2, 3, 4}},
     {true, 4, {2, 3, 4, 5}},     {true, 5, {2, 3, 2, 1, 3}}, {false, 2, {70000, 3}},
     {true, 4, {3, 2, 150, 100}},
 };
@@ -467,9 +466,8 @@ START_TEST(bias_add_matches_reference) {
                         random_tensor(dt, 1, &ch, &r, br)};
     for (int64_t i = 0; i < n; i++) want[i] = xr[i] + br[(i / st[cdim]) % ch];
     bf_context *ctx = new_ctx(2);
-    bf_session *s = block_session(ctx, "BiasAdd",
-                                  c->nchw ? "{\"data_format\":\"NCHW\"}" : NULL, 2, bias_ports,
-                                  in);
+    bf_session *s = block_session(ctx, "BiasAdd", c->nchw ? "{\"data_format\":\"NCHW\"}" : NULL, 2,
+                                  bias_ports, in);
     const bf_tensor *y = run_ok(s, "op");
     expect_shape(y, dt, c->rank, c->dims);
     expect_close(y, want, n, ulp_of(dt), NULL, 0, "BiasAdd");
@@ -485,8 +483,7 @@ START_TEST(bias_add_matches_reference) {
     for (int k = 0; k < ch; k++)
         gw[k] = (double)acc[k], ga[k] = is_int(dt) ? 0 : 4 * ldexp(1, -53) * (double)mag[k];
     const char *gp[1] = {"out_backprop"};
-    s = block_session(ctx, "BiasAddGrad", c->nchw ? "{\"data_format\":\"NCHW\"}" : NULL, 1, gp,
-                      in);
+    s = block_session(ctx, "BiasAddGrad", c->nchw ? "{\"data_format\":\"NCHW\"}" : NULL, 1, gp, in);
     const bf_tensor *g = run_ok(s, "op");
     expect_shape(g, dt, 1, &ch);
     expect_close(g, gw, ch, ulp_of(dt), ga, 0, "BiasAddGrad");
@@ -688,9 +685,9 @@ static const char *const transpose_ports[2] = {"x", "perm"};
 START_TEST(transpose_matches_reference) {
     bf_dtype dt = all_dtypes[_i % 6];
     static const int ranks[] = {1, 2, 2, 3, 4, 5, 3, 4};
-    static const int64_t shapes[][5] = {{7},          {37, 45},         {1, 9},
-                                        {3, 1, 40},   {2, 33, 5, 34},   {2, 3, 1, 4, 5},
-                                        {65, 2, 70},  {2, 1, 1, 3}};
+    static const int64_t shapes[][5] = {{7},         {37, 45},       {1, 9},
+                                        {3, 1, 40},  {2, 33, 5, 34}, {2, 3, 1, 4, 5},
+                                        {65, 2, 70}, {2, 1, 1, 3}};
     int c = _i / 6, rank = ranks[c];
     const int64_t *dims = shapes[c];
     bf_rng r = {4000 + (uint64_t)_i};
@@ -712,7 +709,8 @@ START_TEST(transpose_matches_reference) {
         strides_of(rank, od, ost);
         for (int64_t o = 0; o < n; o++) {
             int64_t src = 0;
-            for (int k = 0; k < rank; k++) src += (o / ost[k]) % od[k] * ist[(perm[k] + rank) % rank];
+            for (int k = 0; k < rank; k++)
+                src += (o / ost[k]) % od[k] * ist[(perm[k] + rank) % rank];
             want[o] = xr[src];
         }
         in[1] = ints(BF_DTYPE_I32, rank, perm);
@@ -805,14 +803,14 @@ START_TEST(cast_cases) {
     bf_session_free(s);
     s = block_session(ctx, "Cast", "{\"DstT\":\"bfloat16\",\"Truncate\":true}", 1, cp, &x);
     y = run_ok(s, "op");
-    ck_assert_double_eq(elem(y, 0), 0.33203125);  /* 0x3EAA: toward zero */
-    ck_assert_double_eq(elem(y, 1), -0.6640625);   /* 0xBF2A */
+    ck_assert_double_eq(elem(y, 0), 0.33203125); /* 0x3EAA: toward zero */
+    ck_assert_double_eq(elem(y, 1), -0.6640625); /* 0xBF2A */
     bf_session_free(s);
     bf_tensor_free(x);
     /* errors: SrcT not x's dtype, no DstT, NaN to int */
     x = values_tensor(BF_DTYPE_F32, 1, d4, fv);
-    bf_error e = check_error(ctx, "Cast", "{\"SrcT\":\"float64\",\"DstT\":\"int32\"}", 1, cp, &x,
-                             BF_EDTYPE);
+    bf_error e =
+        check_error(ctx, "Cast", "{\"SrcT\":\"float64\",\"DstT\":\"int32\"}", 1, cp, &x, BF_EDTYPE);
     expect_error(&e, BF_EDTYPE, "dtype_mismatch", "op", "x", "SrcT", NULL,
                  "Input 'x' of 'Cast' Op has type float32 that does not match type float64");
     bf_tensor_free(x);
@@ -897,8 +895,7 @@ START_TEST(arg_max_cases) {
             int ax = dim < 0 ? dim + 3 : dim;
             in[1] = I32S(dim);
             bf_session *s = block_session(ctx, "ArgMax",
-                                          dt % 2 ? "{\"output_type\":\"int32\"}" : NULL, 2, ap,
-                                          in);
+                                          dt % 2 ? "{\"output_type\":\"int32\"}" : NULL, 2, ap, in);
             int64_t od[2], st[3], n = 1;
             for (int k = 0, j = 0; k < 3; k++)
                 if (k != ax) od[j++] = d345[k], n *= d345[k];
@@ -939,7 +936,8 @@ START_TEST(arg_max_cases) {
 }
 END_TEST
 
-/* ---- Fill, ZerosLike, OnesLike, BroadcastTo, Tile ----------------------------------------------- */
+/* ---- Fill, ZerosLike, OnesLike, BroadcastTo, Tile -----------------------------------------------
+ */
 
 START_TEST(fill_and_likes) {
     bf_context *ctx = new_ctx(1);
@@ -1005,9 +1003,9 @@ START_TEST(broadcast_to_and_tile) {
         int in_rank, out_rank;
         int64_t in[4], out[4];
     } bc;
-    static const bc bcs[] = {{1, 2, {3}, {2, 3}},          {2, 2, {2, 1}, {2, 300}},
-                             {0, 3, {0}, {2, 2, 2}},        {3, 4, {4, 1, 3}, {2, 4, 5, 3}},
-                             {2, 2, {2, 3}, {2, 3}},        {2, 3, {1, 1}, {3, 0, 2}}};
+    static const bc bcs[] = {{1, 2, {3}, {2, 3}},    {2, 2, {2, 1}, {2, 300}},
+                             {0, 3, {0}, {2, 2, 2}}, {3, 4, {4, 1, 3}, {2, 4, 5, 3}},
+                             {2, 2, {2, 3}, {2, 3}}, {2, 3, {1, 1}, {3, 0, 2}}};
     for (int dt = 0; dt < 6; dt++)
         for (size_t c = 0; c < sizeof(bcs) / sizeof(bcs[0]); c++) {
             const bc *b = &bcs[c];
@@ -1090,8 +1088,10 @@ static int64_t reduce_reference(int kind, bf_dtype dt, int rank, const int64_t *
     strides_of(rank, dims, st);
     for (int k = 0; k < rank; k++) {
         n *= dims[k];
-        if (mask[k]) cnt *= dims[k];
-        else kd[nk++] = dims[k], outs *= dims[k];
+        if (mask[k])
+            cnt *= dims[k];
+        else
+            kd[nk++] = dims[k], outs *= dims[k];
     }
     strides_of(nk, kd, ks);
     long double *s = calloc((size_t)outs + 1, sizeof(long double));
@@ -1099,10 +1099,10 @@ static int64_t reduce_reference(int kind, bf_dtype dt, int rank, const int64_t *
     long double *p = malloc(((size_t)outs + 1) * sizeof(long double));
     for (int64_t o = 0; o < outs; o++) {
         p[o] = 1;
-        if (kind == 2) want[o] = dt == BF_DTYPE_I32 ? INT32_MIN : is_int(dt) ? (double)INT64_MIN
-                                                                         : -INFINITY;
-        if (kind == 3) want[o] = dt == BF_DTYPE_I32 ? INT32_MAX : is_int(dt) ? (double)INT64_MAX
-                                                                         : INFINITY;
+        if (kind == 2)
+            want[o] = dt == BF_DTYPE_I32 ? INT32_MIN : is_int(dt) ? (double)INT64_MIN : -INFINITY;
+        if (kind == 3)
+            want[o] = dt == BF_DTYPE_I32 ? INT32_MAX : is_int(dt) ? (double)INT64_MAX : INFINITY;
     }
     for (int64_t i = 0; i < n; i++) {
         int64_t o = 0, m = 0;
@@ -1120,7 +1120,9 @@ static int64_t reduce_reference(int kind, bf_dtype dt, int rank, const int64_t *
             want[o] = is_int(dt) ? (double)((int64_t)s[o] / cnt) : (double)(s[o] / cnt);
             atol[o] = tiny * (double)mag[o] / (double)cnt;
             break;
-        case 4: want[o] = (double)p[o], atol[o] = (double)cnt * ldexp(1, -52) * fabs(want[o]); break;
+        case 4:
+            want[o] = (double)p[o], atol[o] = (double)cnt * ldexp(1, -52) * fabs(want[o]);
+            break;
         default: atol[o] = 0; break;
         }
     }
@@ -1135,10 +1137,18 @@ typedef struct red_case {
     int64_t axes[4];
 } red_case;
 static const red_case red_cases[] = {
-    {3, {3, 4, 5}, 1, {1}},       {3, {3, 4, 5}, 2, {0, 2}},   {3, {3, 4, 5}, 1, {-1}},
-    {3, {3, 4, 5}, 2, {-3, 1}},   {3, {3, 4, 5}, -1, {0}},     {3, {3, 4, 5}, 0, {0}},
-    {4, {2, 1, 3, 4}, 2, {1, 3}}, {4, {2, 1, 3, 4}, 2, {0, 2}}, {3, {3, 4, 5}, 3, {2, 0, 1}},
-    {2, {4, 300}, 1, {0}},        {1, {7}, 1, {0}},            {0, {0}, -1, {0}},
+    {3, {3, 4, 5}, 1, {1}},
+    {3, {3, 4, 5}, 2, {0, 2}},
+    {3, {3, 4, 5}, 1, {-1}},
+    {3, {3, 4, 5}, 2, {-3, 1}},
+    {3, {3, 4, 5}, -1, {0}},
+    {3, {3, 4, 5}, 0, {0}},
+    {4, {2, 1, 3, 4}, 2, {1, 3}},
+    {4, {2, 1, 3, 4}, 2, {0, 2}},
+    {3, {3, 4, 5}, 3, {2, 0, 1}},
+    {2, {4, 300}, 1, {0}},
+    {1, {7}, 1, {0}},
+    {0, {0}, -1, {0}},
 };
 enum { RED_CASES = sizeof(red_cases) / sizeof(red_cases[0]) };
 
@@ -1158,8 +1168,10 @@ START_TEST(reductions_match_reference) {
         double v = random_value(&r, dt, 1000);
         if (kind == 4) {
             int64_t k = bf_rng_int(&r, 0, 7);
-            v = (bf_rng_next(&r) & 1 ? 1 : -1) *
-                (is_int(dt) ? (i < 3 ? 2 : 1) : k == 0 ? 2 : k == 1 ? 0.5 : 1);
+            v = (bf_rng_next(&r) & 1 ? 1 : -1) * (is_int(dt) ? (i < 3 ? 2 : 1)
+                                                  : k == 0   ? 2
+                                                  : k == 1   ? 0.5
+                                                             : 1);
         }
         set_elem(x, i, v);
         xr[i] = v;
@@ -1171,16 +1183,18 @@ START_TEST(reductions_match_reference) {
     int64_t outs = reduce_reference(kind, dt, c->rank, c->dims, mask, xr, want, atol);
     bf_context *ctx = new_ctx(2);
     for (int keep = 0; keep < 2; keep++) {
-        bf_tensor *in[2] = {x, c->n_axes < 0 ? NULL
-                               : ints((_i & 1) ? BF_DTYPE_I64 : BF_DTYPE_I32, c->n_axes,
-                                      c->axes)};
-        bf_session *s = block_session(ctx, red_types[kind], keep ? "{\"keep_dims\":true}" : NULL,
-                                      2, red_ports, in);
+        bf_tensor *in[2] = {
+            x, c->n_axes < 0 ? NULL
+                             : ints((_i & 1) ? BF_DTYPE_I64 : BF_DTYPE_I32, c->n_axes, c->axes)};
+        bf_session *s = block_session(ctx, red_types[kind], keep ? "{\"keep_dims\":true}" : NULL, 2,
+                                      red_ports, in);
         int64_t od[4];
         int orank = 0;
         for (int k = 0; k < c->rank; k++)
-            if (!mask[k]) od[orank++] = c->dims[k];
-            else if (keep) od[orank++] = 1;
+            if (!mask[k])
+                od[orank++] = c->dims[k];
+            else if (keep)
+                od[orank++] = 1;
         bf_port_shape ps; /* known at check time */
         ck_assert_int_eq(bf_session_port_shape(s, "op", NULL, 1, &ps, NULL), BF_OK);
         ck_assert_int_eq(ps.rank, orank);
@@ -1205,8 +1219,11 @@ START_TEST(reductions_split_deterministic) {
         int64_t dims[3];
         int64_t axis;
     } sc;
-    static const sc cases[] = {{2, {3, 70000}, 1}, {2, {70000, 3}, 0}, {2, {1000, 600}, 0},
-                               {3, {4, 3000, 37}, 1}, {1, {100000}, 0}};
+    static const sc cases[] = {{2, {3, 70000}, 1},
+                               {2, {70000, 3}, 0},
+                               {2, {1000, 600}, 0},
+                               {3, {4, 3000, 37}, 1},
+                               {1, {100000}, 0}};
     const sc *c = &cases[_i % 5];
     int kind = _i / 5; /* Sum, Mean, Max */
     bf_dtype dt = kind == 1 ? BF_DTYPE_F64 : BF_DTYPE_F32;
@@ -1214,8 +1231,8 @@ START_TEST(reductions_split_deterministic) {
     int64_t n = 1;
     for (int k = 0; k < c->rank; k++) n *= c->dims[k];
     double *xr = malloc(sizeof(double) * (size_t)n);
-    bf_tensor *in[2] = {random_tensor(dt, c->rank, c->dims, &r, xr), ints(BF_DTYPE_I32, 1,
-                                                                            &c->axis)};
+    bf_tensor *in[2] = {random_tensor(dt, c->rank, c->dims, &r, xr),
+                        ints(BF_DTYPE_I32, 1, &c->axis)};
     bool mask[3] = {false, false, false};
     mask[c->axis] = true;
     double *want = malloc(sizeof(double) * 70000), *atol = malloc(sizeof(double) * 70000);
@@ -1226,9 +1243,11 @@ START_TEST(reductions_split_deterministic) {
         bf_session *s = block_session(ctx, red_types[kind], NULL, 2, red_ports, in);
         const bf_tensor *y = run_ok(s, "op");
         expect_close(y, want, outs, ulp_of(dt), atol, 0, red_types[kind]);
-        if (!first) bf_tensor_copy(y, &first, NULL);
-        else ck_assert_int_eq(memcmp(bf_tensor_cdata(first), bf_tensor_cdata(y),
-                                     bf_tensor_nbytes(y)), 0);
+        if (!first)
+            bf_tensor_copy(y, &first, NULL);
+        else
+            ck_assert_int_eq(
+                memcmp(bf_tensor_cdata(first), bf_tensor_cdata(y), bf_tensor_nbytes(y)), 0);
         bf_session_free(s);
         bf_context_free(ctx);
     }
@@ -1356,8 +1375,7 @@ static void grad_check(const char *fwd, int64_t n_out, int nvars, const char *co
                             "\"shape\":[%lld,1],\"value\":[",
                             fwd, (long long)n_out);
     for (int64_t i = 0; i < n_out; i++)
-        len += (size_t)snprintf(body + len, cap - len, "%s%.17g", i ? "," : "",
-                                bf_rng_nonzero(&r));
+        len += (size_t)snprintf(body + len, cap - len, "%s%.17g", i ? "," : "", bf_rng_nonzero(&r));
     snprintf(body + len, cap - len,
              "]}},{\"id\":\"mm\",\"type\":\"MatMul\",\"inputs\":{\"a\":\"flat\",\"b\":\"wt\"}},"
              "{\"id\":\"loss\",\"type\":\"Sum\",\"inputs\":{\"input\":\"mm\"}}]}");
@@ -1411,10 +1429,10 @@ static void grad_check(const char *fwd, int64_t n_out, int nvars, const char *co
 }
 
 /* A float64 Variable `id` of shape `shape` (JSON) with seeded random normal values. */
-#define VAR(id, shape, seed)                                                                   \
-    "{\"id\":\"" id "\",\"type\":\"Variable\",\"attrs\":{\"dtype\":\"float64\",\"shape\":" shape \
+#define VAR(id, shape, seed)                                                                       \
+    "{\"id\":\"" id "\",\"type\":\"Variable\",\"attrs\":{\"dtype\":\"float64\",\"shape\":" shape   \
     ",\"initializer\":\"random_normal\",\"seed\":" #seed "}}"
-#define CONST_I32(id, value)                                                                   \
+#define CONST_I32(id, value)                                                                       \
     "{\"id\":\"" id "\",\"type\":\"Const\",\"attrs\":{\"dtype\":\"int32\",\"value\":" value "}}"
 
 static const char *const va[1] = {"va"}, *const vab[2] = {"va", "vb"};
@@ -1438,41 +1456,51 @@ START_TEST(gradient_matmul) {
 END_TEST
 
 START_TEST(gradient_bias_add) {
-    grad_check(VAR("va", "[2,3,4]", 5) "," VAR("vb", "[4]", 6)
-               ",{\"id\":\"op\",\"type\":\"BiasAdd\",\"inputs\":{\"value\":\"va\",\"bias\":\"vb\"}}",
+    grad_check(VAR("va", "[2,3,4]", 5) "," VAR("vb", "[4]",
+                                               6) ",{\"id\":\"op\",\"type\":\"BiasAdd\",\"inputs\":"
+                                                  "{\"value\":\"va\",\"bias\":\"vb\"}}",
                24, 2, vab, 200);
-    grad_check(VAR("va", "[2,3,4]", 5) "," VAR("vb", "[3]", 6)
-               ",{\"id\":\"op\",\"type\":\"BiasAdd\",\"attrs\":{\"data_format\":\"NCHW\"},"
-               "\"inputs\":{\"value\":\"va\",\"bias\":\"vb\"}}",
+    grad_check(VAR("va", "[2,3,4]", 5) "," VAR(
+                   "vb", "[3]",
+                   6) ",{\"id\":\"op\",\"type\":\"BiasAdd\",\"attrs\":{\"data_format\":\"NCHW\"},"
+                      "\"inputs\":{\"value\":\"va\",\"bias\":\"vb\"}}",
                24, 2, vab, 201);
 }
 END_TEST
 
 START_TEST(gradient_shapes) {
-    grad_check(VAR("va", "[2,3,4]", 7) "," CONST_I32("sh", "[4,-1]")
-               ",{\"id\":\"op\",\"type\":\"Reshape\",\"inputs\":{\"tensor\":\"va\",\"shape\":"
-               "\"sh\"}}",
+    grad_check(VAR("va", "[2,3,4]",
+                   7) "," CONST_I32("sh", "[4,-1]") ",{\"id\":\"op\",\"type\":\"Reshape\","
+                                                    "\"inputs\":{\"tensor\":\"va\",\"shape\":"
+                                                    "\"sh\"}}",
                24, 1, va, 300);
-    grad_check(VAR("va", "[2,3,4]", 8) "," CONST_I32("pm", "[2,0,1]")
-               ",{\"id\":\"op\",\"type\":\"Transpose\",\"inputs\":{\"x\":\"va\",\"perm\":\"pm\"}}",
+    grad_check(VAR("va", "[2,3,4]",
+                   8) "," CONST_I32("pm", "[2,0,1]") ",{\"id\":\"op\",\"type\":\"Transpose\","
+                                                     "\"inputs\":{\"x\":\"va\",\"perm\":\"pm\"}}",
                24, 1, va, 301);
-    grad_check(VAR("va", "[2,3]", 9) "," CONST_I32("d", "1")
-               ",{\"id\":\"op\",\"type\":\"ExpandDims\",\"inputs\":{\"input\":\"va\",\"dim\":"
-               "\"d\"}}",
-               6, 1, va, 302);
-    grad_check(VAR("va", "[2,1,3]", 10)
-               ",{\"id\":\"op\",\"type\":\"Squeeze\",\"inputs\":{\"input\":\"va\"}}",
+    grad_check(
+        VAR("va", "[2,3]", 9) "," CONST_I32(
+            "d",
+            "1") ",{\"id\":\"op\",\"type\":\"ExpandDims\",\"inputs\":{\"input\":\"va\",\"dim\":"
+                 "\"d\"}}",
+        6, 1, va, 302);
+    grad_check(VAR("va", "[2,1,3]",
+                   10) ",{\"id\":\"op\",\"type\":\"Squeeze\",\"inputs\":{\"input\":\"va\"}}",
                6, 1, va, 303);
-    grad_check(VAR("va", "[3,1]", 11) "," CONST_I32("sh", "[2,3,4]")
-               ",{\"id\":\"op\",\"type\":\"BroadcastTo\",\"inputs\":{\"input\":\"va\",\"shape\":"
-               "\"sh\"}}",
+    grad_check(VAR("va", "[3,1]",
+                   11) "," CONST_I32("sh", "[2,3,4]") ",{\"id\":\"op\",\"type\":\"BroadcastTo\","
+                                                      "\"inputs\":{\"input\":\"va\",\"shape\":"
+                                                      "\"sh\"}}",
                24, 1, va, 304);
-    grad_check(VAR("va", "[2,3]", 12) "," CONST_I32("m", "[2,1]")
-               ",{\"id\":\"op\",\"type\":\"Tile\",\"inputs\":{\"input\":\"va\",\"multiples\":"
-               "\"m\"}}",
-               12, 1, va, 305);
-    grad_check(VAR("va", "[]", 13) "," CONST_I32("d", "[2,3]")
-               ",{\"id\":\"op\",\"type\":\"Fill\",\"inputs\":{\"dims\":\"d\",\"value\":\"va\"}}",
+    grad_check(
+        VAR("va", "[2,3]", 12) "," CONST_I32(
+            "m",
+            "[2,1]") ",{\"id\":\"op\",\"type\":\"Tile\",\"inputs\":{\"input\":\"va\",\"multiples\":"
+                     "\"m\"}}",
+        12, 1, va, 305);
+    grad_check(VAR("va", "[]",
+                   13) "," CONST_I32("d", "[2,3]") ",{\"id\":\"op\",\"type\":\"Fill\",\"inputs\":{"
+                                                   "\"dims\":\"d\",\"value\":\"va\"}}",
                6, 1, va, 306);
     /* Cast float32 -> float64: the gradient is cast back (perturbations exact in float32) */
     grad_check("{\"id\":\"va\",\"type\":\"Variable\",\"attrs\":{\"shape\":[2,3],\"value\":"
@@ -1489,16 +1517,18 @@ START_TEST(gradient_reductions) {
         char page[1024];
         /* axes [0, 2] with and without keep_dims, a negative axis, none connected */
         snprintf(page, sizeof(page),
-                 VAR("va", "[2,3,4]", 14) "," CONST_I32("ax", "[0,-1]")
-                 ",{\"id\":\"op\",\"type\":\"%s\",\"inputs\":{\"input\":\"va\","
-                 "\"reduction_indices\":\"ax\"}}",
+                 VAR("va", "[2,3,4]", 14) "," CONST_I32(
+                     "ax", "[0,-1]") ",{\"id\":\"op\",\"type\":\"%s\",\"inputs\":{\"input\":\"va\","
+                                     "\"reduction_indices\":\"ax\"}}",
                  types[t]);
         grad_check(page, 3, 1, va, 400 + (uint64_t)t);
-        snprintf(page, sizeof(page),
-                 VAR("va", "[2,3,4]", 15) "," CONST_I32("ax", "1")
-                 ",{\"id\":\"op\",\"type\":\"%s\",\"attrs\":{\"keep_dims\":true},\"inputs\":{"
-                 "\"input\":\"va\",\"reduction_indices\":\"ax\"}}",
-                 types[t]);
+        snprintf(
+            page, sizeof(page),
+            VAR("va", "[2,3,4]", 15) "," CONST_I32(
+                "ax",
+                "1") ",{\"id\":\"op\",\"type\":\"%s\",\"attrs\":{\"keep_dims\":true},\"inputs\":{"
+                     "\"input\":\"va\",\"reduction_indices\":\"ax\"}}",
+            types[t]);
         grad_check(page, 8, 1, va, 410 + (uint64_t)t);
         snprintf(page, sizeof(page),
                  VAR("va", "[2,3]", 16) ",{\"id\":\"op\",\"type\":\"%s\",\"inputs\":{"
