@@ -282,7 +282,25 @@ static bool fold_i(bf_reduce_kind kind, int64_t *acc_i, size_t step, const int64
 }
 
 /* Accumulate n contiguous elements at src + off into a. */
+/* Sum and Mean of float32 and the half types: plain double accumulation (its error, n * 2^-53
+ * of the sum of magnitudes, is far below their own rounding); float64 is compensated. */
+static bool plain_sum(const red_plan *p) {
+    return (p->kind == BF_REDUCE_SUM || p->kind == BF_REDUCE_MEAN) && !p->is_int &&
+           p->dt != BF_DTYPE_F64;
+}
+
 static void acc_run(const red_plan *p, acc *a, const void *src, int64_t off, int64_t n) {
+    if (plain_sum(p) && p->dt == BF_DTYPE_F32) {
+        /* eight independent partial sums, combined in a fixed order */
+        const float *x = (const float *)src + off;
+        double t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int64_t k = 0;
+        for (; k + 8 <= n; k += 8)
+            for (int q = 0; q < 8; q++) t[q] += (double)x[k + q];
+        for (; k < n; k++) t[0] += (double)x[k];
+        a->s += ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+        return;
+    }
     double fb[IB];
     int64_t ib[IB];
     for (int64_t k0 = 0; k0 < n; k0 += IB) {
@@ -290,6 +308,9 @@ static void acc_run(const red_plan *p, acc *a, const void *src, int64_t off, int
         if (p->is_int) {
             load_i(p->dt, src, off + k0, m, ib);
             a->bad |= !fold_i(p->kind, &a->i, 0, ib, m);
+        } else if (plain_sum(p)) {
+            load_f(p->dt, src, off + k0, m, fb);
+            for (int64_t k = 0; k < m; k++) a->s += fb[k];
         } else {
             load_f(p->dt, src, off + k0, m, fb);
             fold_f(p->kind, &a->s, &a->c, 0, fb, m);
@@ -303,10 +324,16 @@ static void vacc_run(const red_plan *p, vacc *v, const void *src, int64_t off, i
         int64_t ib[IB];
         load_i(p->dt, src, off, n, ib);
         v->bad |= !fold_i(p->kind, v->i, 1, ib, n);
+    } else if (plain_sum(p) && p->dt == BF_DTYPE_F32) {
+        const float *x = (const float *)src + off;
+        for (int64_t k = 0; k < n; k++) v->s[k] += (double)x[k];
     } else {
         double fb[IB];
         load_f(p->dt, src, off, n, fb);
-        fold_f(p->kind, v->s, v->c, 1, fb, n);
+        if (plain_sum(p))
+            for (int64_t k = 0; k < n; k++) v->s[k] += fb[k];
+        else
+            fold_f(p->kind, v->s, v->c, 1, fb, n);
     }
 }
 
@@ -394,7 +421,8 @@ static void a_chunk(const red_plan *p, const void *src, int64_t o, int64_t c, ac
     }
 }
 
-/* Mode B, chunk c of unit u (output row g, inner block b): rows [c * per_chunk, ...). */
+/* Mode B, chunk c of unit u (output row g, inner block b): rows [c * per_chunk, ...), their
+ * offsets stepped like an odometer over the reduced runs (no division per row). */
 static void b_chunk(const red_plan *p, const void *src, int64_t u, int64_t c, vacc *v, int64_t *i0,
                     int64_t *n) {
     int64_t g = u / p->NI, b = u % p->NI, last = p->nr - 1;
@@ -402,7 +430,25 @@ static void b_chunk(const red_plan *p, const void *src, int64_t u, int64_t c, va
     vacc_init(p, v, *n);
     int64_t base = run_offset(p, g, false, (int)last) + *i0;
     int64_t r0 = c * p->per_chunk, r1 = BF_MIN(p->R, r0 + p->per_chunk);
-    for (int64_t r = r0; r < r1; r++) vacc_run(p, v, src, base + run_offset(p, r, true, -1), *n);
+    int64_t size[BF_MAX_RANK], stride[BF_MAX_RANK], idx[BF_MAX_RANK], off = 0;
+    int nd = 0;
+    for (int r = 0; r < p->nr; r++)
+        if (p->red[r]) size[nd] = p->d[r], stride[nd] = p->st[r], nd++;
+    int64_t t = r0; /* the odometer at row r0 */
+    for (int k = nd - 1; k >= 0; k--) {
+        idx[k] = t % size[k];
+        t /= size[k];
+        off += idx[k] * stride[k];
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        vacc_run(p, v, src, base + off, *n);
+        for (int k = nd - 1; k >= 0; k--) { /* next row */
+            off += stride[k];
+            if (++idx[k] < size[k]) break;
+            off -= size[k] * stride[k];
+            idx[k] = 0;
+        }
+    }
 }
 
 static void finish_a(red_job *j, int64_t o, const acc *a) {

@@ -15,8 +15,9 @@
  *     roundoff of the type it accumulates in (float32 for float32, float16 and bfloat16;
  *     float64 for float64): the classical bound of a k-term dot product, plus the final
  *     rounding of the half types;
- *   Sum, Mean, BiasAddGrad: ulp * |ref| + 4 * 2^-53 * sum |x| (accumulated in double,
- *     compensated); Prod: (ulp + n * 2^-52) * |ref|.
+ *   Sum, Mean, BiasAddGrad: ulp * |ref| + 4 * 2^-53 * sum |x| in float64 (compensated),
+ *     ulp * |ref| + n * 2^-53 * sum |x| in the others (plain double accumulation of n terms);
+ *     Prod: (ulp + n * 2^-52) * |ref|.
  * Inputs for float16/bfloat16 are k/256 with 26 <= |k| <= 256, exactly representable in both.
  *
  * Error cases assert status, code, block id, port or attr and pointer, with TF's words.
@@ -481,7 +482,9 @@ START_TEST(bias_add_matches_reference) {
     }
     double gw[16], ga[16];
     for (int k = 0; k < ch; k++)
-        gw[k] = (double)acc[k], ga[k] = is_int(dt) ? 0 : 4 * ldexp(1, -53) * (double)mag[k];
+        gw[k] = (double)acc[k], ga[k] = is_int(dt) ? 0
+                                                   : (dt == BF_DTYPE_F64 ? 4 : (double)(n / ch)) *
+                                                         ldexp(1, -53) * (double)mag[k];
     const char *gp[1] = {"out_backprop"};
     s = block_session(ctx, "BiasAddGrad", c->nchw ? "{\"data_format\":\"NCHW\"}" : NULL, 1, gp, in);
     const bf_tensor *g = run_ok(s, "op");
@@ -1112,7 +1115,7 @@ static int64_t reduce_reference(int kind, bf_dtype dt, int rank, const int64_t *
         if (kind == 2) want[o] = fmax(want[o], x[i]);
         if (kind == 3) want[o] = fmin(want[o], x[i]);
     }
-    double tiny = is_int(dt) ? 0 : 4 * ldexp(1, -53);
+    double tiny = is_int(dt) ? 0 : (dt == BF_DTYPE_F64 ? 4 : (double)cnt) * ldexp(1, -53);
     for (int64_t o = 0; o < outs; o++) {
         switch (kind) {
         case 0: want[o] = (double)s[o], atol[o] = tiny * (double)mag[o]; break;
