@@ -7,9 +7,9 @@
  *           keep_dims = true, reduction_indices = 0  ->  output = [[5, 7, 9]].
  *
  * sum.c - TensorFlow's Sum (core/ops/math_ops.cc: input, reduction_indices, keep_dims),
- * accumulated in double (compensated, Neumaier's variant of Kahan's sum) and rounded once to
- * the input's dtype, so that a loss such as sum(conv(x, w) * dy) is exact enough for
- * finite-difference checks. Integers are exact (an overflow is an error).
+ * accumulated in double and rounded once to the input's dtype; in float64 compensated
+ * (Neumaier's variant of Kahan's sum), so that a loss such as sum(conv(x, w) * dy) is exact
+ * enough for finite-difference checks. Integers are exact (an overflow is an error).
  *
  * Compatibility: blockflow's first Sum had only `input` and summed everything into a scalar.
  * `reduction_indices` is optional: a page that leaves it unconnected still gets the sum of
@@ -27,8 +27,8 @@ const bf_block_desc bf_block_sum = {
     .doc = "TensorFlow's Sum: adds the elements of `input` along the axes in "
            "`reduction_indices` (negative axes count from the end; unconnected: every axis, "
            "so a one-input Sum of older pages still gives the scalar total). keep_dims keeps "
-           "the reduced axes with size 1. Accumulated in double, compensated, rounded once; "
-           "integers exact. An empty sum is 0.",
+           "the reduced axes with size 1. Accumulated in double (compensated for float64) and "
+           "rounded once; integers exact. An empty sum is 0.",
     .inputs = bf_reduce_inputs,
     .n_inputs = 2,
     .outputs = bf_reduce_outputs,

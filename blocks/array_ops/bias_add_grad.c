@@ -7,9 +7,9 @@
  *
  * bias_add_grad.c - TensorFlow's BiasAddGrad (core/ops/nn_ops.cc, kernels/bias_op.cc): the
  * gradient of BiasAdd with respect to its bias, out_backprop of rank 2 to 5, data_format as
- * BiasAdd's. The sum runs on the reduction engine of Sum (array_ops/reduce.c: double,
- * compensated, split over threads when there are few channels), so it is at least as exact
- * as TF's (which accumulates float in float).
+ * BiasAdd's. The sum runs on the reduction engine of Sum (array_ops/reduce.c: in double,
+ * compensated for float64, split over threads when there are few channels), so it is at
+ * least as exact as TF's (which accumulates float in float).
  */
 #include "array_util.h"
 #include "bias_add.h"
@@ -68,7 +68,7 @@ const bf_block_desc bf_block_bias_add_grad = {
     .synopsis = "output[c] = sum of out_backprop over every dim but the channel dim",
     .doc = "TensorFlow's BiasAddGrad: the gradient of BiasAdd for its bias, the sum of "
            "out_backprop (rank 2 to 5) over every dim but the channel dim (the last for NHWC, "
-           "dim 1 for NCHW). Summed in double, compensated, and rounded once.",
+           "dim 1 for NCHW). Summed in double and rounded once.",
     .inputs = inputs,
     .n_inputs = BF_COUNT(inputs),
     .outputs = outputs,
