@@ -18,7 +18,8 @@ const bf_block_desc bf_block_mean = {
     .synopsis = "output = mean of input over reduction_indices (every axis when unconnected)",
     .doc = "TensorFlow's Mean: the average of `input` along the axes in `reduction_indices` "
            "(unconnected: every axis); keep_dims keeps them with size 1. Floats are summed in "
-           "double (compensated) and divided once; integers truncate, as TF's. The mean of "
+           "double (compensated for float64) and divided once; integers truncate, as TF's. The "
+           "mean of "
            "nothing is NaN.",
     .inputs = bf_reduce_inputs,
     .n_inputs = 2,
