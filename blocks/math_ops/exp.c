@@ -1,0 +1,23 @@
+/*
+ * Block:    Exp
+ * Synopsis: y = e^x
+ * Example:  x = [0,1]  ->  y = [1,2.71828183].
+ *
+ * exp.c - elementwise exponential.
+ */
+#include "cwise.h"
+
+#include <tgmath.h>
+
+BF_CW_FLOAT1(exp, exp(x))
+
+static const bf_unary_impl impl = {BF_CW_FLOATS1(exp)};
+
+const bf_block_desc bf_block_exp = {
+    .type = "Exp",
+    .category = "math",
+    .synopsis = "y = e^x",
+    .doc = "Elementwise e^x. Float dtypes.",
+    BF_CW_UNARY_FIELDS(bf_cw_x_floats, bf_cw_y_floats),
+    .impl = &impl,
+};
