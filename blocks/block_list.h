@@ -61,5 +61,13 @@ BF_BLOCK(reciprocal_grad)
 /* pooling and losses (blocks/nn_ops/) */
 
 /* state: Variables and their updates (blocks/state_ops/) */
+BF_BLOCK(variable)
+BF_BLOCK(assign)
+BF_BLOCK(assign_add)
+BF_BLOCK(assign_sub)
+BF_BLOCK(apply_gradient_descent)
+BF_BLOCK(apply_momentum)
+BF_BLOCK(apply_adam)
 
 /* data: datasets (blocks/data_ops/) */
+BF_BLOCK(dataset)
