@@ -21,6 +21,12 @@ BF_CW_INT1(abs, iop)
 
 static const bf_unary_impl impl = {BF_CW_FLOATS1(abs), BF_CW_INTS1(abs, iop)};
 
+/* math_grad.py _AbsGrad: dy * Sign(x) (0 at x = 0). */
+static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
+    (void)err;
+    return bf_cw_grad_times(g, "Sign", "x");
+}
+
 const bf_block_desc bf_block_abs = {
     .type = "Abs",
     .category = "math",
@@ -28,4 +34,5 @@ const bf_block_desc bf_block_abs = {
     .doc = "Elementwise |x|. Every dtype; |most negative integer| is an error.",
     BF_CW_UNARY_FIELDS(bf_cw_x_all, bf_cw_y_all),
     .impl = &impl,
+    .gradient = gradient,
 };

@@ -17,6 +17,16 @@ BF_CW_INT2(add, iop)
 
 const bf_binary_impl bf_cw_add_impl = {BF_CW_FLOATS2(add), BF_CW_INTS2(add, iop)};
 
+/* math_grad.py _AddGrad (Add and AddV2): dy to both inputs, each reduced over the axes it
+ * was broadcast along. */
+bf_status bf_cw_add_gradient(bf_grad_ctx *g, bf_error *err) {
+    (void)err;
+    const char *dy = bf_grad_dy(g, 0);
+    bf_cw_grad_reduce(g, 0, "grad_x", dy);
+    bf_cw_grad_reduce(g, 1, "grad_y", dy);
+    return BF_OK;
+}
+
 const bf_block_desc bf_block_add = {
     .type = "Add",
     .category = "math",
@@ -26,4 +36,5 @@ const bf_block_desc bf_block_add = {
            "error.",
     BF_CW_BINARY_FIELDS(bf_cw_xy_all, bf_cw_z_all),
     .impl = &bf_cw_add_impl,
+    .gradient = bf_cw_add_gradient,
 };

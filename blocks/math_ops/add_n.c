@@ -98,8 +98,8 @@ static void sum_native(const job *j, int64_t o, int64_t n) {
     bf_cw_loop2 add = f64 ? bf_cw_add_impl.f64[layout] : bf_cw_add_impl.f32[layout];
     size_t es = f64 ? 8 : 4;
     char *z = (char *)j->z->data + o * (int64_t)es;
-    add((const char *)j->t[0]->data + o * (int64_t)es, (const char *)j->t[1]->data + o * (int64_t)es,
-        z, n);
+    add((const char *)j->t[0]->data + o * (int64_t)es,
+        (const char *)j->t[1]->data + o * (int64_t)es, z, n);
     for (int k = 2; k < j->n_in; k++) add(z, (const char *)j->t[k]->data + o * (int64_t)es, z, n);
 }
 
@@ -117,7 +117,8 @@ static void sum_half(const job *j, int64_t o, int64_t n) {
                 acc[i] = k ? acc[i] + v : v;
             }
         }
-        for (int64_t i = 0; i < m; i++) z[c + i] = f16 ? bf_f32_to_f16(acc[i]) : bf_f32_to_bf16(acc[i]);
+        for (int64_t i = 0; i < m; i++)
+            z[c + i] = f16 ? bf_f32_to_f16(acc[i]) : bf_f32_to_bf16(acc[i]);
     }
 }
 
@@ -130,8 +131,7 @@ static void task(void *arg, int64_t t, int slot) {
 }
 
 static int64_t int_at(const bf_tensor *t, int64_t i) {
-    return t->dtype == BF_DTYPE_I32 ? ((const int32_t *)t->data)[i]
-                                    : ((const int64_t *)t->data)[i];
+    return t->dtype == BF_DTYPE_I32 ? ((const int32_t *)t->data)[i] : ((const int64_t *)t->data)[i];
 }
 
 static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
@@ -148,11 +148,13 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
         for (int64_t i = 0; i < n; i++) {
             int64_t s = 0;
             bool bad = false;
-            for (int k = 0; k < j.n_in && !bad; k++) bad = __builtin_add_overflow(s, int_at(j.t[k], i), &s);
+            for (int k = 0; k < j.n_in && !bad; k++)
+                bad = __builtin_add_overflow(s, int_at(j.t[k], i), &s);
             if (bad || (dt == BF_DTYPE_I32 && !bf_cw_fits_i32(s))) {
                 bf_err_at(err, "sum", NULL);
-                return bf_err(err, BF_EDTYPE, "dtype_mismatch", "element %lld: AddN of %d "
-                              "inputs overflows %s", (long long)i, j.n_in, bf_dtype_name(dt));
+                return bf_err(err, BF_EDTYPE, "dtype_mismatch",
+                              "element %lld: AddN of %d inputs overflows %s", (long long)i,
+                              j.n_in, bf_dtype_name(dt));
             }
             if (dt == BF_DTYPE_I32) ((int32_t *)j.z->data)[i] = (int32_t)s;
             else ((int64_t *)j.z->data)[i] = s;
@@ -166,6 +168,15 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
         for (int64_t t = 0; t < tasks; t++) task(&j, t, 0);
     }
     (void)node;
+    return BF_OK;
+}
+
+/* math_grad.py _AddNGrad: every input gets dy. */
+static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
+    (void)err;
+    const char *dy = bf_grad_dy(g, 0);
+    for (int k = 0; dy && k < N_PORTS; k++)
+        if (bf_grad_wants(g, k)) bf_grad_set(g, k, dy);
     return BF_OK;
 }
 
@@ -183,4 +194,5 @@ const bf_block_desc bf_block_add_n = {
     .n_outputs = BF_COUNT(outputs),
     .infer = infer,
     .run_cpu = run_cpu,
+    .gradient = gradient,
 };

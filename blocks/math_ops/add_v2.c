@@ -16,4 +16,5 @@ const bf_block_desc bf_block_add_v2 = {
            "AddV2). Every dtype; integers are exact, and a sum that overflows is an error.",
     BF_CW_BINARY_FIELDS(bf_cw_xy_all, bf_cw_z_all),
     .impl = &bf_cw_add_impl,
+    .gradient = bf_cw_add_gradient,
 };

@@ -403,3 +403,28 @@ bf_status bf_cw_unary_run(const bf_node *node, const bf_tensor *const *in, bf_te
     }
     return BF_OK;
 }
+
+/* ---- gradients ---------------------------------------------------------------------------- */
+
+void bf_cw_grad_reduce(bf_grad_ctx *g, int k, const char *name, const char *ref) {
+    if (!ref || !bf_grad_wants(g, k)) return;
+    const char *r = bf_grad_unbroadcast(g, name, ref, bf_grad_output_info(g, 0), k);
+    if (r) bf_grad_set(g, k, r);
+}
+
+bf_status bf_cw_grad_by_block(bf_grad_ctx *g, const char *type, const char *out_port,
+                              const char *dy_port) {
+    const char *dy = bf_grad_dy(g, 0);
+    if (!dy || !bf_grad_wants(g, 0)) return BF_OK;
+    bf_grad_set(g, 0, bf_grad_add(g, "grad", type, NULL, out_port, bf_grad_output(g, 0),
+                                  dy_port, dy, NULL));
+    return BF_OK;
+}
+
+bf_status bf_cw_grad_times(bf_grad_ctx *g, const char *type, const char *port) {
+    const char *dy = bf_grad_dy(g, 0);
+    if (!dy || !bf_grad_wants(g, 0)) return BF_OK;
+    const char *f = bf_grad_add(g, "grad_factor", type, NULL, port, bf_grad_input(g, 0), NULL);
+    if (f) bf_grad_set(g, 0, bf_grad_add(g, "grad", "Mul", NULL, "x", dy, "y", f, NULL));
+    return BF_OK;
+}

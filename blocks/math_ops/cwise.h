@@ -89,6 +89,25 @@ bf_status bf_cw_binary_run(const bf_node *node, const bf_tensor *const *in,
 bf_status bf_cw_unary_run(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
                           const bf_exec *ex, bf_error *err);
 
+/* ---- gradients (math_grad.py, nn_grad.py) ------------------------------------------------- */
+
+/* Declare `ref` (of the forward output's shape; NULL: nothing) the gradient of input k,
+ * reduced to input k's shape over the axes k was broadcast along (Sum, then Reshape). */
+void bf_cw_grad_reduce(bf_grad_ctx *g, int k, const char *name, const char *ref);
+/* The gradient of a one-input block as one block of `type` that takes the forward output on
+ * `out_port` and the incoming gradient on `dy_port` (Sigmoid: SigmoidGrad(y, dy)). */
+bf_status bf_cw_grad_by_block(bf_grad_ctx *g, const char *type, const char *out_port,
+                              const char *dy_port);
+/* The gradient of a one-input block as dy * f, f a block of type `type` on the input's
+ * port `port` (Log: dy * Reciprocal(x); Abs: dy * Sign(x)). */
+bf_status bf_cw_grad_times(bf_grad_ctx *g, const char *type, const char *port);
+
+/* The gradients shared by several types: Add and AddV2; Div and RealDiv; Maximum (max) and
+ * Minimum. */
+bf_status bf_cw_add_gradient(bf_grad_ctx *g, bf_error *err);
+bf_status bf_cw_div_gradient(bf_grad_ctx *g, bf_error *err);
+bf_status bf_cw_maxmin_gradient(bf_grad_ctx *g, bool max);
+
 /* ---- loop generators ---------------------------------------------------------------------- */
 
 /*

@@ -31,4 +31,5 @@ const bf_block_desc bf_block_div = {
            "error.",
     BF_CW_BINARY_FIELDS(bf_cw_xy_all, bf_cw_z_all),
     .impl = &impl,
+    .gradient = bf_cw_div_gradient,
 };

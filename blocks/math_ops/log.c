@@ -13,6 +13,12 @@ BF_CW_FLOAT1(log, log(x))
 
 static const bf_unary_impl impl = {BF_CW_FLOATS1(log)};
 
+/* math_grad.py _LogGrad: dy * Reciprocal(x). */
+static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
+    (void)err;
+    return bf_cw_grad_times(g, "Reciprocal", "x");
+}
+
 const bf_block_desc bf_block_log = {
     .type = "Log",
     .category = "math",
@@ -20,4 +26,5 @@ const bf_block_desc bf_block_log = {
     .doc = "Elementwise natural logarithm (-inf at 0, nan for x < 0). Float dtypes.",
     BF_CW_UNARY_FIELDS(bf_cw_x_floats, bf_cw_y_floats),
     .impl = &impl,
+    .gradient = gradient,
 };

@@ -17,6 +17,11 @@ BF_CW_INT2(minimum, iop)
 
 static const bf_binary_impl impl = {BF_CW_FLOATS2(minimum), BF_CW_INTS2(minimum, iop)};
 
+static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
+    (void)err;
+    return bf_cw_maxmin_gradient(g, false);
+}
+
 const bf_block_desc bf_block_minimum = {
     .type = "Minimum",
     .category = "math",
@@ -25,4 +30,5 @@ const bf_block_desc bf_block_minimum = {
            "Every dtype.",
     BF_CW_BINARY_FIELDS(bf_cw_xy_all, bf_cw_z_all),
     .impl = &impl,
+    .gradient = gradient,
 };

@@ -17,6 +17,15 @@ BF_CW_INT1(neg, iop)
 
 static const bf_unary_impl impl = {BF_CW_FLOATS1(neg), BF_CW_INTS1(neg, iop)};
 
+/* math_grad.py _NegGrad: -dy. */
+static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
+    (void)err;
+    const char *dy = bf_grad_dy(g, 0);
+    if (dy && bf_grad_wants(g, 0))
+        bf_grad_set(g, 0, bf_grad_add(g, "grad", "Neg", NULL, "x", dy, NULL));
+    return BF_OK;
+}
+
 const bf_block_desc bf_block_neg = {
     .type = "Neg",
     .category = "math",
@@ -24,4 +33,5 @@ const bf_block_desc bf_block_neg = {
     .doc = "Elementwise -x. Every dtype; negating the most negative integer is an error.",
     BF_CW_UNARY_FIELDS(bf_cw_x_all, bf_cw_y_all),
     .impl = &impl,
+    .gradient = gradient,
 };

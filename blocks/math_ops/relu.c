@@ -21,6 +21,12 @@ static const bf_unary_impl impl = {BF_CW_FLOATS1(relu), BF_CW_INTS1(relu, iop)};
 static const bf_port_desc inputs[] = {{"features", BF_DT_ALL, 0, "any tensor"}};
 static const bf_port_desc outputs[] = {{"activations", BF_DT_ALL, 0, "features' shape"}};
 
+/* nn_grad.py _ReluGrad: ReluGrad(dy, y), from the output y. */
+static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
+    (void)err;
+    return bf_cw_grad_by_block(g, "ReluGrad", "features", "gradients");
+}
+
 const bf_block_desc bf_block_relu = {
     .type = "Relu",
     .category = "math",
@@ -28,4 +34,5 @@ const bf_block_desc bf_block_relu = {
     .doc = "Rectified linear unit max(features, 0) (nan stays nan). Every dtype.",
     BF_CW_UNARY_FIELDS(inputs, outputs),
     .impl = &impl,
+    .gradient = gradient,
 };

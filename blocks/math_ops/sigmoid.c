@@ -14,6 +14,12 @@ BF_CW_FLOAT1(sigmoid, (T)1 / ((T)1 + exp(-x)))
 
 static const bf_unary_impl impl = {BF_CW_FLOATS1(sigmoid)};
 
+/* math_grad.py _SigmoidGrad: SigmoidGrad(y, dy) from the output y. */
+static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
+    (void)err;
+    return bf_cw_grad_by_block(g, "SigmoidGrad", "y", "dy");
+}
+
 const bf_block_desc bf_block_sigmoid = {
     .type = "Sigmoid",
     .category = "math",
@@ -21,4 +27,5 @@ const bf_block_desc bf_block_sigmoid = {
     .doc = "Logistic function 1 / (1 + e^-x). Float dtypes.",
     BF_CW_UNARY_FIELDS(bf_cw_x_floats, bf_cw_y_floats),
     .impl = &impl,
+    .gradient = gradient,
 };

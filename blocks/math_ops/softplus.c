@@ -23,6 +23,12 @@ static const bf_unary_impl impl = {BF_CW_FLOATS1(softplus)};
 static const bf_port_desc inputs[] = {{"features", BF_DT_FLOATS, 0, "any tensor"}};
 static const bf_port_desc outputs[] = {{"activations", BF_DT_FLOATS, 0, "features' shape"}};
 
+/* nn_grad.py _SoftplusGrad: dy * Sigmoid(features). */
+static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
+    (void)err;
+    return bf_cw_grad_times(g, "Sigmoid", "x");
+}
+
 const bf_block_desc bf_block_softplus = {
     .type = "Softplus",
     .category = "math",
@@ -31,4 +37,5 @@ const bf_block_desc bf_block_softplus = {
            "2), e^x below ln eps + 2). Float dtypes.",
     BF_CW_UNARY_FIELDS(inputs, outputs),
     .impl = &impl,
+    .gradient = gradient,
 };

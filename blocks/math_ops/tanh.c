@@ -13,6 +13,12 @@ BF_CW_FLOAT1(tanh, tanh(x))
 
 static const bf_unary_impl impl = {BF_CW_FLOATS1(tanh)};
 
+/* math_grad.py _TanhGrad: TanhGrad(y, dy) from the output y. */
+static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
+    (void)err;
+    return bf_cw_grad_by_block(g, "TanhGrad", "y", "dy");
+}
+
 const bf_block_desc bf_block_tanh = {
     .type = "Tanh",
     .category = "math",
@@ -20,4 +26,5 @@ const bf_block_desc bf_block_tanh = {
     .doc = "Elementwise hyperbolic tangent. Float dtypes.",
     BF_CW_UNARY_FIELDS(bf_cw_x_floats, bf_cw_y_floats),
     .impl = &impl,
+    .gradient = gradient,
 };

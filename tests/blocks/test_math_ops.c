@@ -32,12 +32,13 @@
  */
 #include "bf_test.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- pages and sessions ------------------------------------------------------------------ */
+/* ---- pages and sessions ---------------------------------------------------------------------- */
 
 #define HEAD "{\"format\":\"blockflow.page\",\"version\":1,\"blocks\":["
 
@@ -101,7 +102,7 @@ static void expect_error(const bf_error *e, bf_status status, const char *code,
     ck_assert_msg(e->message[0] != '\0', "an error has a message");
 }
 
-/* ---- dtypes: encoding and decoding written here -------------------------------------------- */
+/* ---- dtypes: encoding and decoding written here ---------------------------------------------- */
 
 static const bf_dtype all_dtypes[6] = {BF_DTYPE_F16, BF_DTYPE_BF16, BF_DTYPE_F32,
                                        BF_DTYPE_F64, BF_DTYPE_I32,  BF_DTYPE_I64};
@@ -594,9 +595,10 @@ START_TEST(binary_partial_shapes) {
         bf_session_free(s);
     }
     /* [-1] against [4] passes the check; a [3] fed is refused by the run, in the same words. */
-    bf_session *s = open_page(ctx, "{\"id\":\"x\",\"type\":\"Placeholder\",\"attrs\":{\"shape\":[-1]}},"
-                                   "{\"id\":\"y\",\"type\":\"Placeholder\",\"attrs\":{\"shape\":[4]}},"
-                                   "{\"id\":\"z\",\"type\":\"Add\",\"inputs\":{\"x\":\"x\",\"y\":\"y\"}}]}");
+    bf_session *s =
+        open_page(ctx, "{\"id\":\"x\",\"type\":\"Placeholder\",\"attrs\":{\"shape\":[-1]}},"
+                       "{\"id\":\"y\",\"type\":\"Placeholder\",\"attrs\":{\"shape\":[4]}},"
+                       "{\"id\":\"z\",\"type\":\"Add\",\"inputs\":{\"x\":\"x\",\"y\":\"y\"}}]}");
     ck_assert_int_eq(bf_session_check(s, NULL, NULL), BF_OK);
     bf_rng r = {3};
     double *xr, *yr;
@@ -762,7 +764,8 @@ START_TEST(unary_special_values) {
         bf_tensor *x = tensor_of(dt, 0, NULL, &cases[k].x);
         feed_ok(s, "x", x);
         double got = elem(run_ok(s, "y"), 0), want = cases[k].want;
-        ck_assert_msg(close_to(got, want, 4 * ulp_of(dt), fabs(want)), "%s(%g) = %.17g, want %.17g", cases[k].type, cases[k].x, got, want);
+        ck_assert_msg(close_to(got, want, 4 * ulp_of(dt), fabs(want)), "%s(%g) = %.17g, want %.17g",
+                      cases[k].type, cases[k].x, got, want);
         bf_tensor_free(x);
         bf_session_free(s);
     }
@@ -806,7 +809,7 @@ START_TEST(unary_integer_overflow) {
 }
 END_TEST
 
-/* ---- gradient blocks --------------------------------------------------------------------------- */
+/* ---- gradient blocks ------------------------------------------------------------------------- */
 
 enum { G_RELU, G_RELU6, G_SIGMOID, G_TANH, G_SQRT, G_RSQRT, G_RECIP, N_GRADOPS };
 
@@ -916,7 +919,7 @@ START_TEST(grad_ops_same_shape) {
 }
 END_TEST
 
-/* ---- AddN -------------------------------------------------------------------------------------- */
+/* ---- AddN ------------------------------------------------------------------------------------ */
 
 /* Every port wired (inputs_0 .. inputs_15, some sources used twice), per dtype, left to right:
  * float32 and float64 in their own dtype, so the reference accumulates in the dtype too. */
@@ -927,9 +930,11 @@ START_TEST(add_n_matches_reference) {
     size_t m = 0;
     for (int k = 0; k < 5; k++)
         m += (size_t)snprintf(body + m, sizeof(body) - m,
-                              "{\"id\":\"p%d\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"%s\"}},",
+                              "{\"id\":\"p%d\",\"type\":\"Placeholder\","
+                              "\"attrs\":{\"dtype\":\"%s\"}},",
                               k, bf_dtype_name(dt));
-    m += (size_t)snprintf(body + m, sizeof(body) - m, "{\"id\":\"s\",\"type\":\"AddN\",\"inputs\":{");
+    m += (size_t)snprintf(body + m, sizeof(body) - m,
+                          "{\"id\":\"s\",\"type\":\"AddN\",\"inputs\":{");
     for (int k = 0; k < 16; k++)
         m += (size_t)snprintf(body + m, sizeof(body) - m, "%s\"inputs_%d\":\"p%d\"", k ? "," : "",
                               k, k % 5);
@@ -1014,8 +1019,10 @@ START_TEST(add_n_errors) {
     /* dtypes */
     s = open_page(ctx,
                   "{\"id\":\"a\",\"type\":\"Const\",\"attrs\":{\"value\":[1,2]}},"
-                  "{\"id\":\"b\",\"type\":\"Const\",\"attrs\":{\"value\":[1,2],\"dtype\":\"float64\"}},"
-                  "{\"id\":\"s\",\"type\":\"AddN\",\"inputs\":{\"inputs_0\":\"a\",\"inputs_1\":\"b\"%s}}]}",
+                  "{\"id\":\"b\",\"type\":\"Const\",\"attrs\":{\"value\":[1,2],"
+                  "\"dtype\":\"float64\"}},"
+                  "{\"id\":\"s\",\"type\":\"AddN\",\"inputs\":{\"inputs_0\":\"a\","
+                  "\"inputs_1\":\"b\"%s}}]}",
                   wires);
     bf_error e1 = {0};
     ck_assert_int_eq(bf_session_check(s, NULL, &e1), BF_EDTYPE);
@@ -1028,7 +1035,8 @@ START_TEST(add_n_errors) {
     s = open_page(ctx,
                   "{\"id\":\"a\",\"type\":\"Const\",\"attrs\":{\"value\":[1,134217728],"
                   "\"dtype\":\"int32\"}},"
-                  "{\"id\":\"s\",\"type\":\"AddN\",\"inputs\":{\"inputs_0\":\"a\",\"inputs_1\":\"a\"%s}}]}",
+                  "{\"id\":\"s\",\"type\":\"AddN\",\"inputs\":{\"inputs_0\":\"a\","
+                  "\"inputs_1\":\"a\"%s}}]}",
                   wires);
     bf_error e2 = {0};
     ck_assert_int_eq(run_fetch(s, "s", &e2), BF_EDTYPE);
@@ -1039,7 +1047,311 @@ START_TEST(add_n_errors) {
 }
 END_TEST
 
-/* ---- suite --------------------------------------------------------------------------------------- */
+/* Optional ports: two, three, and a gap (inputs_0, inputs_1, inputs_9); the unconnected ones
+ * are left out of the sum. */
+START_TEST(add_n_optional_ports) {
+    bf_context *ctx = new_ctx(1);
+    bf_session *s = open_page(
+        ctx,
+        "{\"id\":\"a\",\"type\":\"Const\",\"attrs\":{\"value\":[1,2]}},"
+        "{\"id\":\"b\",\"type\":\"Const\",\"attrs\":{\"value\":[10,20]}},"
+        "{\"id\":\"c\",\"type\":\"Const\",\"attrs\":{\"value\":[100,200]}},"
+        "{\"id\":\"two\",\"type\":\"AddN\",\"inputs\":{\"inputs_0\":\"a\",\"inputs_1\":\"b\"}},"
+        "{\"id\":\"three\",\"type\":\"AddN\",\"inputs\":{\"inputs_0\":\"a\",\"inputs_1\":\"b\","
+        "\"inputs_2\":\"c\"}},"
+        "{\"id\":\"gap\",\"type\":\"AddN\",\"inputs\":{\"inputs_0\":\"c\",\"inputs_1\":\"a\","
+        "\"inputs_9\":\"c\"}}]}");
+    const double two[2] = {11, 22}, three[2] = {111, 222}, gap[2] = {201, 402};
+    const int64_t d2[1] = {2};
+    const bf_tensor *t = run_ok(s, "two");
+    expect_shape(t, BF_DTYPE_F32, 1, d2);
+    expect_values(t, two, NULL, 2, 0, "AddN of 2");
+    expect_values(run_ok(s, "three"), three, NULL, 2, 0, "AddN of 3");
+    expect_values(run_ok(s, "gap"), gap, NULL, 2, 0, "AddN with a gap");
+    bf_session_free(s);
+    /* inputs_1 is required: the page does not load */
+    static const char json[] =
+        HEAD "{\"id\":\"a\",\"type\":\"Const\",\"attrs\":{\"value\":[1,2]}},"
+        "{\"id\":\"s\",\"type\":\"AddN\",\"inputs\":{\"inputs_0\":\"a\",\"inputs_2\":\"a\"}}]}";
+    bf_page *page = NULL;
+    bf_error e = {0};
+    ck_assert_int_eq(bf_page_load_string(ctx, json, strlen(json), "m.json", NULL, &page, NULL, &e),
+                     BF_ESCHEMA);
+    expect_error(&e, BF_ESCHEMA, "missing_input", "s", "inputs_1");
+    bf_context_free(ctx);
+}
+END_TEST
+
+/* ---- gradients against finite differences ---------------------------------------------------- */
+
+/*
+ * Each case is a page of Variables a (and b) of the given shapes, the forward block f on them
+ * and the loss L = f * c, c a Const of f's shape (random), built into a backward pass by
+ * bf_session_build_gradients; the gradient of each Variable is fetched and compared with
+ * central differences of sum(L), each from two runs of the same page with one element of a
+ * Variable moved by +-h (bf_session_write_state), all in float64: |fd - an| <= 1e-6 *
+ * max(1, |an|). Values stay 1/32 or more from every kink (0 for Relu and Abs, 6 for Relu6,
+ * the ties of Maximum and Minimum), so h = 1e-5 never crosses one. The same page in float32
+ * must give the float64 gradient within 1e-5 (relative to max(1, |an|)).
+ */
+typedef enum { G_ANY, G_POS, G_ODD, G_EVEN, G_WIDE } gkind;
+
+static const struct gcase {
+    const char *type, *pa, *pb; /* the ports of a and b (pb NULL: one input) */
+    int ar, br;
+    int64_t ad[3], bd[3];
+    gkind ak, bk;
+    const char *needs; /* a block type the backward pass needs (Sum's axes come with Reshape) */
+    const char *extra; /* more wiring of f */
+} gcases[] = {
+    {"Add", "x", "y", 2, 2, {2, 3}, {2, 3}, G_ANY, G_ANY, NULL, NULL},
+    {"Add", "x", "y", 2, 1, {2, 3}, {3}, G_ANY, G_ANY, "Reshape", NULL},
+    {"AddV2", "x", "y", 3, 2, {2, 1, 4}, {3, 1}, G_ANY, G_ANY, "Reshape", NULL},
+    {"Sub", "x", "y", 2, 2, {2, 3}, {2, 3}, G_ANY, G_ANY, NULL, NULL},
+    {"Sub", "x", "y", 1, 2, {3}, {2, 3}, G_ANY, G_ANY, "Reshape", NULL},
+    {"Mul", "x", "y", 2, 2, {2, 3}, {2, 3}, G_ANY, G_ANY, NULL, NULL},
+    {"Mul", "x", "y", 2, 2, {2, 1}, {1, 3}, G_ANY, G_ANY, "Reshape", NULL},
+    {"Div", "x", "y", 2, 2, {2, 3}, {2, 3}, G_ANY, G_ANY, NULL, NULL},
+    {"RealDiv", "x", "y", 2, 0, {2, 3}, {0}, G_ANY, G_ANY, "Reshape", NULL},
+    {"Maximum", "x", "y", 2, 2, {2, 3}, {2, 3}, G_ODD, G_EVEN, "Cast", NULL},
+    {"Maximum", "x", "y", 2, 1, {2, 3}, {3}, G_ODD, G_EVEN, "Reshape", NULL},
+    {"Minimum", "x", "y", 2, 2, {2, 3}, {2, 3}, G_EVEN, G_ODD, "Cast", NULL},
+    {"Minimum", "x", "y", 1, 2, {3}, {2, 3}, G_ODD, G_EVEN, "Reshape", NULL},
+    {"SquaredDifference", "x", "y", 2, 2, {2, 3}, {2, 3}, G_ANY, G_ANY, NULL, NULL},
+    {"SquaredDifference", "x", "y", 2, 0, {2, 3}, {0}, G_ANY, G_ANY, "Reshape", NULL},
+    {"AddN", "inputs_0", "inputs_1", 2, 2, {2, 3}, {2, 3}, G_ANY, G_ANY, NULL,
+     ",\"inputs_5\":\"a\""},
+    {"Neg", "x", NULL, 2, 0, {2, 3}, {0}, G_ANY, 0, NULL, NULL},
+    {"Square", "x", NULL, 2, 0, {2, 3}, {0}, G_ANY, 0, NULL, NULL},
+    {"Sqrt", "x", NULL, 2, 0, {2, 3}, {0}, G_POS, 0, NULL, NULL},
+    {"Rsqrt", "x", NULL, 2, 0, {2, 3}, {0}, G_POS, 0, NULL, NULL},
+    {"Exp", "x", NULL, 2, 0, {2, 3}, {0}, G_ANY, 0, NULL, NULL},
+    {"Log", "x", NULL, 2, 0, {2, 3}, {0}, G_POS, 0, NULL, NULL},
+    {"Reciprocal", "x", NULL, 2, 0, {2, 3}, {0}, G_ANY, 0, NULL, NULL},
+    {"Abs", "x", NULL, 2, 0, {2, 3}, {0}, G_ANY, 0, NULL, NULL},
+    {"Sign", "x", NULL, 2, 0, {2, 3}, {0}, G_ANY, 0, "ZerosLike", NULL},
+    {"Relu", "features", NULL, 2, 0, {2, 3}, {0}, G_ANY, 0, NULL, NULL},
+    {"Relu6", "features", NULL, 2, 0, {3, 4}, {0}, G_WIDE, 0, NULL, NULL},
+    {"Sigmoid", "x", NULL, 2, 0, {2, 3}, {0}, G_WIDE, 0, NULL, NULL},
+    {"Tanh", "x", NULL, 2, 0, {2, 3}, {0}, G_ANY, 0, NULL, NULL},
+    {"Softplus", "features", NULL, 2, 0, {2, 3}, {0}, G_WIDE, 0, NULL, NULL},
+};
+#define N_GCASES ((int)(sizeof(gcases) / sizeof(gcases[0])))
+
+/* Values exactly representable in float32, at least 1/32 from 0, 6 and each other's grid. */
+static double gvalue(bf_rng *r, gkind k) {
+    double sign = (bf_rng_next(r) & 1) ? 1 : -1;
+    switch (k) {
+    case G_POS: return (double)bf_rng_int(r, 7, 64) / 64;
+    case G_ODD: return sign * (double)(2 * bf_rng_int(r, 0, 15) + 1) / 32;
+    case G_EVEN: return sign * (double)(2 * bf_rng_int(r, 1, 15)) / 32;
+    case G_WIDE: {
+        int64_t v = bf_rng_int(r, 1, 62);
+        return sign * (double)(v >= 48 ? v + 1 : v) / 8; /* never 6 */
+    }
+    default: return sign * (double)bf_rng_int(r, 7, 64) / 64;
+    }
+}
+
+static bool have_type(const char *type) {
+    for (int i = 0; i < bf_block_type_count(); i++)
+        if (!strcmp(bf_block_type_name(i), type)) return true;
+    return false;
+}
+
+/* sum(L) with the Variables as they are now. */
+static double loss_sum(bf_session *s) {
+    const bf_tensor *t = run_ok(s, "L");
+    long double acc = 0;
+    for (int64_t i = 0; i < bf_tensor_numel(t); i++) acc += elem(t, i);
+    return (double)acc;
+}
+
+/* The tensor a ref ("block" or "block:port") names, after a run. */
+static const bf_tensor *fetch_ref(bf_session *s, const char *ref) {
+    char block[96];
+    snprintf(block, sizeof(block), "%s", ref);
+    char *colon = strchr(block, ':');
+    if (colon) *colon = '\0';
+    run_ok(s, ref);
+    const bf_tensor *t = bf_session_output(s, block, colon ? colon + 1 : NULL);
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+/* "[2,3]" in buf (64 bytes). */
+static void json_shape(char *buf, int rank, const int64_t *d) {
+    int n = snprintf(buf, 64, "[");
+    for (int i = 0; i < rank; i++)
+        n += snprintf(buf + n, 64 - (size_t)n, "%s%lld", i ? "," : "", (long long)d[i]);
+    snprintf(buf + n, 64 - (size_t)n, "]");
+}
+
+/* The page of case k in dtype dt, its gradients built; grads[v] gets each Variable's
+ * gradient (float64 copies). */
+static bf_session *grad_page(bf_context *ctx, const struct gcase *k, bf_dtype dt,
+                             const double *cv, int zr, const int64_t *zd, bf_tensor *const *vals,
+                             double **grads) {
+    char shape_a[64], shape_b[64], shape_z[64], cvals[2000];
+    json_shape(shape_a, k->ar, k->ad);
+    json_shape(shape_b, k->br, k->bd);
+    json_shape(shape_z, zr, zd);
+    int n = snprintf(cvals, sizeof(cvals), "[");
+    for (int64_t i = 0; i < numel_of(zr, zd); i++)
+        n += snprintf(cvals + n, sizeof(cvals) - (size_t)n, "%s%.17g", i ? "," : "", cv[i]);
+    snprintf(cvals + n, sizeof(cvals) - (size_t)n, "]");
+    const char *dn = bf_dtype_name(dt);
+    char b_block[200] = "", b_wire[64] = "";
+    if (k->pb) {
+        snprintf(b_block, sizeof(b_block),
+                 "{\"id\":\"b\",\"type\":\"Variable\",\"attrs\":{\"shape\":%s,\"dtype\":\"%s\"}},",
+                 shape_b, dn);
+        snprintf(b_wire, sizeof(b_wire), ",\"%s\":\"b\"", k->pb);
+    }
+    bf_session *s = open_page(
+        ctx,
+        "{\"id\":\"a\",\"type\":\"Variable\",\"attrs\":{\"shape\":%s,\"dtype\":\"%s\"}},%s"
+        "{\"id\":\"f\",\"type\":\"%s\",\"inputs\":{\"%s\":\"a\"%s%s}},"
+        "{\"id\":\"c\",\"type\":\"Const\",\"attrs\":{\"dtype\":\"%s\",\"shape\":%s,\"value\":%s}},"
+        "{\"id\":\"L\",\"type\":\"Mul\",\"inputs\":{\"x\":\"f\",\"y\":\"c\"}}]}",
+        shape_a, dn, b_block, k->type, k->pa, b_wire, k->extra ? k->extra : "", dn, shape_z,
+        cvals);
+    bf_error e = {0};
+    for (int v = 0; v < (k->pb ? 2 : 1); v++) {
+        bf_tensor *t = NULL;
+        ck_assert_int_eq(bf_tensor_new(NULL, dt, bf_tensor_rank(vals[v]), bf_tensor_dims(vals[v]),
+                                       &t, NULL), BF_OK);
+        for (int64_t i = 0; i < bf_tensor_numel(t); i++) set_elem(t, i, elem(vals[v], i));
+        if (bf_session_write_state(s, v ? "b" : "a", t, &e))
+            ck_abort_msg("write_state: %s", e.message);
+        bf_tensor_free(t);
+    }
+    char *created = NULL;
+    if (bf_session_build_gradients(s, "L", NULL, 0, NULL, &created, &e))
+        ck_abort_msg("%s: build_gradients: %s %s (%s)", k->type, e.code, e.message, e.block_id);
+    cJSON *j = cJSON_Parse(created), *g = cJSON_GetObjectItemCaseSensitive(j, "gradients");
+    for (int v = 0; v < (k->pb ? 2 : 1); v++) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(g, v ? "b" : "a");
+        ck_assert_msg(cJSON_IsString(r), "%s: no gradient for %s in %s", k->type, v ? "b" : "a",
+                      created);
+        const bf_tensor *t = fetch_ref(s, r->valuestring);
+        int64_t nv = bf_tensor_numel(vals[v]);
+        ck_assert_int_eq(bf_tensor_numel(t), nv);
+        ck_assert_int_eq(bf_tensor_rank(t), bf_tensor_rank(vals[v]));
+        grads[v] = malloc(sizeof(double) * (size_t)(nv ? nv : 1));
+        for (int64_t i = 0; i < nv; i++) grads[v][i] = elem(t, i);
+    }
+    cJSON_Delete(j);
+    bf_string_free(created);
+    return s;
+}
+
+START_TEST(gradients_match_finite_differences) {
+    const struct gcase *k = &gcases[_i];
+    if (k->needs && !have_type(k->needs)) {
+        fprintf(stderr, "gradient of %s (case %d) not checked: this build has no %s block\n",
+                k->type, _i, k->needs);
+        return;
+    }
+    bf_rng r = {(uint64_t)_i + 11};
+    int nvar = k->pb ? 2 : 1, zr = k->ar;
+    int64_t zd[4];
+    if (k->pb) { /* numpy's rule */
+        zr = k->ar > k->br ? k->ar : k->br;
+        for (int i = 0; i < zr; i++) {
+            int64_t a = i < zr - k->ar ? 1 : k->ad[i - (zr - k->ar)];
+            int64_t b = i < zr - k->br ? 1 : k->bd[i - (zr - k->br)];
+            zd[i] = a == 1 ? b : a;
+        }
+    } else {
+        memcpy(zd, k->ad, sizeof(k->ad));
+    }
+    bf_tensor *vals[2] = {NULL, NULL};
+    for (int v = 0; v < nvar; v++) {
+        ck_assert_int_eq(bf_tensor_new(NULL, BF_DTYPE_F64, v ? k->br : k->ar, v ? k->bd : k->ad,
+                                       &vals[v], NULL), BF_OK);
+        for (int64_t i = 0; i < bf_tensor_numel(vals[v]); i++)
+            set_elem(vals[v], i, gvalue(&r, v ? k->bk : k->ak));
+    }
+    double cv[64];
+    for (int64_t i = 0; i < numel_of(zr, zd); i++) cv[i] = gvalue(&r, G_ANY);
+
+    bf_context *ctx = new_ctx(1);
+    double *g64[2] = {NULL, NULL}, *g32[2] = {NULL, NULL};
+    bf_session *s = grad_page(ctx, k, BF_DTYPE_F64, cv, zr, zd, vals, g64);
+    const double h = 1e-5;
+    for (int v = 0; v < nvar; v++) {
+        const char *id = v ? "b" : "a";
+        bf_tensor *t = NULL;
+        ck_assert_int_eq(bf_tensor_copy(vals[v], &t, NULL), BF_OK);
+        for (int64_t i = 0; i < bf_tensor_numel(t); i++) {
+            double x0 = elem(vals[v], i), lp, lm;
+            set_elem(t, i, x0 + h);
+            ck_assert_int_eq(bf_session_write_state(s, id, t, NULL), BF_OK);
+            lp = loss_sum(s);
+            set_elem(t, i, x0 - h);
+            ck_assert_int_eq(bf_session_write_state(s, id, t, NULL), BF_OK);
+            lm = loss_sum(s);
+            set_elem(t, i, x0);
+            double fd = (lp - lm) / (2 * h), an = g64[v][i];
+            if (!(fabs(fd - an) <= 1e-6 * fmax(1, fabs(an))))
+                ck_abort_msg("%s case %d: d sum(L) / d %s[%ld] is %.12g, finite differences "
+                             "give %.12g",
+                             k->type, _i, id, (long)i, an, fd);
+        }
+        ck_assert_int_eq(bf_session_write_state(s, id, t, NULL), BF_OK);
+        bf_tensor_free(t);
+    }
+    bf_session_free(s);
+
+    /* float32: the same gradient, rounded */
+    s = grad_page(ctx, k, BF_DTYPE_F32, cv, zr, zd, vals, g32);
+    for (int v = 0; v < nvar; v++)
+        for (int64_t i = 0; i < bf_tensor_numel(vals[v]); i++)
+            if (!(fabs(g32[v][i] - g64[v][i]) <= 1e-5 * fmax(1, fabs(g64[v][i]))))
+                ck_abort_msg("%s case %d: float32 gradient %.9g, float64 %.12g", k->type, _i,
+                             g32[v][i], g64[v][i]);
+    bf_session_free(s);
+    for (int v = 0; v < nvar; v++) {
+        bf_tensor_free(vals[v]);
+        free(g64[v]);
+        free(g32[v]);
+    }
+    bf_context_free(ctx);
+}
+END_TEST
+
+/* The gradient blocks have no gradient of their own here (no second derivatives): a loss
+ * that depends on a Variable through one is refused, naming it. (Equal and GreaterEqual have
+ * none either, as in TensorFlow, but their int32 output already cuts the path: the builder
+ * never asks them.) */
+START_TEST(gradients_missing) {
+    static const char *const types[][3] = {
+        {"ReluGrad", "gradients", "features"},
+        {"SigmoidGrad", "y", "dy"},
+        {"TanhGrad", "y", "dy"},
+    };
+    bf_context *ctx = new_ctx(1);
+    for (int k = 0; k < 3; k++) {
+        bf_session *s = open_page(
+            ctx,
+            "{\"id\":\"a\",\"type\":\"Variable\",\"attrs\":{\"shape\":[3]}},"
+            "{\"id\":\"f\",\"type\":\"%s\",\"inputs\":{\"%s\":\"a\",\"%s\":\"a\"}},"
+            "{\"id\":\"L\",\"type\":\"Mul\",\"inputs\":{\"x\":\"f\",\"y\":\"f\"}}]}",
+            types[k][0], types[k][1], types[k][2]);
+        char *created = NULL;
+        bf_error e = {0};
+        ck_assert_int_eq(bf_session_build_gradients(s, "L", NULL, 0, NULL, &created, &e),
+                         BF_EUNSUPPORTED);
+        ck_assert_str_eq(e.code, "no_gradient");
+        ck_assert_str_eq(e.block_id, "f");
+        bf_session_free(s);
+    }
+    bf_context_free(ctx);
+}
+END_TEST
+
+/* ---- suite ----------------------------------------------------------------------------------- */
 
 static Suite *suite(void) {
     Suite *s = suite_create("math_ops");
@@ -1070,6 +1382,13 @@ static Suite *suite(void) {
     tc = tcase_create("add_n");
     tcase_add_loop_test(tc, add_n_matches_reference, 0, 6);
     tcase_add_test(tc, add_n_errors);
+    tcase_add_test(tc, add_n_optional_ports);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("gradients");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, gradients_match_finite_differences, 0, N_GCASES);
+    tcase_add_test(tc, gradients_missing);
     suite_add_tcase(s, tc);
     return s;
 }
