@@ -168,13 +168,27 @@ static bool is_int(bf_dtype dt) { return dt == BF_DTYPE_I32 || dt == BF_DTYPE_I6
 /*
  * The output as rows of runs: dims collapsed (dims of 1 dropped, neighbours that broadcast
  * alike merged), strides in elements per collapsed dim (0 where that operand is broadcast).
- * The last collapsed dim is the run; `layout` is its BF_CW_* operand layout.
+ * The last collapsed dim is the run, its operand layout one of BF_CW_VV, VS, SV. When that
+ * dim is short (below SHORT_RUN, C elements) the last two dims make one run instead, in which
+ * one operand is not contiguous:
+ * - VP, PV: it repeats with period C (y or x [C] against [R, C]: a bias, a scale);
+ * - VE, EV: each of its elements stands for C of the run (y or x [R, 1] against [R, C]: a
+ *   per-row statistic).
+ * Such a run is computed by VV against a buffer holding that operand spread out (filled once
+ * for a repeating operand, per chunk for a stretched one), rather than by R calls of C
+ * elements.
  */
+enum { L_VP = 3, L_PV = 4, L_VE = 5, L_EV = 6 };
+#define SHORT_RUN 256
+#define REP_ELEMS 1024 /* elements of the repeated operand's buffer (8 KiB in float64) */
+
 typedef struct plan {
     int rank;
     int64_t dims[BF_MAX_RANK], xs[BF_MAX_RANK], ys[BF_MAX_RANK];
     int layout;
     int64_t inner, rows;
+    int64_t period; /* VP, PV, VE, EV: C */
+    int64_t piece;  /* elements per task when a run is split: CHUNK, a multiple of period */
 } plan;
 
 static void make_plan(const bf_tensor *x, const bf_tensor *y, const bf_tensor *z, plan *p) {
@@ -196,7 +210,6 @@ static void make_plan(const bf_tensor *x, const bf_tensor *y, const bf_tensor *z
         kinds[0] = 3;
         p->dims[k++] = 1;
     }
-    p->rank = k;
     int64_t sx = 1, sy = 1;
     for (int i = k - 1; i >= 0; i--) {
         p->xs[i] = kinds[i] & 1 ? sx : 0;
@@ -207,6 +220,20 @@ static void make_plan(const bf_tensor *x, const bf_tensor *y, const bf_tensor *z
     int last = kinds[k - 1];
     p->layout = last == 3 ? BF_CW_VV : last == 1 ? BF_CW_VS : BF_CW_SV;
     p->inner = p->dims[k - 1];
+    p->period = 0;
+    p->piece = CHUNK;
+    /* (kinds[k - 2] differs from last, or they would have merged; neither is 0, which would
+     * be a dim of 1 in both, dropped) */
+    bool repeat = last == 3, stretch = last != 3 && kinds[k - 2] == 3;
+    if (k >= 2 && p->inner < SHORT_RUN && (repeat || stretch)) {
+        if (repeat) p->layout = kinds[k - 2] == 1 ? L_VP : L_PV;
+        else p->layout = last == 1 ? L_VE : L_EV;
+        p->period = p->inner;
+        p->inner *= p->dims[k - 2];
+        p->piece = CHUNK / p->period * p->period;
+        k--;
+    }
+    p->rank = k;
     p->rows = z->numel / p->inner;
 }
 
@@ -219,7 +246,6 @@ typedef struct bjob {
     size_t es, zs;         /* element sizes of the operands and of z */
     int64_t rows_per_task; /* > 0: tasks of whole rows; else pieces_per_row pieces per row */
     int64_t pieces_per_row;
-    int64_t n_tasks;
     /* integer failure (one thread): flat output index and the operands there */
     int64_t fail, fail_a, fail_b;
 } bjob;
@@ -233,7 +259,7 @@ static bf_cw_loop2 loop_of(const bf_binary_impl *impl, bf_dtype dt, int layout) 
     }
 }
 
-/* One run of n elements at x, y, z with the given layout; -1 or the failing index. */
+/* One run of n elements at x, y, z with layout VV, VS or SV; -1 or the failing index. */
 static int64_t run2(const bjob *j, const char *x, const char *y, char *z, int64_t n, int layout) {
     bf_cw_loop2 f = loop_of(j->impl, j->dt, layout);
     if (!is_half(j->dt)) return f(x, y, z, n);
@@ -254,6 +280,70 @@ static int64_t run2(const bjob *j, const char *x, const char *y, char *z, int64_
     return -1;
 }
 
+/* How an operand moves along a run: stays put, runs along, repeats, is stretched. */
+enum { H_SCALAR, H_VECTOR, H_REPEAT, H_STRETCH };
+
+static int how_x(int layout) {
+    return layout == BF_CW_SV ? H_SCALAR : layout == L_PV ? H_REPEAT
+           : layout == L_EV   ? H_STRETCH : H_VECTOR;
+}
+static int how_y(int layout) {
+    return layout == BF_CW_VS ? H_SCALAR : layout == L_VP ? H_REPEAT
+           : layout == L_VE   ? H_STRETCH : H_VECTOR;
+}
+
+/* Where element e of a run whose operand starts at offset `base` is. */
+static int64_t at(int64_t base, int64_t e, int how, int64_t period) {
+    switch (how) {
+    case H_VECTOR: return base + e;
+    case H_REPEAT: return base + e % period;
+    case H_STRETCH: return base + e / period;
+    default: return base;
+    }
+}
+
+/* buf[i] = src[i / per] for i < n: each of n / per elements `per` times (es bytes each). */
+static void stretch(char *buf, const char *src, int64_t n, int64_t per, size_t es) {
+    for (int64_t r = 0; r * per < n; r++) {
+        int64_t c = BF_MIN(per, n - r * per);
+        char *d = buf + r * per * (int64_t)es;
+        if (es == 4) {
+            uint32_t v;
+            memcpy(&v, src + r * 4, 4);
+            for (int64_t i = 0; i < c; i++) memcpy(d + i * 4, &v, 4);
+        } else {
+            for (int64_t i = 0; i < c; i++) memcpy(d + i * (int64_t)es, src + r * (int64_t)es, es);
+        }
+    }
+}
+
+/* Elements [e0, e1) of the run whose operands start at x offset xo and y offset yo (e0 a
+ * multiple of the period); -1 or the failing element (counted from e0). */
+static int64_t span(const bjob *j, int64_t xo, int64_t yo, char *z, int64_t e0, int64_t e1) {
+    const plan *p = j->p;
+    int64_t es = (int64_t)j->es, n = e1 - e0, per = p->period;
+    int hx = how_x(p->layout), hy = how_y(p->layout);
+    if (p->layout < L_VP)
+        return run2(j, j->x + at(xo, e0, hx, per) * es, j->y + at(yo, e0, hy, per) * es, z, n,
+                    p->layout);
+    /* One operand through buf, spread out, the other contiguous from element e0. */
+    bool x_buf = hx == H_REPEAT || hx == H_STRETCH;
+    const char *src = x_buf ? j->x + xo * es : j->y + yo * es;
+    _Alignas(64) char buf[REP_ELEMS * 8];
+    int64_t m = BF_MIN(per * (REP_ELEMS / per), (n + per - 1) / per * per);
+    bool repeat = p->layout == L_VP || p->layout == L_PV;
+    if (repeat)
+        for (int64_t r = 0; r < m; r += per) memcpy(buf + r * es, src, (size_t)(per * es));
+    for (int64_t o = 0; o < n; o += m) {
+        int64_t c = BF_MIN(m, n - o), f;
+        if (!repeat) stretch(buf, src + (e0 + o) / per * es, c, per, j->es);
+        if (x_buf) f = run2(j, buf, j->y + (yo + e0 + o) * es, z + o * (int64_t)j->zs, c, BF_CW_VV);
+        else f = run2(j, j->x + (xo + e0 + o) * es, buf, z + o * (int64_t)j->zs, c, BF_CW_VV);
+        if (f >= 0) return o + f;
+    }
+    return -1;
+}
+
 /* Rows [r0, r1) of the output, each from element e0 to e1 of the row. */
 static void rows2(bjob *j, int64_t r0, int64_t r1, int64_t e0, int64_t e1) {
     const plan *p = j->p;
@@ -265,15 +355,13 @@ static void rows2(bjob *j, int64_t r0, int64_t r1, int64_t e0, int64_t e1) {
         xo += idx[k] * p->xs[k];
         yo += idx[k] * p->ys[k];
     }
-    int64_t xi = p->layout == BF_CW_SV ? 0 : 1, yi = p->layout == BF_CW_VS ? 0 : 1;
     for (int64_t r = r0; r < r1; r++) {
-        int64_t xe = xo + e0 * xi, ye = yo + e0 * yi, ze = r * p->inner + e0;
-        int64_t f = run2(j, j->x + xe * (int64_t)j->es, j->y + ye * (int64_t)j->es,
-                         j->z + ze * (int64_t)j->zs, e1 - e0, p->layout);
+        int64_t ze = r * p->inner + e0;
+        int64_t f = span(j, xo, yo, j->z + ze * (int64_t)j->zs, e0, e1);
         if (f >= 0) {
             j->fail = ze + f;
-            j->fail_a = xe + f * xi;
-            j->fail_b = ye + f * yi;
+            j->fail_a = at(xo, e0 + f, how_x(p->layout), p->period);
+            j->fail_b = at(yo, e0 + f, how_y(p->layout), p->period);
             return;
         }
         for (int k = outer - 1; k >= 0; k--) {
@@ -295,8 +383,8 @@ static void task2(void *arg, int64_t t, int slot) {
         int64_t r0 = t * j->rows_per_task;
         rows2(j, r0, BF_MIN(r0 + j->rows_per_task, p->rows), 0, p->inner);
     } else {
-        int64_t r = t / j->pieces_per_row, e0 = (t % j->pieces_per_row) * CHUNK;
-        rows2(j, r, r + 1, e0, BF_MIN(e0 + CHUNK, p->inner));
+        int64_t r = t / j->pieces_per_row, e0 = (t % j->pieces_per_row) * p->piece;
+        rows2(j, r, r + 1, e0, BF_MIN(e0 + p->piece, p->inner));
     }
 }
 
@@ -334,8 +422,8 @@ bf_status bf_cw_binary_run(const bf_node *node, const bf_tensor *const *in,
     if (!parallel) {
         j.rows_per_task = p.rows;
         task2(&j, 0, 0);
-    } else if (p.inner >= CHUNK) {
-        j.pieces_per_row = (p.inner + CHUNK - 1) / CHUNK;
+    } else if (p.inner >= p.piece) {
+        j.pieces_per_row = (p.inner + p.piece - 1) / p.piece;
         bf_parallel_for(ex, p.rows * j.pieces_per_row, task2, &j);
     } else {
         j.rows_per_task = CHUNK / p.inner;

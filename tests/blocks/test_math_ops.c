@@ -10,7 +10,8 @@
  * index's operand indices, from numpy's rule), on equal shapes, scalars on either side,
  * rank 0 against rank 4, [2,3] + [3], [2,1,4] * [3,1], both sides stretched, empty dims, and
  * sizes past the kernels' 64k-element parallel threshold (whole rows per task, pieces of one
- * long row, one flat run), run on a 4-thread context.
+ * long row, one flat run, a short operand repeated or stretched along a long run), run on a
+ * 4-thread context.
  *
  * Tolerances, per element, |got - ref| <= k * ulp * scale, where ulp is one unit in the last
  * place of the dtype (float64 2^-52, float32 2^-23, float16 2^-10, bfloat16 2^-7) and scale
@@ -337,6 +338,13 @@ static const bcase bcases[] = {
     {2, 2, 2, {2, 40000}, {2, 1}, {2, 40000}},     /* pieces of long rows */
     {0, 1, 1, {0}, {70001}, {70001}},              /* x a scalar */
     {3, 3, 3, {17, 1, 61}, {1, 67, 61}, {17, 67, 61}},
+    {2, 1, 2, {3000, 25}, {25}, {3000, 25}},           /* a short repeating y, split */
+    {1, 2, 2, {25}, {3000, 25}, {3000, 25}},           /* a short repeating x, split */
+    {3, 3, 3, {70, 40, 30}, {70, 1, 30}, {70, 40, 30}}, /* repeating within rows */
+    {2, 2, 2, {6, 5}, {6, 1}, {6, 5}},                  /* a stretched y */
+    {2, 2, 2, {6, 1}, {6, 5}, {6, 5}},                  /* a stretched x */
+    {2, 2, 2, {40000, 2}, {40000, 1}, {40000, 2}},      /* a stretched y, split */
+    {4, 4, 4, {2, 70, 20, 1}, {1, 70, 20, 30}, {2, 70, 20, 30}}, /* stretched within rows */
 };
 #define N_BCASES ((int)(sizeof(bcases) / sizeof(bcases[0])))
 
@@ -506,6 +514,14 @@ START_TEST(binary_integers) {
         {"Div", "int32", "[-2147483648]", "-1", BF_EDTYPE, "dtype_mismatch", "overflows int32"},
         {"SquaredDifference", "int32", "[50000]", "[-50000]", BF_EDTYPE, "dtype_mismatch",
          "overflows int32"},
+        {"Add", "int32", "[[1,2],[3,2147483647]]", "[0,1]", BF_EDTYPE, "dtype_mismatch",
+         "element 3: Add of 2147483647 and 1 overflows int32"},
+        {"Sub", "int32", "[1,-2147483648]", "[[0,0],[0,1]]", BF_EDTYPE, "dtype_mismatch",
+         "element 3: Sub of -2147483648 and 1 overflows int32"},
+        {"Mul", "int32", "[[1,2],[65536,1]]", "[[1],[65536]]", BF_EDTYPE, "dtype_mismatch",
+         "element 2: Mul of 65536 and 65536 overflows int32"},
+        {"Mul", "int64", "[[1],[4294967296]]", "[[1,2],[3,4294967296]]", BF_EDTYPE,
+         "dtype_mismatch", "element 3: Mul of 4294967296 and 4294967296 overflows int64"},
     };
     for (int k = 0; k < (int)(sizeof(bad) / sizeof(bad[0])); k++) {
         s = open_page(ctx,
