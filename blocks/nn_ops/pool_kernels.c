@@ -7,7 +7,8 @@
  * Work is split into contiguous ranges of units (output rows, images or channel planes),
  * enough tasks to balance the pool's threads but each worth at least ~32k element
  * operations, so a small pooling (the CNN benchmark's [128, 8, 8, 16]) is not drowned in task
- * hand-out and a tiny one runs on the calling thread alone.
+ * hand-out and a tiny one runs on the calling thread alone. The gradient kernels zero the
+ * part of dx each task owns just before adding into it (no separate pass over dx).
  */
 #include "pool_common.h"
 
@@ -70,35 +71,51 @@ static void pk_zero(const bf_exec *ex, void *p, int64_t bytes) {
 #define PK_T     float
 #define PK_S     f32
 #define PK_FLOAT 1
+#define PK_MASK  uint32_t /* an all-ones / all-zeros lane as wide as PK_T */
+#define PK_VB    16       /* channels per block: one cache line */
 #include "pool_kernels_impl.h"
 #undef PK_T
 #undef PK_S
 #undef PK_FLOAT
+#undef PK_MASK
+#undef PK_VB
 
 #define PK_T     double
 #define PK_S     f64
 #define PK_FLOAT 1
+#define PK_MASK  uint64_t
+#define PK_VB    8
 #include "pool_kernels_impl.h"
 #undef PK_T
 #undef PK_S
 #undef PK_FLOAT
+#undef PK_MASK
+#undef PK_VB
 
 #define PK_T      int32_t
 #define PK_S      i32
 #define PK_FLOAT  0
 #define PK_LOWEST INT32_MIN
+#define PK_VB     16
+#define PK_MASK   uint32_t
 #include "pool_kernels_impl.h"
 #undef PK_T
 #undef PK_S
 #undef PK_FLOAT
 #undef PK_LOWEST
+#undef PK_VB
+#undef PK_MASK
 
 #define PK_T      int64_t
 #define PK_S      i64
 #define PK_FLOAT  0
 #define PK_LOWEST INT64_MIN
+#define PK_VB     8
+#define PK_MASK   uint64_t
 #include "pool_kernels_impl.h"
 #undef PK_T
 #undef PK_S
 #undef PK_FLOAT
 #undef PK_LOWEST
+#undef PK_VB
+#undef PK_MASK

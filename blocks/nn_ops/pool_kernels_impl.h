@@ -17,6 +17,35 @@
 #define PK_CAT(a, b)  PK_CAT2(a, b)
 #define PK_FN(name)   PK_CAT(name, PK_S)
 
+/*
+ * Whole blocks of PK_VB channels go through 16-byte vectors (GCC/Clang vector extensions:
+ * SSE2 on x86-64, NEON on ARM), held in registers across a window; the rest of the channels
+ * through the scalar loops. Both compute the same operations in the same order.
+ */
+#define PK_L  ((int)(16 / sizeof(PK_T))) /* lanes of a vector */
+#define PK_NV (PK_VB / PK_L)              /* vectors of a block */
+typedef PK_T PK_FN(pk_vec) __attribute__((vector_size(16)));
+typedef PK_MASK PK_FN(pk_mvec) __attribute__((vector_size(16)));
+#define PK_V PK_FN(pk_vec)
+#define PK_M PK_FN(pk_mvec)
+
+static inline PK_V PK_FN(pk_ld)(const PK_T *p) {
+    PK_V v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+static inline void PK_FN(pk_st)(PK_T *p, PK_V v) { memcpy(p, &v, sizeof(v)); }
+static inline PK_V PK_FN(pk_splat)(PK_T s) {
+    PK_V v;
+    for (int i = 0; i < PK_L; i++) v[i] = s;
+    return v;
+}
+/* a > m ? a : m per lane (m kept on ties and against NaN, as the scalar loops) */
+static inline PK_V PK_FN(pk_vmax)(PK_V a, PK_V m) {
+    PK_M gt = (PK_M)(a > m);
+    return (PK_V)(((PK_M)a & gt) | ((PK_M)m & ~gt));
+}
+
 /* ---- MaxPool ---------------------------------------------------------------------------- */
 
 typedef struct PK_FN(pk_max_job) {
@@ -27,7 +56,40 @@ typedef struct PK_FN(pk_max_job) {
     int64_t units, tasks;
 } PK_FN(pk_max_job);
 
-/* NHWC: output rows (n, oh), channels innermost. TF: y = max(lowest, window), NaN ignored. */
+/*
+ * One output pixel's channels [c0, c0 + nc) over the window rows [h0, h1) x cols [w0, w1):
+ * inlined with nc the constant PK_VB (the loops unroll into whole vectors held in registers
+ * across the window) and once more with the remainder. TF: y = max(lowest, window), NaN
+ * ignored.
+ */
+static inline __attribute__((always_inline)) void PK_FN(pk_max_px)(
+    const PK_T *xn, PK_T *restrict o, int64_t W, int64_t C, int64_t h0, int64_t h1, int64_t w0,
+    int64_t w1, PK_T lowest, const int64_t nc) {
+    PK_T m[PK_VB];
+    for (int64_t c = 0; c < nc; c++) m[c] = lowest;
+    for (int64_t ih = h0; ih < h1; ih++)
+        for (int64_t iw = w0; iw < w1; iw++) {
+            const PK_T *restrict xp = xn + (ih * W + iw) * C;
+            for (int64_t c = 0; c < nc; c++) m[c] = xp[c] > m[c] ? xp[c] : m[c];
+        }
+    for (int64_t c = 0; c < nc; c++) o[c] = m[c];
+}
+
+/* The same for a whole block of PK_VB channels, in vectors. */
+static inline __attribute__((always_inline)) void PK_FN(pk_max_vb)(
+    const PK_T *xn, PK_T *o, int64_t W, int64_t C, int64_t h0, int64_t h1, int64_t w0,
+    int64_t w1, PK_T lowest) {
+    PK_V m[PK_NV];
+    for (int k = 0; k < PK_NV; k++) m[k] = PK_FN(pk_splat)(lowest);
+    for (int64_t ih = h0; ih < h1; ih++)
+        for (int64_t iw = w0; iw < w1; iw++) {
+            const PK_T *xp = xn + (ih * W + iw) * C;
+            for (int k = 0; k < PK_NV; k++) m[k] = PK_FN(pk_vmax)(PK_FN(pk_ld)(xp + k * PK_L), m[k]);
+        }
+    for (int k = 0; k < PK_NV; k++) PK_FN(pk_st)(o + k * PK_L, m[k]);
+}
+
+/* NHWC: output rows (n, oh), channels innermost. */
 static void PK_FN(pk_max_nhwc_task)(void *arg, int64_t t, int slot) {
     (void)slot;
     const PK_FN(pk_max_job) *j = arg;
@@ -44,13 +106,12 @@ static void PK_FN(pk_max_nhwc_task)(void *arg, int64_t t, int slot) {
         for (int64_t ow = 0; ow < g->ow; ow++) {
             int64_t w0, w1;
             pk_clip(ow * g->sw - g->pl, g->kw, W, &w0, &w1);
-            PK_T *restrict o = yrow + ow * C;
-            for (int64_t c = 0; c < C; c++) o[c] = j->lowest;
-            for (int64_t ih = h0; ih < h1; ih++)
-                for (int64_t iw = w0; iw < w1; iw++) {
-                    const PK_T *restrict xp = xn + (ih * W + iw) * C;
-                    for (int64_t c = 0; c < C; c++) o[c] = xp[c] > o[c] ? xp[c] : o[c];
-                }
+            int64_t c0 = 0;
+            for (; c0 + PK_VB <= C; c0 += PK_VB)
+                PK_FN(pk_max_vb)(xn + c0, yrow + ow * C + c0, W, C, h0, h1, w0, w1, j->lowest);
+            if (c0 < C)
+                PK_FN(pk_max_px)(xn + c0, yrow + ow * C + c0, W, C, h0, h1, w0, w1, j->lowest,
+                                 C - c0);
         }
     }
 }
@@ -135,56 +196,142 @@ void PK_FN(bf_pool_max)(const bf_pool_geom *g, const PK_T *x, PK_T *y,
  * TF's CPU MaxPoolGrad recomputes the argmax of every window from orig_input (it never reads
  * orig_output's values): the first element of the window in row-major order, replaced by a
  * later one only when that one is strictly greater. Then dx[argmax] += dy, in output order.
- * Tasks own disjoint parts of dx: whole images, or output rows when windows do not overlap
- * across rows (kh <= sh). dx is zeroed before.
+ *
+ * The NHWC kernel finds that argmax without indices, vectorised over channels: first the max
+ * m = max(v, m) from the first element (that comparison keeps m on ties and never takes a
+ * NaN, exactly TF's rule), then the first element equal to m, in row-major order, gets dy:
+ * under "replace only when strictly greater" the argmax is the first element of the maximal
+ * value, and when the first element is NaN (m is NaN, equal to nothing) it is the first.
+ *
+ * Tasks own disjoint parts of dx and zero them before adding: an output row's band of sh
+ * input rows when windows do not overlap across rows (kh <= sh), else whole images.
  */
-typedef struct PK_FN(pk_maxg_job) {
+typedef struct PK_FN(pk_grad_job) {
     const bf_pool_geom *g;
-    const PK_T *x, *dy; /* x like the input, dy like the output */
+    const PK_T *x, *dy; /* x like the input (MaxPoolGrad), dy like the output */
     PK_T *dx;           /* like the input */
-    int64_t units, tasks, rows_per_unit; /* units: images, or (n, oh) rows */
-} PK_FN(pk_maxg_job);
+    int64_t units, tasks;
+    int bands;          /* 1: units are output rows (n, oh) owning bands of input rows */
+    int tiles;          /* 1: the windows tile the input (each element in exactly one):
+                           dx is written once per element, with no zeroing and no adding */
+} PK_FN(pk_grad_job);
 
-#define PK_CHUNK 64 /* channels whose argmax one pass tracks (on the stack) */
+
+/* v where m is all ones, +0.0 where m is zero (a bitwise select the compiler vectorises). */
+static inline PK_T PK_FN(pk_masked)(PK_T v, PK_MASK m) {
+    PK_MASK u;
+    memcpy(&u, &v, sizeof(u));
+    u &= m;
+    memcpy(&v, &u, sizeof(v));
+    return v;
+}
+
+/* For unit u (NHWC): the output rows [*r0, *r1) it handles and the input rows [*z0, *z1) of
+ * image *n it owns (and zeroes). */
+static void PK_FN(pk_grad_unit)(const PK_FN(pk_grad_job) *j, int64_t u, int64_t *n,
+                                int64_t *r0, int64_t *r1, int64_t *z0, int64_t *z1) {
+    const bf_pool_geom *g = j->g;
+    if (!j->bands) {
+        *n = u, *r0 = 0, *r1 = g->oh, *z0 = 0, *z1 = g->h;
+        return;
+    }
+    *n = u / g->oh;
+    const int64_t oh = u % g->oh;
+    *r0 = oh, *r1 = oh + 1;
+    *z0 = oh == 0 ? 0 : oh * g->sh - g->pt;
+    *z1 = oh == g->oh - 1 ? g->h : (oh + 1) * g->sh - g->pt;
+    *z0 = BF_MAX(0, BF_MIN(*z0, g->h));
+    *z1 = BF_MAX(*z0, BF_MIN(*z1, g->h));
+}
+
+/* One output pixel's gradient for channels [c0, c0 + nc) (inlined like pk_max_px). */
+static inline __attribute__((always_inline)) void PK_FN(pk_maxg_px)(
+    const PK_T *xn, PK_T *dxn, const PK_T *restrict d, int64_t W, int64_t C, int64_t h0,
+    int64_t h1, int64_t w0, int64_t w1, int tiles, const int64_t nc) {
+    PK_T best[PK_VB];
+    PK_MASK done[PK_VB];
+    const PK_T *restrict x0 = xn + (h0 * W + w0) * C;
+    for (int64_t c = 0; c < nc; c++) best[c] = x0[c];
+    for (int64_t ih = h0; ih < h1; ih++)
+        for (int64_t iw = (ih == h0 ? w0 + 1 : w0); iw < w1; iw++) {
+            const PK_T *restrict xp = xn + (ih * W + iw) * C;
+            for (int64_t c = 0; c < nc; c++) best[c] = xp[c] > best[c] ? xp[c] : best[c];
+        }
+    /* the first element equal to the max (or the first, when the max is NaN) gets dy: dy
+     * masked to +0.0 elsewhere, and adding +0.0 changes no sum that starts from +0.0 */
+    for (int64_t c = 0; c < nc; c++) done[c] = -(PK_MASK)(best[c] != best[c]);
+    for (int64_t ih = h0; ih < h1; ih++)
+        for (int64_t iw = w0; iw < w1; iw++) {
+            const PK_T *restrict xp = xn + (ih * W + iw) * C;
+            PK_T *restrict o = dxn + (ih * W + iw) * C;
+            const bool first = ih == h0 && iw == w0;
+            for (int64_t c = 0; c < nc; c++) {
+                PK_MASK eq = -(PK_MASK)(xp[c] == best[c]);
+                PK_MASK m = first ? eq | done[c] : eq & ~done[c];
+                done[c] |= m;
+                o[c] = (tiles ? 0 : o[c]) + PK_FN(pk_masked)(d[c], m);
+            }
+        }
+}
+
+/* The same for a whole block of PK_VB channels, in vectors. */
+static inline __attribute__((always_inline)) void PK_FN(pk_maxg_vb)(
+    const PK_T *xn, PK_T *dxn, const PK_T *d, int64_t W, int64_t C, int64_t h0, int64_t h1,
+    int64_t w0, int64_t w1, int tiles) {
+    PK_V best[PK_NV];
+    PK_M done[PK_NV];
+    const PK_T *x0 = xn + (h0 * W + w0) * C;
+    for (int k = 0; k < PK_NV; k++) best[k] = PK_FN(pk_ld)(x0 + k * PK_L);
+    for (int64_t ih = h0; ih < h1; ih++)
+        for (int64_t iw = (ih == h0 ? w0 + 1 : w0); iw < w1; iw++) {
+            const PK_T *xp = xn + (ih * W + iw) * C;
+            for (int k = 0; k < PK_NV; k++)
+                best[k] = PK_FN(pk_vmax)(PK_FN(pk_ld)(xp + k * PK_L), best[k]);
+        }
+    for (int k = 0; k < PK_NV; k++) done[k] = (PK_M)(best[k] != best[k]);
+    for (int64_t ih = h0; ih < h1; ih++)
+        for (int64_t iw = w0; iw < w1; iw++) {
+            const PK_T *xp = xn + (ih * W + iw) * C;
+            PK_T *o = dxn + (ih * W + iw) * C;
+            const bool first = ih == h0 && iw == w0;
+            for (int k = 0; k < PK_NV; k++) {
+                PK_M eq = (PK_M)(PK_FN(pk_ld)(xp + k * PK_L) == best[k]);
+                PK_M m = first ? eq | done[k] : eq & ~done[k];
+                done[k] |= m;
+                PK_V dv = (PK_V)((PK_M)PK_FN(pk_ld)(d + k * PK_L) & m);
+                PK_FN(pk_st)(o + k * PK_L, tiles ? dv : PK_FN(pk_ld)(o + k * PK_L) + dv);
+            }
+        }
+}
 
 static void PK_FN(pk_maxg_nhwc_task)(void *arg, int64_t t, int slot) {
     (void)slot;
-    const PK_FN(pk_maxg_job) *j = arg;
+    const PK_FN(pk_grad_job) *j = arg;
     const bf_pool_geom *g = j->g;
     const int64_t C = g->c, W = g->w, H = g->h;
     int64_t u0, u1;
     pk_range(j->units, j->tasks, t, &u0, &u1);
-    PK_T best[PK_CHUNK];
-    int64_t at[PK_CHUNK];
     for (int64_t u = u0; u < u1; u++) {
-        for (int64_t r = 0; r < j->rows_per_unit; r++) {
-            const int64_t row = u * j->rows_per_unit + r; /* (n, oh) */
-            const int64_t n = row / g->oh, oh = row % g->oh;
+        int64_t n, r0, r1, z0, z1;
+        PK_FN(pk_grad_unit)(j, u, &n, &r0, &r1, &z0, &z1);
+        const PK_T *xn = j->x + n * H * W * C;
+        PK_T *dxn = j->dx + n * H * W * C;
+        if (!j->tiles) memset(dxn + z0 * W * C, 0, sizeof(PK_T) * (size_t)((z1 - z0) * W * C));
+        for (int64_t oh = r0; oh < r1; oh++) {
             int64_t h0, h1;
             pk_clip(oh * g->sh - g->pt, g->kh, H, &h0, &h1);
-            const PK_T *xn = j->x + n * H * W * C;
-            PK_T *dxn = j->dx + n * H * W * C;
             for (int64_t ow = 0; ow < g->ow; ow++) {
                 int64_t w0, w1;
                 pk_clip(ow * g->sw - g->pl, g->kw, W, &w0, &w1);
                 if (h0 >= h1 || w0 >= w1) continue; /* only padding: no candidate */
-                const PK_T *dyp = j->dy + (row * g->ow + ow) * C;
-                for (int64_t c0 = 0; c0 < C; c0 += PK_CHUNK) {
-                    const int64_t nc = BF_MIN(PK_CHUNK, C - c0);
-                    const PK_T *x0 = xn + (h0 * W + w0) * C + c0;
-                    for (int64_t c = 0; c < nc; c++) best[c] = x0[c], at[c] = h0 * W + w0;
-                    for (int64_t ih = h0; ih < h1; ih++)
-                        for (int64_t iw = (ih == h0 ? w0 + 1 : w0); iw < w1; iw++) {
-                            const int64_t s = ih * W + iw;
-                            const PK_T *restrict xp = xn + s * C + c0;
-                            for (int64_t c = 0; c < nc; c++) {
-                                bool gt = best[c] < xp[c];
-                                best[c] = gt ? xp[c] : best[c];
-                                at[c] = gt ? s : at[c];
-                            }
-                        }
-                    for (int64_t c = 0; c < nc; c++) dxn[at[c] * C + c0 + c] += dyp[c0 + c];
-                }
+                const PK_T *dyp = j->dy + ((n * g->oh + oh) * g->ow + ow) * C;
+                int64_t c0 = 0;
+                for (; c0 + PK_VB <= C; c0 += PK_VB)
+                    PK_FN(pk_maxg_vb)(xn + c0, dxn + c0, dyp + c0, W, C, h0, h1, w0, w1,
+                                      j->tiles);
+                if (c0 < C)
+                    PK_FN(pk_maxg_px)(xn + c0, dxn + c0, dyp + c0, W, C, h0, h1, w0, w1,
+                                      j->tiles, C - c0);
             }
         }
     }
@@ -192,7 +339,7 @@ static void PK_FN(pk_maxg_nhwc_task)(void *arg, int64_t t, int slot) {
 
 static void PK_FN(pk_maxg_nchw_task)(void *arg, int64_t t, int slot) {
     (void)slot;
-    const PK_FN(pk_maxg_job) *j = arg;
+    const PK_FN(pk_grad_job) *j = arg;
     const bf_pool_geom *g = j->g;
     const int64_t W = g->w, H = g->h;
     int64_t u0, u1;
@@ -201,6 +348,7 @@ static void PK_FN(pk_maxg_nchw_task)(void *arg, int64_t t, int slot) {
         const PK_T *xp = j->x + u * H * W;
         const PK_T *dyp = j->dy + u * g->oh * g->ow;
         PK_T *dxp = j->dx + u * H * W;
+        memset(dxp, 0, sizeof(PK_T) * (size_t)(H * W));
         for (int64_t oh = 0; oh < g->oh; oh++) {
             int64_t h0, h1;
             pk_clip(oh * g->sh - g->pt, g->kh, H, &h0, &h1);
@@ -219,25 +367,33 @@ static void PK_FN(pk_maxg_nchw_task)(void *arg, int64_t t, int slot) {
     }
 }
 
+/* The task split of a gradient kernel (units and tasks of j), or 0 when the output is empty
+ * and dx is simply zero. */
+static int PK_FN(pk_grad_plan)(const bf_pool_geom *g, const bf_exec *ex,
+                               PK_FN(pk_grad_job) * j) {
+    if (g->oh == 0 || g->ow == 0) {
+        pk_zero(ex, j->dx, g->n * g->h * g->w * g->c * (int64_t)sizeof(PK_T));
+        return 0;
+    }
+    if (g->nchw) {
+        j->units = g->n * g->c;
+        j->tasks = pk_tasks(ex, j->units, g->oh * g->ow * g->kh * g->kw + g->h * g->w);
+    } else {
+        j->bands = g->kh <= g->sh;
+        j->tiles = g->kh == g->sh && g->kw == g->sw && g->pt == 0 && g->pl == 0 &&
+                   g->oh * g->sh >= g->h && g->ow * g->sw >= g->w;
+        j->units = j->bands ? g->n * g->oh : g->n;
+        const int64_t rows = j->bands ? 1 : g->oh;
+        j->tasks = pk_tasks(ex, j->units, rows * g->ow * (2 * g->kh * g->kw + 1) * g->c);
+    }
+    return 1;
+}
+
 void PK_FN(bf_pool_max_grad)(const bf_pool_geom *g, const PK_T *x, const PK_T *dy, PK_T *dx,
                              const bf_exec *ex) {
-    pk_zero(ex, dx, g->n * g->h * g->w * g->c * (int64_t)sizeof(PK_T));
-    PK_FN(pk_maxg_job) j = {.g = g, .x = x, .dy = dy, .dx = dx, .rows_per_unit = 1};
-    if (g->nchw) {
-        j.units = g->n * g->c;
-        j.tasks = pk_tasks(ex, j.units, g->oh * g->ow * g->kh * g->kw);
-        pk_run(ex, j.tasks, PK_FN(pk_maxg_nchw_task), &j);
-        return;
-    }
-    /* Rows of outputs write disjoint input rows when the windows do not overlap in H. */
-    if (g->kh <= g->sh) {
-        j.units = g->n * g->oh;
-    } else {
-        j.units = g->n;
-        j.rows_per_unit = g->oh;
-    }
-    j.tasks = pk_tasks(ex, j.units, j.rows_per_unit * g->ow * g->kh * g->kw * g->c);
-    pk_run(ex, j.tasks, PK_FN(pk_maxg_nhwc_task), &j);
+    PK_FN(pk_grad_job) j = {.g = g, .x = x, .dy = dy, .dx = dx};
+    if (!PK_FN(pk_grad_plan)(g, ex, &j)) return;
+    pk_run(ex, j.tasks, g->nchw ? PK_FN(pk_maxg_nchw_task) : PK_FN(pk_maxg_nhwc_task), &j);
 }
 
 /* ---- AvgPool ------------------------------------------------------------------------------- */
@@ -249,7 +405,37 @@ typedef struct PK_FN(pk_avg_job) {
     int64_t units, tasks;
 } PK_FN(pk_avg_job);
 
-/* NHWC: y = (sum of the real elements of the window, row-major) / their count (TF). */
+/* One output pixel's mean for channels [c0, c0 + nc) (inlined like pk_max_px): the sum of
+ * the real elements of the window in row-major order, divided by their count (TF). */
+static inline __attribute__((always_inline)) void PK_FN(pk_avg_px)(
+    const PK_T *xn, PK_T *restrict o, int64_t W, int64_t C, int64_t h0, int64_t h1, int64_t w0,
+    int64_t w1, const int64_t nc) {
+    PK_T s[PK_VB];
+    for (int64_t c = 0; c < nc; c++) s[c] = 0;
+    for (int64_t ih = h0; ih < h1; ih++)
+        for (int64_t iw = w0; iw < w1; iw++) {
+            const PK_T *restrict xp = xn + (ih * W + iw) * C;
+            for (int64_t c = 0; c < nc; c++) s[c] += xp[c];
+        }
+    const PK_T count = (PK_T)((h1 - h0) * (w1 - w0));
+    for (int64_t c = 0; c < nc; c++) o[c] = s[c] / count;
+}
+
+/* The same for a whole block of PK_VB channels, in vectors. */
+static inline __attribute__((always_inline)) void PK_FN(pk_avg_vb)(
+    const PK_T *xn, PK_T *o, int64_t W, int64_t C, int64_t h0, int64_t h1, int64_t w0,
+    int64_t w1) {
+    PK_V s[PK_NV];
+    for (int k = 0; k < PK_NV; k++) s[k] = PK_FN(pk_splat)(0);
+    for (int64_t ih = h0; ih < h1; ih++)
+        for (int64_t iw = w0; iw < w1; iw++) {
+            const PK_T *xp = xn + (ih * W + iw) * C;
+            for (int k = 0; k < PK_NV; k++) s[k] += PK_FN(pk_ld)(xp + k * PK_L);
+        }
+    const PK_V count = PK_FN(pk_splat)((PK_T)((h1 - h0) * (w1 - w0)));
+    for (int k = 0; k < PK_NV; k++) PK_FN(pk_st)(o + k * PK_L, s[k] / count);
+}
+
 static void PK_FN(pk_avg_nhwc_task)(void *arg, int64_t t, int slot) {
     (void)slot;
     const PK_FN(pk_avg_job) *j = arg;
@@ -266,15 +452,10 @@ static void PK_FN(pk_avg_nhwc_task)(void *arg, int64_t t, int slot) {
         for (int64_t ow = 0; ow < g->ow; ow++) {
             int64_t w0, w1;
             pk_clip(ow * g->sw - g->pl, g->kw, W, &w0, &w1);
-            PK_T *restrict o = yrow + ow * C;
-            for (int64_t c = 0; c < C; c++) o[c] = 0;
-            for (int64_t ih = h0; ih < h1; ih++)
-                for (int64_t iw = w0; iw < w1; iw++) {
-                    const PK_T *restrict xp = xn + (ih * W + iw) * C;
-                    for (int64_t c = 0; c < C; c++) o[c] += xp[c];
-                }
-            const PK_T count = (PK_T)((h1 - h0) * (w1 - w0));
-            for (int64_t c = 0; c < C; c++) o[c] /= count;
+            int64_t c0 = 0;
+            for (; c0 + PK_VB <= C; c0 += PK_VB)
+                PK_FN(pk_avg_vb)(xn + c0, yrow + ow * C + c0, W, C, h0, h1, w0, w1);
+            if (c0 < C) PK_FN(pk_avg_px)(xn + c0, yrow + ow * C + c0, W, C, h0, h1, w0, w1, C - c0);
         }
     }
 }
@@ -322,40 +503,63 @@ void PK_FN(bf_pool_avg)(const bf_pool_geom *g, const PK_T *x, PK_T *y, const bf_
 /*
  * dx[window] += dy * (T)(1.0 / count) for every output in row-major order, count being the
  * window's real elements: TF's CPU AvgPoolGrad (divide_coeff), with the window clipped to the
- * data exactly as the forward pool clips it. Task ownership as in MaxPoolGrad.
+ * data exactly as the forward pool clips it. Task ownership and zeroing as in MaxPoolGrad.
  */
-typedef struct PK_FN(pk_avgg_job) {
-    const bf_pool_geom *g;
-    const PK_T *dy; /* like the output */
-    PK_T *dx;       /* like the input */
-    int64_t units, tasks, rows_per_unit;
-} PK_FN(pk_avgg_job);
+/* One output pixel's dy * coeff added (or, tiling, written) to its window's real elements,
+ * channels [c0, c0 + nc) (inlined like pk_max_px). */
+static inline __attribute__((always_inline)) void PK_FN(pk_avgg_px)(
+    PK_T *dxn, const PK_T *restrict d, int64_t W, int64_t C, int64_t h0, int64_t h1, int64_t w0,
+    int64_t w1, int tiles, const int64_t nc) {
+    const PK_T coeff = (PK_T)(1.0 / (double)((h1 - h0) * (w1 - w0)));
+    PK_T v[PK_VB];
+    for (int64_t c = 0; c < nc; c++) v[c] = d[c] * coeff;
+    for (int64_t ih = h0; ih < h1; ih++)
+        for (int64_t iw = w0; iw < w1; iw++) {
+            PK_T *restrict o = dxn + (ih * W + iw) * C;
+            for (int64_t c = 0; c < nc; c++) o[c] = (tiles ? 0 : o[c]) + v[c];
+        }
+}
+
+/* The same for a whole block of PK_VB channels, in vectors. */
+static inline __attribute__((always_inline)) void PK_FN(pk_avgg_vb)(
+    PK_T *dxn, const PK_T *d, int64_t W, int64_t C, int64_t h0, int64_t h1, int64_t w0,
+    int64_t w1, int tiles) {
+    const PK_V coeff = PK_FN(pk_splat)((PK_T)(1.0 / (double)((h1 - h0) * (w1 - w0))));
+    PK_V v[PK_NV];
+    for (int k = 0; k < PK_NV; k++) v[k] = PK_FN(pk_ld)(d + k * PK_L) * coeff;
+    for (int64_t ih = h0; ih < h1; ih++)
+        for (int64_t iw = w0; iw < w1; iw++) {
+            PK_T *o = dxn + (ih * W + iw) * C;
+            for (int k = 0; k < PK_NV; k++)
+                PK_FN(pk_st)(o + k * PK_L, tiles ? v[k] : PK_FN(pk_ld)(o + k * PK_L) + v[k]);
+        }
+}
 
 static void PK_FN(pk_avgg_nhwc_task)(void *arg, int64_t t, int slot) {
     (void)slot;
-    const PK_FN(pk_avgg_job) *j = arg;
+    const PK_FN(pk_grad_job) *j = arg;
     const bf_pool_geom *g = j->g;
     const int64_t C = g->c, W = g->w, H = g->h;
     int64_t u0, u1;
     pk_range(j->units, j->tasks, t, &u0, &u1);
     for (int64_t u = u0; u < u1; u++) {
-        for (int64_t r = 0; r < j->rows_per_unit; r++) {
-            const int64_t row = u * j->rows_per_unit + r;
-            const int64_t n = row / g->oh, oh = row % g->oh;
+        int64_t n, r0, r1, z0, z1;
+        PK_FN(pk_grad_unit)(j, u, &n, &r0, &r1, &z0, &z1);
+        PK_T *dxn = j->dx + n * H * W * C;
+        if (!j->tiles) memset(dxn + z0 * W * C, 0, sizeof(PK_T) * (size_t)((z1 - z0) * W * C));
+        for (int64_t oh = r0; oh < r1; oh++) {
             int64_t h0, h1;
             pk_clip(oh * g->sh - g->pt, g->kh, H, &h0, &h1);
-            PK_T *dxn = j->dx + n * H * W * C;
             for (int64_t ow = 0; ow < g->ow; ow++) {
                 int64_t w0, w1;
                 pk_clip(ow * g->sw - g->pl, g->kw, W, &w0, &w1);
                 if (h0 >= h1 || w0 >= w1) continue;
-                const PK_T coeff = (PK_T)(1.0 / (double)((h1 - h0) * (w1 - w0)));
-                const PK_T *restrict d = j->dy + (row * g->ow + ow) * C;
-                for (int64_t ih = h0; ih < h1; ih++)
-                    for (int64_t iw = w0; iw < w1; iw++) {
-                        PK_T *restrict o = dxn + (ih * W + iw) * C;
-                        for (int64_t c = 0; c < C; c++) o[c] += d[c] * coeff;
-                    }
+                const PK_T *dyp = j->dy + ((n * g->oh + oh) * g->ow + ow) * C;
+                int64_t c0 = 0;
+                for (; c0 + PK_VB <= C; c0 += PK_VB)
+                    PK_FN(pk_avgg_vb)(dxn + c0, dyp + c0, W, C, h0, h1, w0, w1, j->tiles);
+                if (c0 < C)
+                    PK_FN(pk_avgg_px)(dxn + c0, dyp + c0, W, C, h0, h1, w0, w1, j->tiles, C - c0);
             }
         }
     }
@@ -363,7 +567,7 @@ static void PK_FN(pk_avgg_nhwc_task)(void *arg, int64_t t, int slot) {
 
 static void PK_FN(pk_avgg_nchw_task)(void *arg, int64_t t, int slot) {
     (void)slot;
-    const PK_FN(pk_avgg_job) *j = arg;
+    const PK_FN(pk_grad_job) *j = arg;
     const bf_pool_geom *g = j->g;
     const int64_t W = g->w, H = g->h;
     int64_t u0, u1;
@@ -371,6 +575,7 @@ static void PK_FN(pk_avgg_nchw_task)(void *arg, int64_t t, int slot) {
     for (int64_t u = u0; u < u1; u++) {
         const PK_T *dyp = j->dy + u * g->oh * g->ow;
         PK_T *dxp = j->dx + u * H * W;
+        memset(dxp, 0, sizeof(PK_T) * (size_t)(H * W));
         for (int64_t oh = 0; oh < g->oh; oh++) {
             int64_t h0, h1;
             pk_clip(oh * g->sh - g->pt, g->kh, H, &h0, &h1);
@@ -388,27 +593,17 @@ static void PK_FN(pk_avgg_nchw_task)(void *arg, int64_t t, int slot) {
 
 void PK_FN(bf_pool_avg_grad)(const bf_pool_geom *g, const PK_T *dy, PK_T *dx,
                              const bf_exec *ex) {
-    pk_zero(ex, dx, g->n * g->h * g->w * g->c * (int64_t)sizeof(PK_T));
-    PK_FN(pk_avgg_job) j = {.g = g, .dy = dy, .dx = dx, .rows_per_unit = 1};
-    if (g->nchw) {
-        j.units = g->n * g->c;
-        j.tasks = pk_tasks(ex, j.units, g->oh * g->ow * g->kh * g->kw);
-        pk_run(ex, j.tasks, PK_FN(pk_avgg_nchw_task), &j);
-        return;
-    }
-    if (g->kh <= g->sh) {
-        j.units = g->n * g->oh;
-    } else {
-        j.units = g->n;
-        j.rows_per_unit = g->oh;
-    }
-    j.tasks = pk_tasks(ex, j.units, j.rows_per_unit * g->ow * g->kh * g->kw * g->c);
-    pk_run(ex, j.tasks, PK_FN(pk_avgg_nhwc_task), &j);
+    PK_FN(pk_grad_job) j = {.g = g, .dy = dy, .dx = dx};
+    if (!PK_FN(pk_grad_plan)(g, ex, &j)) return;
+    pk_run(ex, j.tasks, g->nchw ? PK_FN(pk_avgg_nchw_task) : PK_FN(pk_avgg_nhwc_task), &j);
 }
 
-#undef PK_CHUNK
 #endif /* PK_FLOAT */
 
+#undef PK_V
+#undef PK_M
+#undef PK_L
+#undef PK_NV
 #undef PK_FN
 #undef PK_CAT
 #undef PK_CAT2

@@ -646,14 +646,52 @@ START_TEST(max_pool_grad_tf_vectors) {
 }
 END_TEST
 
+
+/* The same vectors side by side in 17 and 19 channels of one tensor (channel c holds vector
+ * c % 9; x, dy and dx NHWC), so that the kernels' vector blocks see the ties and the NaN too. */
+START_TEST(max_pool_grad_tf_vectors_wide) {
+    const bf_dtype dt = _i ? BF_DTYPE_F64 : BF_DTYPE_F32;
+    const int64_t C = _i ? 19 : 17;
+    /* vectors with the same geometry: the VALID 2x2 s1 ones (0, 1, 7, 8) */
+    static const int pick[4] = {0, 1, 7, 8};
+    double x[16 * 19], dy[9 * 19], want[16 * 19];
+    for (int64_t c = 0; c < C; c++) {
+        const tfgrad *v = &tf_grads[pick[c % 4]];
+        for (int i = 0; i < 16; i++) x[i * C + c] = v->x[i], want[i * C + c] = v->dx[i];
+        for (int i = 0; i < 9; i++) dy[i * C + c] = v->dy[i];
+    }
+    const int64_t xd[4] = {1, 4, 4, C}, yd[4] = {1, 3, 3, C};
+    bf_context *ctx = new_ctx(1);
+    bf_session *s = open_page(
+        ctx,
+        "{\"id\":\"x\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"%s\"}},"
+        "{\"id\":\"dy\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"%s\"}},"
+        "{\"id\":\"mp\",\"type\":\"MaxPool\",\"attrs\":{\"ksize\":[1,2,2,1],\"strides\":[1,1,1,1],"
+        "\"padding\":\"VALID\"},\"inputs\":{\"input\":\"x\"}},"
+        "{\"id\":\"mg\",\"type\":\"MaxPoolGrad\",\"attrs\":{\"ksize\":[1,2,2,1],"
+        "\"strides\":[1,1,1,1],\"padding\":\"VALID\"},\"inputs\":{"
+        "\"orig_input\":\"x\",\"orig_output\":\"mp\",\"grad\":\"dy\"}}",
+        bf_dtype_name(dt), bf_dtype_name(dt));
+    bf_tensor *tx = make_tensor(dt, 4, xd, x), *tdy = make_tensor(dt, 4, yd, dy);
+    feed_ok(s, "x", tx);
+    feed_ok(s, "dy", tdy);
+    expect_close(run_ok(s, "mg", NULL), want, 16 * C, 0, 0, "MaxPoolGrad, wide");
+    bf_tensor_free(tx);
+    bf_tensor_free(tdy);
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+END_TEST
+
 /* ---- ties, counts, and gradients against finite differences ------------------------------- */
 
 /* A constant input: every element of a window ties, so each window's dy goes to its first
  * real element (row-major), in both layouts, overlapping windows (3x3 s1 SAME) and not. */
 START_TEST(max_pool_grad_ties_to_first) {
-    static const pcase cases[2] = {{2, 5, 5, 3, 3, 3, 1, 1, "SAME", {0}},
-                                   {1, 5, 4, 2, 2, 2, 2, 2, "SAME", {0}}};
-    for (int k = 0; k < 4; k++) {
+    static const pcase cases[3] = {{2, 5, 5, 3, 3, 3, 1, 1, "SAME", {0}},
+                                   {1, 5, 4, 2, 2, 2, 2, 2, "SAME", {0}},
+                                   {1, 4, 3, 21, 2, 2, 1, 2, "SAME", {0}}};
+    for (int k = 0; k < 6; k++) {
         const pcase *c = &cases[k / 2];
         const int nchw = k % 2;
         pgeo g = geo_of(c);
@@ -662,7 +700,7 @@ START_TEST(max_pool_grad_ties_to_first) {
         layout_dims(xl, nchw, xd);
         layout_dims(yl, nchw, yd);
         const int64_t nx = c->n * c->h * c->w * c->c, ny = c->n * g.oh * g.ow * c->c;
-        double x[200], dy[200], want[200];
+        double x[300], dy[300], want[300];
         for (int64_t i = 0; i < nx; i++) x[i] = 0.5;
         for (int64_t i = 0; i < ny; i++) dy[i] = (double)(i + 1);
         /* written from the rule itself: the first element of each clipped window */
@@ -1336,6 +1374,162 @@ START_TEST(empty_tensors) {
 }
 END_TEST
 
+
+/* What the check infers from partial knowledge: known dims flow through, the rest stay "?". */
+static void expect_port(bf_session *s, const char *id, const char *port, const char *want) {
+    bf_port_shape ps;
+    bf_error e = {0};
+    ck_assert_int_eq(bf_session_port_shape(s, id, port, 1, &ps, &e), BF_OK);
+    char buf[128];
+    bf_port_shape_format(&ps, buf, sizeof(buf));
+    ck_assert_msg(!strcmp(buf, want), "%s:%s is %s, want %s", id, port ? port : "", buf, want);
+}
+
+START_TEST(partial_shapes_at_check_time) {
+    bf_context *ctx = new_ctx(1);
+    bf_session *s = open_page(
+        ctx,
+        "{\"id\":\"x\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"float32\","
+        "\"shape\":[-1,7,-1,3]}},"
+        "{\"id\":\"xc\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"float64\","
+        "\"shape\":[2,3,-1,5]}},"
+        "{\"id\":\"sh\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"int32\",\"shape\":[4]}},"
+        "{\"id\":\"f\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"float32\","
+        "\"shape\":[-1,10]}},"
+        "{\"id\":\"l\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"float32\",\"shape\":[10]}},"
+        "{\"id\":\"u\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"float32\"}},"
+        "{\"id\":\"li\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"int64\",\"shape\":[8]}},"
+        "{\"id\":\"mp\",\"type\":\"MaxPool\",\"attrs\":{\"ksize\":[1,2,2,1],\"strides\":[1,2,2,1],"
+        "\"padding\":\"SAME\"},\"inputs\":{\"input\":\"x\"}},"
+        "{\"id\":\"ap\",\"type\":\"AvgPool\",\"attrs\":{\"ksize\":[1,1,3,3],\"strides\":[1,1,2,2],"
+        "\"padding\":\"VALID\",\"data_format\":\"NCHW\"},\"inputs\":{\"value\":\"xc\"}},"
+        "{\"id\":\"ag\",\"type\":\"AvgPoolGrad\",\"attrs\":{\"ksize\":[1,2,2,1],"
+        "\"strides\":[1,2,2,1],\"padding\":\"SAME\"},\"inputs\":{\"orig_input_shape\":\"sh\","
+        "\"grad\":\"mp\"}},"
+        "{\"id\":\"xe\",\"type\":\"SoftmaxCrossEntropyWithLogits\",\"inputs\":{"
+        "\"features\":\"f\",\"labels\":\"l\"}},"
+        "{\"id\":\"xu\",\"type\":\"SoftmaxCrossEntropyWithLogits\",\"inputs\":{"
+        "\"features\":\"u\",\"labels\":\"l\"}},"
+        "{\"id\":\"sx\",\"type\":\"SparseSoftmaxCrossEntropyWithLogits\",\"inputs\":{"
+        "\"features\":\"f\",\"labels\":\"li\"}},"
+        "{\"id\":\"sm\",\"type\":\"Softmax\",\"inputs\":{\"logits\":\"u\"}},"
+        "{\"id\":\"l2\",\"type\":\"L2Loss\",\"inputs\":{\"t\":\"u\"}}");
+    bf_error e = {0};
+    ck_assert_int_eq(bf_session_check(s, NULL, &e), BF_OK);
+    expect_port(s, "mp", NULL, "float32[?,4,?,3]");
+    expect_port(s, "ap", NULL, "float64[2,3,?,2]");
+    expect_port(s, "ag", NULL, "float32[?,?,?,?]");
+    expect_port(s, "xe", "loss", "float32[?]");
+    expect_port(s, "xe", "backprop", "float32[?,10]");
+    expect_port(s, "xu", "backprop", "float32[?,?]");
+    expect_port(s, "sx", "loss", "float32[8]");
+    expect_port(s, "sx", "backprop", "float32[8,10]");
+    expect_port(s, "sm", NULL, "float32[...]");
+    expect_port(s, "l2", NULL, "float32[]");
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+END_TEST
+
+/* MaxPool on integers (TF registers it for every real type): int32 and int64, exact. */
+START_TEST(max_pool_integers) {
+    const bf_dtype dt = _i ? BF_DTYPE_I64 : BF_DTYPE_I32;
+    const pcase c = {2, 5, 4, 3, 3, 2, 2, 2, "SAME", {0}};
+    pgeo g = geo_of(&c);
+    const int64_t xd[4] = {2, 5, 4, 3}, nx = 120, ny = 2 * g.oh * g.ow * 3;
+    double x[120], want[120];
+    bf_rng r = {(uint64_t)_i + 8};
+    for (int64_t i = 0; i < nx; i++) x[i] = (double)bf_rng_int(&r, -1000000, 1000000);
+    ref_pool(&c, 0, OP_MAX, x, NULL, want);
+    bf_context *ctx = new_ctx(1);
+    bf_session *s = open_page(
+        ctx,
+        "{\"id\":\"x\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"%s\"}},"
+        "{\"id\":\"mp\",\"type\":\"MaxPool\",\"attrs\":{\"ksize\":[1,3,2,1],\"strides\":[1,2,2,1],"
+        "\"padding\":\"SAME\"},\"inputs\":{\"input\":\"x\"}}",
+        bf_dtype_name(dt));
+    bf_tensor *tx = make_tensor(dt, 4, xd, x);
+    feed_ok(s, "x", tx);
+    const bf_tensor *t = run_ok(s, "mp", NULL);
+    ck_assert_int_eq(bf_tensor_dtype(t), dt);
+    expect_close(t, want, ny, 0, 0, "integer MaxPool");
+    bf_tensor_free(tx);
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+END_TEST
+
+/* Problems big enough to be split over 4 threads (rows, images or planes per task), against
+ * the references: NHWC and NCHW, windows overlapping across rows (kh > sh: the gradients own
+ * whole images) or not, the softmax family over many rows, and AvgPoolGrad's shape fed at run
+ * time (unknown at check time). */
+START_TEST(threaded_problems_match_reference) {
+    static const pcase cases[2] = {{16, 16, 16, 32, 2, 2, 2, 2, "SAME", {0}},
+                                   {8, 17, 15, 24, 3, 3, 2, 2, "SAME", {0}}};
+    const pcase *c = &cases[_i / 2];
+    const int nchw = _i % 2;
+    pgeo g = geo_of(c);
+    const int64_t xl[4] = {c->n, c->h, c->w, c->c}, yl[4] = {c->n, g.oh, g.ow, c->c};
+    int64_t xd[4], yd[4];
+    layout_dims(xl, nchw, xd);
+    layout_dims(yl, nchw, yd);
+    const int64_t nx = c->n * c->h * c->w * c->c, ny = c->n * g.oh * g.ow * c->c;
+    double *x = malloc(sizeof(double) * (size_t)nx), *dy = malloc(sizeof(double) * (size_t)ny);
+    double *want = calloc((size_t)nx, sizeof(double));
+    bf_rng r = {(uint64_t)_i + 1000};
+    for (int64_t i = 0; i < nx; i++) x[i] = rnd(&r, BF_DTYPE_F32, 1);
+    for (int64_t i = 0; i < ny; i++) dy[i] = rnd(&r, BF_DTYPE_F32, 1);
+    char a[512];
+    pool_attrs(c, nchw, a, sizeof(a));
+    bf_context *ctx = new_ctx(4);
+    bf_session *s = open_page(
+        ctx,
+        "{\"id\":\"x\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"float32\"}},"
+        "{\"id\":\"dy\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"float32\"}},"
+        "{\"id\":\"sh\",\"type\":\"Placeholder\",\"attrs\":{\"dtype\":\"int32\"}},"
+        "{\"id\":\"mp\",\"type\":\"MaxPool\",\"attrs\":{%s},\"inputs\":{\"input\":\"x\"}},"
+        "{\"id\":\"ap\",\"type\":\"AvgPool\",\"attrs\":{%s},\"inputs\":{\"value\":\"x\"}},"
+        "{\"id\":\"mg\",\"type\":\"MaxPoolGrad\",\"attrs\":{%s},\"inputs\":{"
+        "\"orig_input\":\"x\",\"orig_output\":\"mp\",\"grad\":\"dy\"}},"
+        "{\"id\":\"ag\",\"type\":\"AvgPoolGrad\",\"attrs\":{%s},\"inputs\":{"
+        "\"orig_input_shape\":\"sh\",\"grad\":\"dy\"}},"
+        "{\"id\":\"sm\",\"type\":\"Softmax\",\"inputs\":{\"logits\":\"x\"}},"
+        "{\"id\":\"l2\",\"type\":\"L2Loss\",\"inputs\":{\"t\":\"x\"}}",
+        a, a, a, a);
+    bf_tensor *tx = make_tensor(BF_DTYPE_F32, 4, xd, x), *tdy = make_tensor(BF_DTYPE_F32, 4, yd, dy);
+    const int64_t four[1] = {4};
+    const double shv[4] = {(double)xd[0], (double)xd[1], (double)xd[2], (double)xd[3]};
+    bf_tensor *tsh = make_tensor(BF_DTYPE_I32, 1, four, shv);
+    feed_ok(s, "x", tx);
+    feed_ok(s, "dy", tdy);
+    feed_ok(s, "sh", tsh);
+    const double tol = ldexp(1, -23) * 12;
+    ref_pool(c, nchw, OP_MAX, x, NULL, want);
+    expect_close(run_ok(s, "mp", NULL), want, ny, 0, 0, "MaxPool");
+    ref_pool(c, nchw, OP_AVG, x, NULL, want);
+    expect_close(run_ok(s, "ap", NULL), want, ny, tol, 0, "AvgPool");
+    ref_pool(c, nchw, OP_MAX_GRAD, x, dy, want);
+    expect_close(run_ok(s, "mg", NULL), want, nx, tol * 4, 0, "MaxPoolGrad");
+    ref_pool(c, nchw, OP_AVG_GRAD, NULL, dy, want);
+    expect_close(run_ok(s, "ag", NULL), want, nx, tol * 4, 0, "AvgPoolGrad");
+    const int64_t cols = xd[3];
+    long double sq = 0;
+    for (int64_t i = 0; i < nx; i += cols) {
+        double lse = ref_lse(x + i, cols, 1);
+        for (int64_t j = 0; j < cols; j++) want[i + j] = exp(x[i + j] - lse), sq += (long double)x[i + j] * x[i + j];
+    }
+    expect_close(run_ok(s, "sm", NULL), want, nx, 1e-30, 8 * ldexp(1, -23), "Softmax");
+    const double l2 = (double)(sq / 2);
+    expect_close(run_ok(s, "l2", NULL), &l2, 1, 0, ldexp(1, -24), "L2Loss");
+    bf_tensor_free(tx);
+    bf_tensor_free(tdy);
+    bf_tensor_free(tsh);
+    bf_session_free(s);
+    bf_context_free(ctx);
+    free(x), free(dy), free(want);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("pool_loss");
     TCase *tc = tcase_create("pooling");
@@ -1344,9 +1538,12 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, pool_tf_vectors, 0, N_TF_VECTORS * 6);
     tcase_add_test(tc, max_pool_over_depth);
     tcase_add_loop_test(tc, max_pool_grad_tf_vectors, 0, N_TF_GRADS * 4);
+    tcase_add_loop_test(tc, max_pool_grad_tf_vectors_wide, 0, 2);
     tcase_add_test(tc, max_pool_grad_ties_to_first);
     tcase_add_test(tc, avg_pool_same_counts);
     tcase_add_loop_test(tc, pool_grads_match_finite_differences, 0, 8);
+    tcase_add_loop_test(tc, max_pool_integers, 0, 2);
+    tcase_add_loop_test(tc, threaded_problems_match_reference, 0, 4);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("losses");
@@ -1363,6 +1560,7 @@ static Suite *suite(void) {
     tc = tcase_create("validation");
     tcase_add_loop_test(tc, validation_in_tf_words, 0, N_BAD);
     tcase_add_test(tc, validation_when_fed);
+    tcase_add_test(tc, partial_shapes_at_check_time);
     tcase_add_test(tc, empty_tensors);
     suite_add_tcase(s, tc);
     return s;
