@@ -81,16 +81,16 @@ static void LK_FN(lk_xent_task)(void *arg, int64_t t, int slot) {
         }
         const LK_T m = LK_FN(lk_row_max)(f, C, R->f_cs);
         double s = 0;
-        for (int64_t c = 0; c < C; c++) {
-            bp[c] = f[c * R->f_cs] - m;
-            s += (double)LK_EXP(bp[c]);
+        for (int64_t c = 0; c < C; c++) { /* exp(f - max), kept for the backprop */
+            bp[c] = LK_EXP(f[c * R->f_cs] - m);
+            s += (double)bp[c];
         }
         const LK_T sum = (LK_T)s, ls = LK_LOG(sum);
         double loss = 0;
         for (int64_t c = 0; c < C; c++) {
             const LK_T lab = l[c * R->l_cs];
-            loss += (double)(lab * (ls - bp[c])); /* 0 * inf is NaN, as in TF */
-            bp[c] = LK_EXP(bp[c]) / sum - lab;
+            loss += (double)(lab * (ls - (f[c * R->f_cs] - m))); /* 0 * inf is NaN, as in TF */
+            bp[c] = bp[c] / sum - lab;
         }
         j->loss[r] = (LK_T)loss;
     }
@@ -116,12 +116,12 @@ static void LK_FN(lk_sparse_task)(void *arg, int64_t t, int slot) {
         const LK_T m = LK_FN(lk_row_max)(f, C, 1);
         double s = 0;
         for (int64_t c = 0; c < C; c++) {
-            bp[c] = f[c] - m;
-            s += (double)LK_EXP(bp[c]);
+            bp[c] = LK_EXP(f[c] - m);
+            s += (double)bp[c];
         }
         const LK_T sum = (LK_T)s;
-        j->loss[r] = LK_LOG(sum) - bp[lab];
-        for (int64_t c = 0; c < C; c++) bp[c] = LK_EXP(bp[c]) / sum - (c == lab ? 1 : 0);
+        j->loss[r] = LK_LOG(sum) - (f[lab] - m);
+        for (int64_t c = 0; c < C; c++) bp[c] = bp[c] / sum - (c == lab ? 1 : 0);
     }
 }
 
