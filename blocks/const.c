@@ -13,7 +13,7 @@
  * explicit `shape`; one number with a shape fills the whole tensor, as tf.fill does. A `file`
  * is converted to `dtype` when one is given.
  */
-#include "block.h"
+#include "const.h"
 
 #include <math.h>
 #include <string.h>
@@ -37,14 +37,9 @@ static bf_status shape_error(bf_error *err, const char *attr, const char *fmt, l
     return bf_err(err, BF_ESHAPE, "shape_mismatch", fmt, a, b);
 }
 
-static bf_status init(bf_node *node, bf_error *err) {
-    const bf_attr_value *dt = &node->attrs[A_DTYPE], *shape = &node->attrs[A_SHAPE];
-    const bf_attr_value *value = &node->attrs[A_VALUE], *file = &node->attrs[A_FILE];
-    if (value->set == file->set) {
-        bf_err_at(err, NULL, value->set ? "file" : "value");
-        return bf_err(err, BF_EATTR, value->set ? "bad_attr" : "missing_attr",
-                      "a Const needs exactly one of \"value\" and \"file\"");
-    }
+bf_status bf_const_tensor(const bf_node *node, const bf_attr_value *dt,
+                          const bf_attr_value *shape, const bf_attr_value *value,
+                          const bf_attr_value *file, bf_tensor **out, bf_error *err) {
     for (int i = 0; shape->set && i < shape->n; i++)
         if (shape->list[i] < 0) {
             bf_err_at(err, NULL, "shape");
@@ -54,7 +49,7 @@ static bf_status init(bf_node *node, bf_error *err) {
     bf_status st;
     if (file->set) {
         const bf_tensor *src = file->tensor;
-        bf_dtype want = dt->set ? dt->dtype : src->dtype;
+        bf_dtype want = bf_node_float(node, dt->set ? dt->dtype : src->dtype);
         const int64_t *dims = shape->set ? shape->list : src->dims;
         int rank = shape->set ? shape->n : src->rank;
         st = bf_tensor_alloc(node->budget, node->max_elements, want, rank, dims, false, &t, err);
@@ -76,7 +71,7 @@ static bf_status init(bf_node *node, bf_error *err) {
         }
         if (st == BF_OK) st = bf_tensor_convert(src, t, err);
     } else {
-        bf_dtype want = dt->set ? dt->dtype : BF_DTYPE_F32;
+        bf_dtype want = bf_node_float(node, dt->set ? dt->dtype : BF_DTYPE_F32);
         int rank = shape->set ? shape->n : value->nest_rank;
         const int64_t *dims = shape->set ? shape->list : value->nest_dims;
         if (!shape->set && value->nest_rank == 0) rank = 0; /* a bare number: a scalar */
@@ -104,8 +99,22 @@ static bf_status init(bf_node *node, bf_error *err) {
         bf_err_at(err, NULL, file->set ? "file" : "value");
         return st;
     }
-    node->state = t;
+    *out = t;
     return BF_OK;
+}
+
+static bf_status init(bf_node *node, bf_error *err) {
+    const bf_attr_value *value = &node->attrs[A_VALUE], *file = &node->attrs[A_FILE];
+    if (value->set == file->set) {
+        bf_err_at(err, NULL, value->set ? "file" : "value");
+        return bf_err(err, BF_EATTR, value->set ? "bad_attr" : "missing_attr",
+                      "a Const needs exactly one of \"value\" and \"file\"");
+    }
+    bf_tensor *t = NULL;
+    bf_status st = bf_const_tensor(node, &node->attrs[A_DTYPE], &node->attrs[A_SHAPE], value,
+                                   file, &t, err);
+    if (st == BF_OK) node->state = t;
+    return st;
 }
 
 static void fini(bf_node *node) {

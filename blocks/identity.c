@@ -29,6 +29,13 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
     return BF_OK;
 }
 
+/* tf.gradients: the gradient passes through. */
+static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
+    (void)err;
+    bf_grad_set(g, 0, bf_grad_dy(g, 0));
+    return BF_OK;
+}
+
 const bf_block_desc bf_block_identity = {
     .type = "Identity",
     .category = "generic",
@@ -40,4 +47,5 @@ const bf_block_desc bf_block_identity = {
     .n_outputs = BF_COUNT(outputs),
     .infer = infer,
     .run_cpu = run_cpu,
+    .gradient = gradient,
 };

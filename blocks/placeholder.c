@@ -26,14 +26,15 @@ static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info
     (void)in;
     const bf_attr_value *dt = &node->attrs[A_DTYPE], *shape = &node->attrs[A_SHAPE];
     const bf_tensor *feed = node->feed;
+    bf_dtype want = bf_node_float(node, dt->dtype);
     if (!feed) {
-        bf_port_set(&out[0], dt->dtype, shape->set ? shape->n : -1, shape->list);
+        bf_port_set(&out[0], want, shape->set ? shape->n : -1, shape->list);
         return BF_OK;
     }
-    if (feed->dtype != dt->dtype) {
+    if (feed->dtype != want) {
         bf_err_at(err, "output", "dtype");
         return bf_err(err, BF_EDTYPE, "dtype_mismatch", "fed a %s tensor, expected %s",
-                      bf_dtype_name(feed->dtype), bf_dtype_name(dt->dtype));
+                      bf_dtype_name(feed->dtype), bf_dtype_name(want));
     }
     if (shape->set) {
         bool ok = shape->n == feed->rank;

@@ -25,7 +25,7 @@ bf_status bf_random_infer(const bf_node *node, const bf_port_info *in, bf_port_i
             bf_err_at(err, NULL, "shape");
             return bf_err(err, BF_EATTR, "bad_attr", "the shape must be fully known");
         }
-    bf_port_set(&out[0], dt, shape->n, shape->list);
+    bf_port_set(&out[0], bf_node_float(node, dt), shape->n, shape->list);
     return BF_OK;
 }
 

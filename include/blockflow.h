@@ -207,6 +207,14 @@ BF_API bf_status bf_tensor_load_npy(const bf_context *ctx, const char *path,
  */
 BF_API bf_status bf_tensor_save_npy(const bf_tensor *t, const char *path, bf_error *err);
 
+/*
+ * Read array `key` of a .npz archive (numpy.savez: stored members; savez_compressed's are
+ * refused with a message saying so), with the checks of bf_tensor_load_npy. Errors: those of
+ * bf_tensor_load_npy, BF_ENOTFOUND (no such array).
+ */
+BF_API bf_status bf_tensor_load_npz(const bf_context *ctx, const char *path, const char *key,
+                                    bf_tensor **out, bf_error *err);
+
 /* ---------------------------------------------------------------------------------------------
  * Context: configuration, limits, the kernel thread pool and the devices. One per program is
  * typical; sessions borrow it and it must outlive them.

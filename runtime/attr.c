@@ -22,6 +22,7 @@ void bf_attr_value_free(bf_attr_value *v) {
     bf_free(v->list);
     bf_free(v->numbers);
     bf_tensor_free(v->tensor);
+    bf_free(v->path);
     memset(v, 0, sizeof(*v));
 }
 
@@ -31,7 +32,7 @@ void bf_attrs_free(bf_attr_value *vals, int n) {
 
 static const char *kind_name(bf_attr_kind k) {
     static const char *const names[] = {"int", "float", "bool", "enum", "string", "int list",
-                                        "shape", "dtype", "tensor", "file"};
+                                        "shape", "dtype", "tensor", "file", "path"};
     return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
@@ -138,8 +139,9 @@ bf_status bf_attr_parse_one(const bf_attr_desc *d, const cJSON *j, bf_attr_value
     }
     case BF_ATTR_STRING:
     case BF_ATTR_FILE:
+    case BF_ATTR_PATH:
         if (!cJSON_IsString(j)) goto wrong_kind;
-        if (d->kind == BF_ATTR_FILE && !j->valuestring[0])
+        if (d->kind != BF_ATTR_STRING && !j->valuestring[0])
             return bf_err(err, BF_EATTR, "bad_attr", "the file name is empty");
         if (!(v->s = bf_strdup(j->valuestring))) goto oom;
         break;
@@ -248,7 +250,8 @@ cJSON *bf_attr_to_json(const bf_attr_desc *d, const bf_attr_value *v) {
     case BF_ATTR_BOOL: return cJSON_CreateBool(v->b);
     case BF_ATTR_ENUM:
     case BF_ATTR_STRING:
-    case BF_ATTR_FILE: return cJSON_CreateString(v->s ? v->s : "");
+    case BF_ATTR_FILE:
+    case BF_ATTR_PATH: return cJSON_CreateString(v->s ? v->s : "");
     case BF_ATTR_DTYPE: return cJSON_CreateString(bf_dtype_name(v->dtype));
     case BF_ATTR_INT_LIST:
     case BF_ATTR_SHAPE: {

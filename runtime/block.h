@@ -55,6 +55,9 @@ typedef enum bf_attr_kind {
     BF_ATTR_DTYPE,    /* "float32", ...                                -> v.dtype */
     BF_ATTR_TENSOR,   /* nested or flat list of numbers                -> v.numbers, v.n */
     BF_ATTR_FILE,     /* path of a .npy file, relative to the page     -> v.s, v.tensor */
+    BF_ATTR_PATH,     /* a data file of any format, relative to the page: resolved and
+                         confined as FILE is, but not read (the block reads it in init)
+                                                                       -> v.s, v.path */
 } bf_attr_kind;
 
 enum {
@@ -95,6 +98,7 @@ typedef struct bf_attr_value {
     int64_t nest_dims[BF_MAX_RANK];
     bf_dtype dtype;    /* DTYPE */
     bf_tensor *tensor; /* FILE: the loaded .npy (host) */
+    char *path;        /* PATH: the name resolved against the page's folder (confined) */
 } bf_attr_value;
 
 /* ---- nodes: one block instance as blocks see it --------------------------------------- */

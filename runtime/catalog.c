@@ -10,7 +10,8 @@
 #include <string.h>
 
 static const char *const kind_names[] = {"int",   "float", "bool",   "enum",   "string",
-                                         "int_list", "shape", "dtype", "tensor", "file"};
+                                         "int_list", "shape", "dtype", "tensor", "file",
+                                         "path"};
 
 static cJSON *dtype_list(unsigned mask) {
     cJSON *a = cJSON_CreateArray();
@@ -26,6 +27,8 @@ static cJSON *ports_json(const bf_port_desc *p, int n) {
         cJSON_AddStringToObject(o, "name", p[i].name);
         cJSON_AddItemToObject(o, "dtypes", dtype_list(p[i].dtypes));
         if (p[i].flags & BF_PORT_HOST) cJSON_AddTrueToObject(o, "host_memory");
+        if (p[i].flags & BF_PORT_OPTIONAL) cJSON_AddTrueToObject(o, "optional");
+        if (p[i].flags & BF_PORT_REF) cJSON_AddTrueToObject(o, "ref");
         cJSON_AddStringToObject(o, "doc", p[i].doc ? p[i].doc : "");
         cJSON_AddItemToArray(a, o);
     }
@@ -63,6 +66,8 @@ static cJSON *block_json(const bf_block_desc *d) {
     cJSON_AddItemToArray(dev, cJSON_CreateString("cpu"));
     if (d->run_cuda) cJSON_AddItemToArray(dev, cJSON_CreateString("gpu"));
     cJSON_AddBoolToObject(o, "feedable", (d->flags & BF_BLOCK_FEEDABLE) != 0);
+    if (d->gradient) cJSON_AddTrueToObject(o, "differentiable");
+    if (d->state) cJSON_AddStringToObject(o, "state", d->state->variable ? "variable" : "cursor");
     return o;
 }
 
@@ -131,7 +136,9 @@ static void text_block(sbuf *b, const bf_block_desc *d, bool full) {
         sb_printf(b, "    %-16s", d->inputs[i].name);
         for (int t = 1; t < BF_DTYPE_COUNT; t++)
             if (d->inputs[i].dtypes & (1u << t)) sb_printf(b, " %s", bf_dtype_name(t));
-        sb_printf(b, "%s  %s\n", d->inputs[i].flags & BF_PORT_HOST ? " (host)" : "",
+        unsigned fl = d->inputs[i].flags;
+        sb_printf(b, "%s%s%s  %s\n", fl & BF_PORT_HOST ? " (host)" : "",
+                  fl & BF_PORT_OPTIONAL ? " (optional)" : "", fl & BF_PORT_REF ? " (ref)" : "",
                   d->inputs[i].doc ? d->inputs[i].doc : "");
     }
     if (!d->n_inputs) sb_printf(b, "    (none)\n");

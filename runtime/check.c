@@ -23,6 +23,12 @@ static void report(bf_session *s, bf_diags *diags, bf_error *first, int *n_error
 bool bf_sess_gather_infos(bf_session *s, int b, bf_port_info *in) {
     bf_page_block *pb = s->nodes[b].pb;
     for (int k = 0; k < pb->desc->n_inputs; k++) {
+        if (pb->inputs[k].src_block < 0 && !pb->inputs[k].text &&
+            (pb->desc->inputs[k].flags & BF_PORT_OPTIONAL)) {
+            bf_port_set(&in[k], BF_DTYPE_INVALID, -1, NULL);
+            in[k].rank = BF_PORT_ABSENT_RANK;
+            continue;
+        }
         if (pb->inputs[k].src_block < 0) return false;
         snode *src = &s->nodes[pb->inputs[k].src_block];
         if (!src->info_ok) return false;
@@ -57,13 +63,26 @@ static void stats_shapes(snode *n) {
     }
 }
 
-/* The wiring problems: unconnected inputs, links and outputs that name nothing, cycles. */
+typedef struct report_to {
+    bf_diags *diags;
+    bf_error *first;
+    int *n_errors;
+} report_to;
+
+static void report_cb(bf_session *s, int b, bf_error *e, void *user) {
+    report_to *r = user;
+    report(s, r->diags, r->first, r->n_errors, b, e);
+}
+
+/* The wiring problems: unconnected inputs, links and outputs that name nothing, cycles, and
+ * the training rules (state.c). */
 static void check_wiring(bf_session *s, bf_diags *diags, bf_error *first, int *n_errors) {
     for (int b = 0; b < s->n; b++) {
         bf_page_block *pb = &s->page->blocks[b];
         for (int k = 0; k < pb->desc->n_inputs; k++) {
             const bf_page_input *in = &pb->inputs[k];
             if (in->src_block >= 0) continue;
+            if (!in->text && (pb->desc->inputs[k].flags & BF_PORT_OPTIONAL)) continue;
             const char *port = pb->desc->inputs[k].name;
             bf_error e = {0};
             bf_err_at(&e, port, NULL);
@@ -95,6 +114,8 @@ static void check_wiring(bf_session *s, bf_diags *diags, bf_error *first, int *n
                "this page", i, s->page->outputs[i]);
         report(s, diags, first, n_errors, -1, &e);
     }
+    report_to r = {diags, first, n_errors};
+    bf_sess_state_check(s, report_cb, &r);
 }
 
 bf_status bf_session_check(bf_session *s, bf_diags *diags, bf_error *err) {

@@ -408,7 +408,7 @@ static bf_status set_attr(bf_session *s, const char *block_id, const char *attr,
         st = bf_attr_parse_one(ad, value, &v, NULL, &e);
     }
     bf_file_scope files = {s->page->dir, s->page->confine_files, s->page->max_elements};
-    if (st == BF_OK && ad->kind == BF_ATTR_FILE) {
+    if (st == BF_OK && (ad->kind == BF_ATTR_FILE || ad->kind == BF_ATTR_PATH)) {
         bf_attr_value tmp[64] = {{0}};
         BF_ASSERT(d->n_attrs <= BF_COUNT(tmp));
         tmp[a] = v;
@@ -417,12 +417,21 @@ static bf_status set_attr(bf_session *s, const char *block_id, const char *attr,
     }
     /* The same value changes nothing, except a file name: setting it again re-reads the file,
      * whose contents may have changed on disk. */
-    if (st == BF_OK && ad->kind != BF_ATTR_FILE && same_value(ad, &n->pb->attrs[a], &v)) {
+    if (st == BF_OK && ad->kind != BF_ATTR_FILE && ad->kind != BF_ATTR_PATH && same_value(ad, &n->pb->attrs[a], &v)) {
         bf_attr_value_free(&v);
         return BF_OK;
     }
     if (st == BF_OK) {
         bf_attr_value old = n->pb->attrs[a];
+        /* A stateful block keeps its state across an attribute that says so (a Variable's
+         * `trainable`); any other attribute of its own re-initialises it (bf_sess_state_*). */
+        bf_tensor *kept = NULL;
+        bool keep = d->state && (ad->flags & BF_ATTR_KEEPS_STATE);
+        if (keep && (st = d->state->save(&n->node, &kept, &e))) {
+            bf_attr_value_free(&v);
+            bf_err_at(&e, NULL, attr);
+            return block_err(s, b, &e, err);
+        }
         if (d->fini) d->fini(&n->node);
         n->pb->attrs[a] = v;
         if (d->init && (st = d->init(&n->node, &e))) {
@@ -430,10 +439,14 @@ static bf_status set_attr(bf_session *s, const char *block_id, const char *attr,
             bf_attr_value_free(&v);
             bf_error ignored;
             d->init(&n->node, &ignored);
+            if (kept) d->state->load(&n->node, kept, &ignored);
         } else {
             bf_attr_value_free(&old);
+            if (kept) d->state->load(&n->node, kept, &e); /* same dtype and shape */
+            else if (d->state) bf_sess_state_was_reset(s, b, attr);
             bf_sess_invalidate(s, b);
         }
+        bf_tensor_free(kept);
     } else {
         bf_attr_value_free(&v);
     }
@@ -802,12 +815,19 @@ bf_status bf_session_apply_edits(bf_session *s, const char *json, size_t len, bf
         if (st == BF_OK)
             st = bf_page_parse(s->ctx, text, strlen(text), s->page->file, s->page->dir,
                                BF_LOAD_INCOMPLETE, &copy, NULL, err);
+        if (st == BF_OK) { /* the copy needs no state of its own */
+            bf_free(copy->checkpoint);
+            copy->checkpoint = NULL;
+        }
         if (st == BF_OK) st = bf_session_new(s->ctx, copy, &dry, err);
         bf_string_free(text);
+        if (dry) dry->dry_run = true;
         if (st == BF_OK) st = apply_list(dry, list, diags, err);
         bf_session_free(dry);
     }
+    s->edit_diags = diags; /* where edits report a state they re-initialised */
     if (st == BF_OK && cJSON_IsArray(list)) st = apply_list(s, list, diags, err);
+    s->edit_diags = NULL;
     cJSON_Delete(list);
     return st;
 }

@@ -32,6 +32,7 @@ void bf_sess_node_bind(bf_session *s, int i) {
     n->node.attrs = pb->attrs;
     n->node.budget = &s->budget;
     n->node.max_elements = s->ctx->cfg.max_tensor_elements;
+    n->node.promote_f64 = s->promote_f64;
     n->stats.id = pb->id;
     n->stats.type = pb->desc->type;
     n->stats.n_outputs = pb->desc->n_outputs;
@@ -198,7 +199,7 @@ uint64_t bf_sess_cache_evict(bf_session *s, uint64_t keep) {
 
 void bf_sess_cache_put(bf_session *s, snode *n) {
     if (n->cached || !n->valid) return;
-    if (s->no_cache) {
+    if (s->no_cache || (s->stepping && n->transient)) {
         bf_sess_drop_results(n);
         return;
     }

@@ -218,9 +218,25 @@ static bf_status with_path(bf_error *err, const char *path, const bf_error *inne
     return bf_err(err, inner->status, inner->code, "%s: %s", path, inner->message);
 }
 
+/* Where the bytes come from: an open file, or a buffer in memory (an .npz member). */
+typedef struct npy_src {
+    FILE *f;                  /* NULL: read mem */
+    const unsigned char *mem;
+    uint64_t len, pos;
+} npy_src;
+
 /* Read exactly n bytes or fail: BF_EIO on a read error, BF_EPARSE when the file ends early. */
-static bf_status read_exact(FILE *f, void *buf, size_t n, const char *path, const char *what,
-                            bf_error *err) {
+static bf_status read_exact(npy_src *src, void *buf, size_t n, const char *path,
+                            const char *what, bf_error *err) {
+    if (!src->f) {
+        if (n <= src->len - src->pos) {
+            memcpy(buf, src->mem + src->pos, n);
+            src->pos += n;
+            return BF_OK;
+        }
+        return bf_err(err, BF_EPARSE, "bad_npy", "%s: file ends inside the .npy %s", path, what);
+    }
+    FILE *f = src->f;
     if (fread(buf, 1, n, f) == n) return BF_OK;
     if (ferror(f))
         return bf_err(err, BF_EIO, "io_error", "%s: cannot read the %s: %s", path, what,
@@ -229,21 +245,26 @@ static bf_status read_exact(FILE *f, void *buf, size_t n, const char *path, cons
 }
 
 /*
- * Everything after fopen: the caller closes `f`. On success *out holds the tensor.
+ * Everything after fopen (the caller closes the file), or the whole parse of a buffer. On
+ * success *out holds the tensor.
  */
-static bf_status load_from(uint64_t max_el, FILE *f, const char *path, bf_tensor **out,
+static bf_status load_from(uint64_t max_el, npy_src *src, const char *path, bf_tensor **out,
                            bf_error *err) {
-    struct stat sb;
-    if (fstat(fileno(f), &sb))
-        return bf_err(err, BF_EIO, "io_error", "%s: cannot stat: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode))
-        return bf_err(err, BF_EIO, "io_error", "%s: not a regular file", path);
-    uint64_t file_size = (uint64_t)sb.st_size;
+    uint64_t file_size = src->len;
+    if (src->f) {
+        struct stat sb;
+        if (fstat(fileno(src->f), &sb))
+            return bf_err(err, BF_EIO, "io_error", "%s: cannot stat: %s", path,
+                          strerror(errno));
+        if (!S_ISREG(sb.st_mode))
+            return bf_err(err, BF_EIO, "io_error", "%s: not a regular file", path);
+        file_size = (uint64_t)sb.st_size;
+    }
 
     /* Magic, version and header length. */
     unsigned char pre[12];
     bf_status st;
-    if ((st = read_exact(f, pre, 8, path, "magic string", err))) return st;
+    if ((st = read_exact(src, pre, 8, path, "magic string", err))) return st;
     if (memcmp(pre, NPY_MAGIC, NPY_MAGIC_LEN))
         return bf_err(err, BF_EPARSE, "bad_npy", "%s: not a .npy file (bad magic string)",
                       path);
@@ -253,7 +274,7 @@ static bf_status load_from(uint64_t max_el, FILE *f, const char *path, bf_tensor
                       "%s: .npy format version %d.%d is not supported (1.0, 2.0, 3.0 are)",
                       path, major, minor);
     size_t len_bytes = major == 1 ? 2 : 4;
-    if ((st = read_exact(f, pre + 8, len_bytes, path, "header length", err))) return st;
+    if ((st = read_exact(src, pre + 8, len_bytes, path, "header length", err))) return st;
     uint64_t hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8;
     if (len_bytes == 4) hlen |= (uint64_t)pre[10] << 16 | (uint64_t)pre[11] << 24;
     uint64_t prefix = 8 + len_bytes;
@@ -273,7 +294,7 @@ static bf_status load_from(uint64_t max_el, FILE *f, const char *path, bf_tensor
         return bf_err(err, BF_ENOMEM, "out_of_memory", "%s: cannot allocate the .npy header",
                       path);
     npy_header h;
-    st = read_exact(f, text, (size_t)hlen, path, "header", err);
+    st = read_exact(src, text, (size_t)hlen, path, "header", err);
     if (!st) {
         npy_parser ps = {text, text + hlen, path, major <= 2, err};
         st = parse_header(&ps, &h);
@@ -314,7 +335,8 @@ static bf_status load_from(uint64_t max_el, FILE *f, const char *path, bf_tensor
     bf_tensor *t = NULL;
     if ((st = bf_tensor_alloc(NULL, max_el, dt, h.rank, h.dims, false, &t, &inner)))
         return with_path(err, path, &inner);
-    if (!(st = read_exact(f, t->data, nbytes, path, "data", err)) && fgetc(f) != EOF)
+    if (!(st = read_exact(src, t->data, nbytes, path, "data", err)) && src->f &&
+        fgetc(src->f) != EOF)
         st = bf_err(err, BF_EPARSE, "bad_npy", "%s: .npy file grew while being read", path);
     if (st) {
         bf_tensor_free(t);
@@ -344,9 +366,19 @@ bf_status bf_npy_load(const char *path, uint64_t max_elements, bf_tensor **out, 
         if (fd >= 0) close(fd);
         return bf_err(err, BF_EIO, "io_error", "%s: cannot open: %s", path, strerror(e));
     }
-    bf_status st = load_from(max_elements, f, path, out, err);
+    npy_src src = {.f = f};
+    bf_status st = load_from(max_elements, &src, path, out, err);
     fclose(f); /* read-only: nothing to lose */
     return st;
+}
+
+bf_status bf_npy_parse(const void *data, size_t len, const char *name, uint64_t max_elements,
+                       bf_tensor **out, bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
+    if (!data && len) return bf_err(err, BF_EINVAL, "bad_argument", "data is NULL");
+    npy_src src = {.mem = data, .len = len};
+    return load_from(max_elements, &src, name ? name : "(memory)", out, err);
 }
 
 /* ---- writing --------------------------------------------------------------------------------- */
@@ -356,7 +388,7 @@ bf_status bf_npy_load(const char *path, uint64_t max_elements, bf_tensor **out, 
  * 19-digit dims make about 250). Returns the total length (prefix included), a multiple of
  * NPY_ALIGN.
  */
-static size_t build_header(const bf_tensor *t, char *buf, size_t size) {
+size_t bf_npy_header(const bf_tensor *t, char *buf, size_t size) {
     const char *descr = "<f4";
     switch (t->dtype) {
     case BF_DTYPE_F16: descr = "<f2"; break;
@@ -401,7 +433,7 @@ static size_t build_header(const bf_tensor *t, char *buf, size_t size) {
 }
 
 /* Write all n bytes to fd, retrying on EINTR and short writes. Returns 0 or an errno. */
-static int write_all(int fd, const void *buf, size_t n) {
+int bf_write_all(int fd, const void *buf, size_t n) {
     const char *p = buf;
     while (n) {
         ssize_t w = write(fd, p, n);
@@ -443,25 +475,22 @@ static int wanted_mode(const char *path) {
 /* Write header and data to fd. Returns 0 or an errno. */
 static int write_body(int fd, const bf_tensor *t) {
     char header[512];
-    size_t hlen = build_header(t, header, sizeof(header));
-    int e = write_all(fd, header, hlen);
-    if (e || t->dtype != BF_DTYPE_BF16) return e ? e : write_all(fd, t->data, t->nbytes);
+    size_t hlen = bf_npy_header(t, header, sizeof(header));
+    int e = bf_write_all(fd, header, hlen);
+    if (e || t->dtype != BF_DTYPE_BF16) return e ? e : bf_write_all(fd, t->data, t->nbytes);
     /* bfloat16 -> float32 in chunks, on the stack: exact, and no allocation. */
     float chunk[2048];
     const uint16_t *src = t->data; /* [numel] */
     for (int64_t i = 0; i < t->numel && !e; i += BF_COUNT(chunk)) {
         int64_t m = BF_MIN(t->numel - i, (int64_t)BF_COUNT(chunk));
         for (int64_t j = 0; j < m; j++) chunk[j] = bf_bf16_to_f32(src[i + j]);
-        e = write_all(fd, chunk, (size_t)m * sizeof(float));
+        e = bf_write_all(fd, chunk, (size_t)m * sizeof(float));
     }
     return e;
 }
 
-bf_status bf_tensor_save_npy(const bf_tensor *t, const char *path, bf_error *err) {
-    if (!t || !path) return bf_err(err, BF_EINVAL, "bad_argument", "tensor or path is NULL");
-    if (t->device || !bf_dtype_size(t->dtype))
-        return bf_err(err, BF_EINVAL, "bad_argument", "%s: only host tensors can be saved",
-                      path);
+bf_status bf_file_write_atomic(const char *path, int (*body)(int fd, void *user), void *user,
+                               bf_error *err) {
     static const char suffix[] = ".tmp.XXXXXX";
     size_t plen = strlen(path), tlen;
     if (!bf_size_add(plen, sizeof(suffix), &tlen))
@@ -485,7 +514,7 @@ bf_status bf_tensor_save_npy(const bf_tensor *t, const char *path, bf_error *err
         e = errno;
         step = "set the mode of the temporary file";
     }
-    if (!e && (e = write_body(fd, t))) step = "write the temporary file";
+    if (!e && (e = body(fd, user))) step = "write the temporary file";
     if (!e && fsync(fd)) {
         e = errno;
         step = "sync the temporary file";
@@ -517,4 +546,14 @@ bf_status bf_tensor_save_npy(const bf_tensor *t, const char *path, bf_error *err
     }
     bf_free(tmp);
     return BF_OK;
+}
+
+static int write_npy_body(int fd, void *t) { return write_body(fd, t); }
+
+bf_status bf_tensor_save_npy(const bf_tensor *t, const char *path, bf_error *err) {
+    if (!t || !path) return bf_err(err, BF_EINVAL, "bad_argument", "tensor or path is NULL");
+    if (t->device || !bf_dtype_size(t->dtype))
+        return bf_err(err, BF_EINVAL, "bad_argument", "%s: only host tensors can be saved",
+                      path);
+    return bf_file_write_atomic(path, write_npy_body, (void *)t, err);
 }

@@ -36,6 +36,7 @@ static bool cancelled(bf_session *s) {
 
 void bf_session_cancel(bf_session *s) {
     if (s) {
+        atomic_store(&s->stop_steps, 1);
         int expected = 0;
         atomic_compare_exchange_strong(&s->cancel, &expected, 1);
     }
@@ -68,14 +69,21 @@ static void execute(snode *n) {
 
     bool locked = n->dev != NULL;
     for (int k = 0; k < d->n_inputs; k++)
-        locked |= s->nodes[n->pb->inputs[k].src_block].outs[n->pb->inputs[k].src_port]->device
-                  != NULL;
+        locked |= n->pb->inputs[k].src_block >= 0 &&
+                  s->nodes[n->pb->inputs[k].src_block].outs[n->pb->inputs[k].src_port]->device
+                      != NULL;
     if (locked) uv_mutex_lock(&s->gpu_mu);
     if (n->dev && !(g = bf_sess_gpu(s, n->dev, e))) {
         st = e->status ? e->status : BF_EDEVICE;
         goto unlock;
     }
     for (int k = 0; k < d->n_inputs; k++) {
+        if (n->pb->inputs[k].src_block < 0) { /* an optional input left unconnected */
+            in[k] = NULL;
+            bf_port_set(&info[k], BF_DTYPE_INVALID, -1, NULL);
+            info[k].rank = BF_PORT_ABSENT_RANK;
+            continue;
+        }
         snode *src = &s->nodes[n->pb->inputs[k].src_block];
         const bf_tensor *t = src->outs[n->pb->inputs[k].src_port];
         bf_device *want = (d->inputs[k].flags & BF_PORT_HOST) ? NULL : n->dev;
@@ -233,22 +241,47 @@ static void after_work_cb(uv_work_t *w, int status) {
     drain(s);
 }
 
+/* Whether node n's outputs, as checked, hold at most 32 Ki elements in all: a kernel that
+ * small takes less time than handing it to another thread (20-50 us of futex wake-ups). */
+static bool small(const snode *n) {
+    int64_t total = 0;
+    for (int p = 0; p < n->pb->desc->n_outputs; p++) {
+        int64_t k = n->info_ok ? bf_port_numel(&n->info[p]) : -1;
+        if (k < 0) return false;
+        total += k;
+    }
+    return total <= 32768;
+}
+
 /*
- * Start every ready block. A block that is the only one ready while nothing else runs is
- * executed right here, on the loop thread: no other block could run beside it anyway, and a
- * chain of small blocks then costs no thread hand-off per block. Otherwise blocks go to
- * libuv's thread pool and run concurrently. Iterative (no recursion), so a chain of a million
- * blocks needs no stack.
+ * Start every ready block. A block that is the only one ready while nothing else runs, or a
+ * small one, is executed right here, on the loop thread: no other block could run beside it
+ * anyway, or it would not gain from it, and a chain of small blocks (a training step) then
+ * costs no thread hand-off per block. Otherwise blocks go to libuv's thread pool and run
+ * concurrently (their kernels still split their work over the kernel pool). Iterative (no
+ * recursion), so a chain of a million blocks needs no stack.
  */
 static void drain(bf_session *s) {
     while (s->n_ready > 0) {
         snode *n = &s->nodes[s->ready[--s->n_ready]];
         if (cancelled(s)) continue; /* never started: reported as not run */
         if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_START, &n->stats, s->opts->user);
-        if (s->inflight == 0 && s->n_ready == 0) {
+        if ((s->inflight == 0 && s->n_ready == 0) || small(n)) {
             execute(n);
             complete(s, n);
             continue;
+        }
+        if (!s->loop_ready) { /* made on first use, kept until the session is freed */
+            int rc = uv_loop_init(&s->loop);
+            if (rc) {
+                bf_error e = {0};
+                n->status = bf_err(&e, BF_EINTERNAL, "scheduler", "uv_loop_init: %s",
+                                   uv_strerror(rc));
+                keep_error(n, &e);
+                complete(s, n);
+                continue;
+            }
+            s->loop_ready = true;
         }
         n->work.data = n;
         int rc = uv_queue_work(&s->loop, &n->work, work_cb, after_work_cb);
@@ -348,6 +381,8 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
         opts = &defaults;
     }
     bf_status st;
+    if (!bf_sess_state_settle(s))
+        return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
     s->opts = opts;
     atomic_store(&s->cancel, 0);
     s->run_status = BF_OK;
@@ -438,11 +473,8 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
             return st;
         }
         for (int i = 0; i < n->pb->desc->n_inputs; i++)
-            n->pending += !s->nodes[n->pb->inputs[i].src_block].valid;
-    }
-    if (uv_loop_init(&s->loop)) {
-        s->opts = NULL;
-        return bf_err(err, BF_EINTERNAL, "scheduler", "uv_loop_init");
+            n->pending += n->pb->inputs[i].src_block >= 0 &&
+                          !s->nodes[n->pb->inputs[i].src_block].valid;
     }
     s->deadline = opts->timeout_s > 0 ? bf_now() + opts->timeout_s : 0;
     s->inflight = 0;
@@ -452,8 +484,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
         if (n->runs && n->pending == 0) push_ready(s, n);
     }
     drain(s);
-    uv_run(&s->loop, UV_RUN_DEFAULT); /* until the last queued block completes */
-    uv_loop_close(&s->loop);
+    if (s->loop_ready) uv_run(&s->loop, UV_RUN_DEFAULT); /* until the last block completes */
 
     (void)cancelled(s); /* a kernel may have stopped at the deadline without recording it */
     int why = atomic_load(&s->cancel);

@@ -52,6 +52,12 @@ typedef struct snode {
     bool runs;                 /* needed and not valid, and read by a fetch or a running block:
                                   executed by this run */
     bool pinned;               /* fetched by this run or a page output: never released */
+    bool stale;                /* a step committed a new state into this stateful node: it
+                                  and what it feeds are invalidated when the next run starts
+                                  (so the last step's results stay readable until then) */
+    bool transient;            /* in a step: depends on a Variable or dataset, so its result is
+                                  recomputed next step and freed after its last reader rather
+                                  than cached */
     int uses;                  /* blocks of this run still to read its outputs */
     uint32_t fetched;          /* bit p: output p is fetched by this run */
     int pending;               /* inputs not yet produced in this run */
@@ -87,7 +93,8 @@ struct bf_session {
                                   and a cuDNN handle belong to one thread at a time */
     bool gpu_mu_ok;
     /* run state, touched only on the running thread */
-    uv_loop_t loop;
+    uv_loop_t loop;            /* made when a run first hands a block to the thread pool */
+    bool loop_ready;
     double deadline;           /* bf_now() past it: the run times out (0: no limit) */
     int *ready;                /* blocks whose inputs are all produced, not yet started */
     int n_ready;
@@ -95,9 +102,21 @@ struct bf_session {
     bf_status run_status;
     bf_error run_err;
     const bf_run_options *opts;
+    /* training (state.c) */
+    int64_t steps;             /* steps committed since made, reset or restored */
+    bool any_stale;            /* some node is stale */
+    bool stepping;             /* inside bf_session_step: transient results are not cached */
+    atomic_int stop_steps;     /* bf_session_cancel: stop the step loop */
+    bool dry_run;              /* a copy that tries an edit batch: reports nothing */
+    bool promote_f64;          /* a float64 re-run (grad_check.c): bf_node.promote_f64 */
+    bf_diags *edit_diags;      /* the diags of the bf_session_apply_edits in progress */
 };
 
 /* session.c */
+/* bf_session_new, optionally as a float64 re-run of the page (every float dtype an attribute
+ * chooses becomes float64: bf_node_float). */
+bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_session **out,
+                       bf_error *err);
 /* Complete an error about node b (page, block id, JSON pointer to the port or attribute). */
 void bf_sess_where(bf_session *s, int b, bf_error *e);
 /* Allocate node i's per-port arrays (its block already bound). False when out of memory. */
@@ -139,6 +158,26 @@ bool bf_sess_gather_infos(bf_session *s, int b, bf_port_info *in);
 
 /* A problem as the JSON object of bf_session_check_json (NULL when out of memory). */
 cJSON *bf_sess_error_json(const bf_error *e);
+
+/* grad.c: building edit lists (also teach.c) */
+cJSON *bf_sess_ui_at(double x, double y);                  /* {"x", "y"}, NULL: no memory */
+cJSON *bf_sess_add_edit(cJSON *edits, const char *op);     /* a new {"op"} on the list */
+bool bf_sess_connect_edit(cJSON *edits, const char *block, const char *port, const char *src);
+/* The attributes block pb sets (defaults stay implicit) that type `to` also has, as a JSON
+ * object (NULL: no memory). */
+cJSON *bf_sess_attrs_like(const bf_page_block *pb, const bf_block_desc *to);
+
+/* state.c */
+/* Invalidate the stale nodes (a committed step's Variables and datasets): called when a run
+ * starts. False when out of memory (then every result is dropped, which is safe). */
+bool bf_sess_state_settle(bf_session *s);
+/* An edit re-initialised stateful block b (its attribute `attr` changed): a warning in the
+ * edit batch's diags, code "state_reset". */
+void bf_sess_state_was_reset(bf_session *s, int b, const char *attr);
+/* The wiring rules of training pages, reported as check problems: a ref input must come
+ * straight from a Variable, and no Variable may have two update blocks. */
+typedef void (*bf_sess_report_fn)(bf_session *s, int b, bf_error *e, void *user);
+void bf_sess_state_check(bf_session *s, bf_sess_report_fn report, void *user);
 
 /* place.c */
 bf_status bf_sess_place(bf_session *s, snode *n, bf_port_info *in, bf_error *err);

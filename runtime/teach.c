@@ -760,42 +760,9 @@ static void fresh_id(const bf_session *s, const char *base, char taken[][128], i
     }
 }
 
-static cJSON *ui_at(double x, double y) {
-    cJSON *u = cJSON_CreateObject();
-    if (u) cJSON_AddNumberToObject(u, "x", x), cJSON_AddNumberToObject(u, "y", y);
-    return u;
-}
 
-static cJSON *add_edit(cJSON *edits, const char *op) {
-    cJSON *e = cJSON_CreateObject();
-    if (!e || !cJSON_AddItemToArray(edits, e)) {
-        cJSON_Delete(e);
-        return NULL;
-    }
-    return cJSON_AddStringToObject(e, "op", op) ? e : NULL;
-}
 
-static bool connect_edit(cJSON *edits, const char *block, const char *port, const char *src) {
-    cJSON *e = add_edit(edits, "connect");
-    return e && cJSON_AddStringToObject(e, "block", block) &&
-           cJSON_AddStringToObject(e, "port", port) && cJSON_AddStringToObject(e, "source", src);
-}
 
-/* The attributes the forward block sets (defaults stay implicit), as a JSON object. */
-static cJSON *attrs_json(const bf_page_block *pb, const bf_block_desc *to) {
-    cJSON *a = cJSON_CreateObject();
-    for (int i = 0; a && i < pb->desc->n_attrs; i++) {
-        const bf_attr_value *v = &pb->attrs[i];
-        bool known = false;
-        for (int j = 0; j < to->n_attrs; j++) known = known || !strcmp(to->attrs[j].name, pb->desc->attrs[i].name);
-        if (!v->set || v->defaulted || !known) continue;
-        if (!bf_json_add(a, pb->desc->attrs[i].name, bf_attr_to_json(&pb->desc->attrs[i], v))) {
-            cJSON_Delete(a);
-            return NULL;
-        }
-    }
-    return a;
-}
 
 bf_status bf_session_add_gradients(bf_session *s, const char *forward_block_id,
                                    const char *dy_source, char **created_json, bf_error *err) {
@@ -845,7 +812,7 @@ bf_status bf_session_add_gradients(bf_session *s, const char *forward_block_id,
         snprintf(base, sizeof(base), "%.60s_dy", fid);
         fresh_id(s, base, ids, nid, ids[nid], sizeof(ids[0]));
         bf_strlcpy(dy, ids[nid++], sizeof(dy));
-        cJSON *e = add_edit(edits, "add_block"), *at = cJSON_CreateObject();
+        cJSON *e = bf_sess_add_edit(edits, "add_block"), *at = cJSON_CreateObject();
         ok = e && at && cJSON_AddStringToObject(e, "id", dy) &&
              cJSON_AddStringToObject(e, "type", "Placeholder") &&
              cJSON_AddStringToObject(at, "dtype", bf_dtype_name(ps.dtype != BF_DTYPE_INVALID
@@ -858,7 +825,7 @@ bf_status bf_session_add_gradients(bf_session *s, const char *forward_block_id,
             ok = shape != NULL;
         }
         ok = ok && cJSON_AddItemToObject(e, "attrs", at) && (at = NULL, true);
-        ok = ok && bf_json_add(e, "ui", ui_at(x + 260, y));
+        ok = ok && bf_json_add(e, "ui", bf_sess_ui_at(x + 260, y));
         cJSON_Delete(at);
         ok = ok && cJSON_AddStringToObject(res, "dy", dy);
     }
@@ -886,7 +853,7 @@ bf_status bf_session_add_gradients(bf_session *s, const char *forward_block_id,
         fresh_id(s, base, ids, nid, gid, sizeof(gid));
         bf_strlcpy(ids[nid++], gid, sizeof(ids[0]));
         double row = y + 140.0 * (k + 1);
-        cJSON *e = add_edit(edits, "add_block"), *at = cJSON_CreateObject();
+        cJSON *e = bf_sess_add_edit(edits, "add_block"), *at = cJSON_CreateObject();
         cJSON *val = at ? cJSON_AddArrayToObject(at, "value") : NULL;
         for (int i = 0; val && i < ps.rank; i++)
             cJSON_AddItemToArray(val, cJSON_CreateNumber((double)ps.dims[i]));
@@ -896,13 +863,13 @@ bf_status bf_session_add_gradients(bf_session *s, const char *forward_block_id,
              cJSON_AddStringToObject(e, "type", "Const") &&
              cJSON_AddStringToObject(at, "dtype", "int32") &&
              cJSON_AddItemToObject(e, "attrs", at) && (at = NULL, true) &&
-             bf_json_add(e, "ui", ui_at(x + 260, row));
+             bf_json_add(e, "ui", bf_sess_ui_at(x + 260, row));
         cJSON_Delete(at);
-        e = ok ? add_edit(edits, "add_block") : NULL;
+        e = ok ? bf_sess_add_edit(edits, "add_block") : NULL;
         ok = e && cJSON_AddStringToObject(e, "id", gid) &&
              cJSON_AddStringToObject(e, "type", g->type) &&
-             bf_json_add(e, "attrs", attrs_json(pb, g)) &&
-             bf_json_add(e, "ui", ui_at(x + 520, row));
+             bf_json_add(e, "attrs", bf_sess_attrs_like(pb, g)) &&
+             bf_json_add(e, "ui", bf_sess_ui_at(x + 520, row));
         if (ok && pb->device != BF_DEVICE_AUTO) {
             char dev[16];
             if (pb->device == BF_DEVICE_CPU) snprintf(dev, sizeof(dev), "cpu");
@@ -922,7 +889,7 @@ bf_status bf_session_add_gradients(bf_session *s, const char *forward_block_id,
                             "connected", name, fid);
                 break;
             }
-            ok = connect_edit(edits, gid, name, src);
+            ok = bf_sess_connect_edit(edits, gid, name, src);
         }
         ok = ok && cJSON_AddStringToObject(grads, g->grad->wrt, gid);
     }

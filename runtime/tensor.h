@@ -72,6 +72,37 @@ bf_status bf_tensor_set_f64(bf_tensor *t, int64_t i, double v, bf_error *err);
 /* bf_tensor_load_npy with an element limit of its own (0: none) instead of a context's. */
 bf_status bf_npy_load(const char *path, uint64_t max_elements, bf_tensor **out, bf_error *err);
 
+/* Parse a whole .npy file held in memory (`name` for messages), as bf_npy_load reads one. */
+bf_status bf_npy_parse(const void *data, size_t len, const char *name, uint64_t max_elements,
+                       bf_tensor **out, bf_error *err);
+/* The numpy 1.0 header bf_tensor_save_npy writes for `t` (bfloat16 widened to <f4) into buf
+ * (512 bytes suffice); returns its length, a multiple of 64. */
+size_t bf_npy_header(const bf_tensor *t, char *buf, size_t size);
+
+/*
+ * Write a file atomically: `body` writes it to a temporary file beside `path` (returning 0 or
+ * an errno), which is then synced and renamed over `path`; on failure it is removed and any
+ * older file stays. Errors: BF_EIO naming the path and the step, BF_ENOMEM.
+ */
+bf_status bf_file_write_atomic(const char *path, int (*body)(int fd, void *user), void *user,
+                               bf_error *err);
+/* Write all n bytes to fd (retrying short writes and EINTR). Returns 0 or an errno. */
+int bf_write_all(int fd, const void *buf, size_t n);
+
+/* ---- npz.c: .npz archives ---- */
+
+/* Called with each array of an archive, in archive order; it owns `t`. A non-OK status stops
+ * the walk and is returned. */
+typedef bf_status (*bf_npz_member_cb)(const char *key, bf_tensor *t, void *user, bf_error *err);
+/* Read every array of the .npz at `path` (each bounded by max_elements). Errors: BF_EIO,
+ * BF_EPARSE (damaged archive or array), BF_EUNSUPPORTED (compressed), BF_ELIMIT, BF_ENOMEM. */
+bf_status bf_npz_each(const char *path, uint64_t max_elements, bf_npz_member_cb cb, void *user,
+                      bf_error *err);
+/* Write the n arrays ts[i] as keys[i] to a .npz at `path`, atomically. bfloat16 is refused
+ * (convert first). Errors: BF_EINVAL, BF_ELIMIT (4 GiB), BF_EIO, BF_ENOMEM. */
+bf_status bf_npz_save(const char *path, const char *const *keys, const bf_tensor *const *ts,
+                      int n, bf_error *err);
+
 /* The absolute limits used when no context is given (bf_tensor_new(NULL, ...)). */
 #define BF_DEFAULT_MAX_ELEMENTS ((uint64_t)1 << 40)
 

@@ -47,5 +47,6 @@ const bf_block_desc bf_block_conv2d = {
     .attrs = bf_conv2d_attr_descs,
     .n_attrs = BF_CONV2D_N_ATTRS,
     BF_CONV_BLOCK_FUNCTIONS,
+    .gradient = bf_conv_desc_gradient,
     .impl = &spec,
 };

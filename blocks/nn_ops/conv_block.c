@@ -9,6 +9,7 @@
 #include "conv_geom.h"
 #include "half.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -228,4 +229,49 @@ size_t bf_conv_desc_workspace_cuda(const bf_node *node, const bf_port_info *in,
 bf_status bf_conv_desc_run_cuda(const bf_node *node, const bf_tensor *const *in,
                                 bf_tensor *const *out, const bf_exec *ex, bf_error *err) {
     return bf_conv_block_run_cuda(node, spec_of(node), in, out, ex, err);
+}
+
+/*
+ * The gradient of a forward convolution (Conv2D, DepthwiseConv2dNative), as nn_grad.py
+ * builds it: one gradient block per differentiated input, of the type whose `grad` relation
+ * names this forward type and that input, with the forward block's attributes, the input's
+ * shape as an int32 Const on its shape port, the incoming gradient on its dy port and the
+ * other forward inputs on the ports of the same names.
+ */
+bf_status bf_conv_desc_gradient(bf_grad_ctx *g, bf_error *err) {
+    (void)err;
+    const bf_node *node = bf_grad_node(g);
+    const bf_block_desc *f = node->desc;
+    const char *dy = bf_grad_dy(g, 0);
+    if (!dy) return BF_OK;
+    for (int i = 0; i < bf_registry_count(); i++) {
+        const bf_block_desc *d = bf_registry_at(i);
+        if (!d->grad || strcmp(d->grad->forward, f->type) || d->n_inputs != 3) continue;
+        int k = 0;
+        while (k < f->n_inputs && strcmp(f->inputs[k].name, d->grad->wrt)) k++;
+        if (k == f->n_inputs || !bf_grad_wants(g, k)) continue;
+        const bf_port_info *wi = bf_grad_input_info(g, k);
+        char name[64];
+        snprintf(name, sizeof(name), "%s", d->grad->shape_port);
+        const char *shape = bf_grad_const_i32(g, name, wi->rank, wi->dims);
+        /* the remaining port reads the forward input of the same name */
+        const char *ports[3], *srcs[3];
+        for (int q = 0; q < 3; q++) {
+            ports[q] = d->inputs[q].name;
+            if (!strcmp(ports[q], d->grad->shape_port)) srcs[q] = shape;
+            else if (!strcmp(ports[q], d->grad->dy_port)) srcs[q] = dy;
+            else {
+                int fk = 0;
+                while (fk < f->n_inputs && strcmp(f->inputs[fk].name, ports[q])) fk++;
+                srcs[q] = fk < f->n_inputs ? bf_grad_input(g, fk) : NULL;
+            }
+        }
+        snprintf(name, sizeof(name), "grad_%s", d->grad->wrt);
+        const char *grad = shape ? bf_grad_add(g, name, d->type, BF_GRAD_SAME_ATTRS, ports[0],
+                                               srcs[0], ports[1], srcs[1], ports[2], srcs[2],
+                                               NULL)
+                                 : NULL;
+        bf_grad_set(g, k, grad);
+    }
+    return BF_OK;
 }

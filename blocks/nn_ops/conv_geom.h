@@ -140,6 +140,10 @@ bf_status bf_conv_desc_explain(const bf_node *node, const bf_port_info *in, int 
 int64_t bf_conv_explain_terms(bf_conv_op op, const bf_conv_geom *g, int64_t out_flat,
                               bf_explain_term_cb cb, bf_explain_pad_cb pad_cb, void *user);
 
+/* The gradient of a forward convolution as blocks (bf_block_desc.gradient): the backprop
+ * blocks whose `grad` names it, with its attributes. */
+bf_status bf_conv_desc_gradient(bf_grad_ctx *g, bf_error *err);
+
 /* The gradient relations of the four backprop blocks (bf_block_desc.grad). */
 extern const bf_grad_desc bf_conv2d_grad_filter, bf_conv2d_grad_input,
     bf_depthwise_grad_filter, bf_depthwise_grad_input;

@@ -47,5 +47,6 @@ const bf_block_desc bf_block_depthwise_conv2d_native = {
     .attrs = bf_depthwise_attr_descs,
     .n_attrs = BF_DEPTHWISE_N_ATTRS,
     BF_CONV_BLOCK_FUNCTIONS,
+    .gradient = bf_conv_desc_gradient,
     .impl = &spec,
 };
