@@ -40,3 +40,4 @@ BF_BLOCK(apply_momentum)
 BF_BLOCK(apply_adam)
 
 /* data: datasets (blocks/data_ops/) */
+BF_BLOCK(dataset)

@@ -815,6 +815,10 @@ bf_status bf_session_apply_edits(bf_session *s, const char *json, size_t len, bf
         if (st == BF_OK)
             st = bf_page_parse(s->ctx, text, strlen(text), s->page->file, s->page->dir,
                                BF_LOAD_INCOMPLETE, &copy, NULL, err);
+        if (st == BF_OK) { /* the copy needs no state of its own */
+            bf_free(copy->checkpoint);
+            copy->checkpoint = NULL;
+        }
         if (st == BF_OK) st = bf_session_new(s->ctx, copy, &dry, err);
         bf_string_free(text);
         if (dry) dry->dry_run = true;

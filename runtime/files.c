@@ -16,8 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Resolve `name` against `files` into path[size], applying the confinement rule. */
-static bf_status resolve_file(const char *name, const bf_file_scope *files, char *path,
+bf_status bf_file_resolve(const char *name, const bf_file_scope *files, char *path,
                               size_t size, bf_error *err) {
     const char *dir = files ? files->dir : NULL;
     int n = name[0] == '/' || !dir || !dir[0] ? snprintf(path, size, "%s", name)
@@ -51,7 +50,7 @@ bf_status bf_attrs_load_files(const bf_block_desc *desc, bf_attr_value *vals,
         if ((kind != BF_ATTR_FILE && kind != BF_ATTR_PATH) || !v->set || v->tensor || v->path)
             continue;
         char path[PATH_MAX];
-        bf_status st = resolve_file(v->s, scope, path, sizeof(path), err);
+        bf_status st = bf_file_resolve(v->s, scope, path, sizeof(path), err);
         if (st == BF_OK && kind == BF_ATTR_PATH && !(v->path = bf_strdup(path)))
             st = bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
         if (st == BF_OK && kind == BF_ATTR_FILE)

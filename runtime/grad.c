@@ -443,9 +443,12 @@ static bool visit(builder *B, int b, const char **grad_of) {
         grad_of[b] = g.dy[0];
         return true;
     }
-    if (!d->gradient)
-        return fail(B, BF_EUNSUPPORTED, "no_gradient", "the loss depends on a Variable through "
-                    "\"%.60s\", but %s has no gradient", pb->id, d->type);
+    if (!d->gradient) {
+        fail(B, BF_EUNSUPPORTED, "no_gradient", "the loss depends on a Variable through "
+             "\"%.60s\", but %s has no gradient", pb->id, d->type);
+        bf_strlcpy(B->err.block_id, pb->id, sizeof(B->err.block_id));
+        return false;
+    }
     for (int k = 0; k < d->n_inputs && k < 16; k++) {
         int src = pb->inputs[k].src_block;
         g.wants[k] = src >= 0 && B->pidx[src] >= 0;
@@ -466,10 +469,14 @@ static bool visit(builder *B, int b, const char **grad_of) {
     }
     for (int k = 0; k < d->n_inputs && k < 16; k++) {
         if (!g.wants[k]) continue;
-        if (!g.set[k])
-            return fail(B, BF_EUNSUPPORTED, "no_gradient", "the loss depends on a Variable "
-                        "through input \"%s\" of \"%.60s\", but %s gives no gradient for it",
-                        d->inputs[k].name, pb->id, d->type);
+        if (!g.set[k]) {
+            fail(B, BF_EUNSUPPORTED, "no_gradient", "the loss depends on a Variable through "
+                 "input \"%s\" of \"%.60s\", but %s gives no gradient for it",
+                 d->inputs[k].name, pb->id, d->type);
+            bf_strlcpy(B->err.block_id, pb->id, sizeof(B->err.block_id));
+            bf_strlcpy(B->err.port, d->inputs[k].name, sizeof(B->err.port));
+            return false;
+        }
         if (!contribute(B, pb->inputs[k].src_block, pb->inputs[k].src_port, g.set[k]))
             return false;
     }

@@ -53,6 +53,10 @@ static bf_status make_f64(bf_session *s, bf_session **out, bf_error *err) {
         st = bf_page_parse(s->ctx, text, strlen(text), s->page->file, s->page->dir, 0, &copy,
                            NULL, err);
     bf_string_free(text);
+    if (st == BF_OK) { /* its state is copied below, converted: not read from a checkpoint */
+        bf_free(copy->checkpoint);
+        copy->checkpoint = NULL;
+    }
     if (st == BF_OK) st = bf_sess_make(s->ctx, copy, true, &t, err);
     for (int i = 0; st == BF_OK && i < s->n; i++) {
         snode *n = &s->nodes[i];

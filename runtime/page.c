@@ -514,6 +514,7 @@ void bf_page_free(bf_page *page) {
     bf_free(page->dir);
     bf_free(page->name);
     bf_free(page->description);
+    bf_free(page->checkpoint);
     bf_free(page);
 }
 
@@ -538,7 +539,7 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
         return;
     }
     static const char *const keys[] = {"format", "version", "name", "description", "blocks",
-                                       "outputs", "ui"};
+                                       "outputs", "ui", "checkpoint"};
     for (const cJSON *k = root->child; k; k = k->next) {
         int ok = is_ext_key(k->string);
         for (int i = 0; !ok && i < BF_COUNT(keys); i++) ok = !strcmp(k->string, keys[i]);
@@ -566,6 +567,12 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
     if (desc && !cJSON_IsString(desc))
         problem(L, BF_ESCHEMA, "bad_page", NULL, NULL, NULL, "\"description\" must be a string",
                 "/description");
+    const cJSON *ckpt = cJSON_GetObjectItemCaseSensitive(root, "checkpoint");
+    if (ckpt && (!cJSON_IsString(ckpt) || !ckpt->valuestring[0]))
+        problem(L, BF_ESCHEMA, "bad_page", NULL, NULL, NULL, "\"checkpoint\" must be the name "
+                "of an .npz file (relative to the page's folder)", "/checkpoint");
+    else if (ckpt && !(page->checkpoint = bf_strdup(ckpt->valuestring)))
+        L->oom = true;
     page->name = bf_strdup(cJSON_IsString(name) ? name->valuestring : "");
     page->description = bf_strdup(cJSON_IsString(desc) ? desc->valuestring : "");
     if (!page->name || !page->description || !keep_layout(root, &page->ui, &page->ext))

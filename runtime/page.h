@@ -41,6 +41,7 @@ struct bf_page {
     char *dir;               /* folder that relative "file" attributes resolve against */
     char *name;
     char *description;
+    char *checkpoint;        /* "checkpoint": the .npz a session starts its state from, or NULL */
     cJSON *ui;               /* the page's "ui" value, or NULL */
     cJSON *ext;              /* the page's "x-..." keys, or NULL */
     bf_page_block *blocks;
@@ -96,6 +97,11 @@ void bf_page_block_clear(bf_page_block *b);
  * reaches outside that folder (absolute, "..", or a link leading out). The one place where a
  * page's attributes read files. Errors name the attribute.
  */
+/* Resolve a file name of the page against scope->dir into path[size], applying the
+ * confinement rule (scope->confine). Errors: BF_EATTR "file_outside_page", BF_EIO. */
+bf_status bf_file_resolve(const char *name, const bf_file_scope *scope, char *path, size_t size,
+                          bf_error *err);
+
 bf_status bf_attrs_load_files(const bf_block_desc *desc, bf_attr_value *vals,
                               const bf_file_scope *scope, bf_error *err);
 

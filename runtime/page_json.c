@@ -195,6 +195,7 @@ static cJSON *page_tree(const bf_page *page) {
     if (page->description && page->description[0] &&
         !cJSON_AddStringToObject(o, "description", page->description))
         goto oom;
+    if (page->checkpoint && !cJSON_AddStringToObject(o, "checkpoint", page->checkpoint)) goto oom;
     if (!add_copy(o, "ui", page->ui) || !add_ext(o, page->ext)) goto oom;
     cJSON *blocks = cJSON_AddArrayToObject(o, "blocks");
     if (!blocks) goto oom;

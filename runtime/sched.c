@@ -241,22 +241,47 @@ static void after_work_cb(uv_work_t *w, int status) {
     drain(s);
 }
 
+/* Whether node n's outputs, as checked, hold at most 32 Ki elements in all: a kernel that
+ * small takes less time than handing it to another thread (20-50 us of futex wake-ups). */
+static bool small(const snode *n) {
+    int64_t total = 0;
+    for (int p = 0; p < n->pb->desc->n_outputs; p++) {
+        int64_t k = n->info_ok ? bf_port_numel(&n->info[p]) : -1;
+        if (k < 0) return false;
+        total += k;
+    }
+    return total <= 32768;
+}
+
 /*
- * Start every ready block. A block that is the only one ready while nothing else runs is
- * executed right here, on the loop thread: no other block could run beside it anyway, and a
- * chain of small blocks then costs no thread hand-off per block. Otherwise blocks go to
- * libuv's thread pool and run concurrently. Iterative (no recursion), so a chain of a million
- * blocks needs no stack.
+ * Start every ready block. A block that is the only one ready while nothing else runs, or a
+ * small one, is executed right here, on the loop thread: no other block could run beside it
+ * anyway, or it would not gain from it, and a chain of small blocks (a training step) then
+ * costs no thread hand-off per block. Otherwise blocks go to libuv's thread pool and run
+ * concurrently (their kernels still split their work over the kernel pool). Iterative (no
+ * recursion), so a chain of a million blocks needs no stack.
  */
 static void drain(bf_session *s) {
     while (s->n_ready > 0) {
         snode *n = &s->nodes[s->ready[--s->n_ready]];
         if (cancelled(s)) continue; /* never started: reported as not run */
         if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_START, &n->stats, s->opts->user);
-        if (s->inflight == 0 && s->n_ready == 0) {
+        if ((s->inflight == 0 && s->n_ready == 0) || small(n)) {
             execute(n);
             complete(s, n);
             continue;
+        }
+        if (!s->loop_ready) { /* made on first use, kept until the session is freed */
+            int rc = uv_loop_init(&s->loop);
+            if (rc) {
+                bf_error e = {0};
+                n->status = bf_err(&e, BF_EINTERNAL, "scheduler", "uv_loop_init: %s",
+                                   uv_strerror(rc));
+                keep_error(n, &e);
+                complete(s, n);
+                continue;
+            }
+            s->loop_ready = true;
         }
         n->work.data = n;
         int rc = uv_queue_work(&s->loop, &n->work, work_cb, after_work_cb);
@@ -451,10 +476,6 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
             n->pending += n->pb->inputs[i].src_block >= 0 &&
                           !s->nodes[n->pb->inputs[i].src_block].valid;
     }
-    if (uv_loop_init(&s->loop)) {
-        s->opts = NULL;
-        return bf_err(err, BF_EINTERNAL, "scheduler", "uv_loop_init");
-    }
     s->deadline = opts->timeout_s > 0 ? bf_now() + opts->timeout_s : 0;
     s->inflight = 0;
     s->n_ready = 0;
@@ -463,8 +484,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
         if (n->runs && n->pending == 0) push_ready(s, n);
     }
     drain(s);
-    uv_run(&s->loop, UV_RUN_DEFAULT); /* until the last queued block completes */
-    uv_loop_close(&s->loop);
+    if (s->loop_ready) uv_run(&s->loop, UV_RUN_DEFAULT); /* until the last block completes */
 
     (void)cancelled(s); /* a kernel may have stopped at the deadline without recording it */
     int why = atomic_load(&s->cancel);

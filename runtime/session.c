@@ -7,6 +7,7 @@
  */
 #include "session.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +50,7 @@ void bf_session_free(bf_session *s) {
         }
     }
     if (s->gpu_mu_ok) uv_mutex_destroy(&s->gpu_mu);
+    if (s->loop_ready) uv_loop_close(&s->loop);
     bf_free(s->nodes);
     bf_free(s->order);
     bf_free(s->ready);
@@ -111,6 +113,20 @@ bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_sess
     }
     if (uv_mutex_init(&s->gpu_mu) != 0) goto oom;
     s->gpu_mu_ok = true;
+    if (page->checkpoint) { /* the state a training page starts from */
+        char path[PATH_MAX];
+        bf_file_scope scope = {page->dir, page->confine_files, page->max_elements};
+        bf_status st = bf_file_resolve(page->checkpoint, &scope, path, sizeof(path), err);
+        if (st == BF_OK) st = bf_session_load_state(s, path, err);
+        if (st) {
+            if (err) {
+                bf_strlcpy(err->page, page->file, sizeof(err->page));
+                if (!err->block_id[0]) bf_strlcpy(err->pointer, "/checkpoint", sizeof(err->pointer));
+            }
+            bf_session_free(s);
+            return st;
+        }
+    }
     *out = s;
     return BF_OK;
 oom:

@@ -93,7 +93,8 @@ struct bf_session {
                                   and a cuDNN handle belong to one thread at a time */
     bool gpu_mu_ok;
     /* run state, touched only on the running thread */
-    uv_loop_t loop;
+    uv_loop_t loop;            /* made when a run first hands a block to the thread pool */
+    bool loop_ready;
     double deadline;           /* bf_now() past it: the run times out (0: no limit) */
     int *ready;                /* blocks whose inputs are all produced, not yet started */
     int n_ready;
