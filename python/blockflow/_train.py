@@ -355,8 +355,9 @@ class Training:
             return {i: self._read(s, i) for i in self._state_ids()}
 
     def set_variable(self, id, value):
-        """Set Variable `id` to `value` (anything np.asarray takes, the Variable's shape); what
-        depends on it is recomputed by the next run or step. A value of another float or int
+        """Set Variable `id` to `value` (anything np.asarray takes, the Variable's shape), or
+        move a dataset's cursor ([epoch, batch index]); what depends on it is recomputed by the
+        next run or step. A value of another float or int
         dtype is converted to the Variable's when numpy calls that a same-kind cast (float64
         to float32: yes; float to int: no). Raises NotFoundError (no such block),
         InvalidArgumentError (a block without state), ShapeError, DtypeError."""

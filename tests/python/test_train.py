@@ -462,3 +462,50 @@ def test_build_gradients_errors_change_nothing():
     w = page.variables()["w"]
     page.step(2)
     np.testing.assert_array_equal(page.variables()["w"], w)
+
+
+def test_dataset_epochs_and_cursor(tmp_path):
+    """train(epochs=N) follows the page's Dataset: 12 samples in batches of 4 are 3 steps an
+    epoch; the cursor is state (state(), save_state) but not a Variable."""
+    rng = np.random.default_rng(4)
+    xs = rng.standard_normal((12, 5, 6, 2))
+    np.save(tmp_path / "x.npy", xs)
+    w0 = rng.standard_normal((3, 3, 2, 3))
+    page = blockflow.loads(json.dumps({
+        "format": "blockflow.page", "version": 1, "name": "data", "blocks": [
+            {"id": "data", "type": "Dataset", "attrs": {"file": "x.npy", "batch_size": 4}},
+            {"id": "w", "type": "Variable", "attrs": {"dtype": "float64", "shape": list(w0.shape),
+                                                      "value": w0.ravel().tolist()}},
+            {"id": "conv", "type": "Conv2D", "inputs": {"input": "data:batch", "filter": "w"},
+             "attrs": {"strides": [1, 1, 1, 1], "padding": "SAME"}},
+            {"id": "loss", "type": "Identity", "inputs": {"input": "conv"}}],
+        "outputs": ["loss"]}), dir=tmp_path)
+    page.build_gradients("loss", optimizer=f"sgd:{LR}")
+    assert list(page.variables()) == ["w"] and list(page.state()) == ["data", "w"]
+    np.testing.assert_array_equal(page.state()["data"], [0, 0])
+
+    metrics = ["loss", "data:epoch", "data:index"]
+    h = page.train(epochs=1, metrics=metrics)
+    assert h.steps == [1, 2, 3] and h["data:index"] == [0, 1, 2] and h["data:epoch"] == [0] * 3
+    np.testing.assert_array_equal(page.state()["data"], [1, 0])
+    # one epoch of a loss linear in w: the gradients of the three batches add up to all of xs's
+    g = sum_conv_grad(xs, 3, 3, 3, 1, "SAME")
+    np.testing.assert_allclose(page.variables()["w"], w0 - LR * g, rtol=1e-12, atol=1e-12)
+
+    h = page.train(epochs=5, steps=4, metrics=metrics)  # steps come first here
+    assert h.steps == [4, 5, 6, 7] and h["data:index"] == [0, 1, 2, 0]
+    np.testing.assert_array_equal(page.state()["data"], [2, 1])
+    h = page.train(epochs=1, metrics=metrics)  # from mid-epoch: the rest of it
+    assert h.steps == [8, 9] and h["data:index"] == [1, 2] and h["data:epoch"] == [2, 2]
+    saved = page.save_state(tmp_path / "ckpt.npz")
+    with np.load(saved) as f:
+        np.testing.assert_array_equal(f["data"], [3, 0])
+        assert f[".step"] == 9
+    page.train(steps=2)
+    page.load_state(saved)
+    np.testing.assert_array_equal(page.state()["data"], [3, 0])
+    page.set_variable("data", [0, 2])  # the cursor can be moved like a Variable
+    assert page.step(fetches=["data:epoch", "data:index"]) == {"data:epoch": 0,
+                                                               "data:index": 2}
+    page.reset()
+    np.testing.assert_array_equal(page.state()["data"], [0, 0])
