@@ -11,6 +11,8 @@ values the page commits.
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -509,3 +511,15 @@ def test_dataset_epochs_and_cursor(tmp_path):
                                                                "data:index": 2}
     page.reset()
     np.testing.assert_array_equal(page.state()["data"], [0, 0])
+
+
+def test_train_filter_example(root):
+    """examples/python/train_filter.py runs as a script and learns the Sobel filter."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, str(root / "examples/python/train_filter.py")],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "gradient check passed: True" in out
+    assert "step  30  loss" in out and "Sobel recovered: True" in out
+    assert "after reset: 0 steps" in out and "restored: 30 steps" in out
