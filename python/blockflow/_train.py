@@ -179,19 +179,27 @@ class Training:
             for block, value in (feeds or {}).items():
                 self.feed(block, value)
             refs = _refs(metrics, self.outputs)
-            cursor_of, target = None, None
+            cursor_of, target, last = None, None, None
             if epochs is not None:
                 cursor_of = self._dataset()
-                target = int(self._read(s, cursor_of)[0]) + epochs
+                last = self._read(s, cursor_of)
+                target = int(last[0]) + epochs
             history = self.history = History(refs)
 
             def on_step(step, values):
                 """In the C loop's thread: record, then decide whether to stop."""
+                nonlocal last
                 history._add(step, values)
-                stop = False
-                if cursor_of is not None:
-                    stop = int(self._read(s, cursor_of)[0]) >= target
-                return stop
+                if cursor_of is None:
+                    return False
+                cursor = self._read(s, cursor_of)
+                if (cursor == last).all():  # a dataset that ran moved on: this one did not
+                    raise python_error(
+                        InvalidArgumentError, "dataset_idle",
+                        f"the dataset did not advance: nothing a step computes reads it, "
+                        f"so epochs={epochs} would never end (use steps=N)", block=cursor_of)
+                last = cursor
+                return int(cursor[0]) >= target
 
             user = None
             if callback is not None:

@@ -512,6 +512,18 @@ def test_dataset_epochs_and_cursor(tmp_path):
     page.reset()
     np.testing.assert_array_equal(page.state()["data"], [0, 0])
 
+    # a dataset no step reads never finishes an epoch: the first step says so
+    idle = blockflow.loads(json.dumps({
+        "format": "blockflow.page", "version": 1, "name": "idle", "blocks": [
+            {"id": "data", "type": "Dataset", "attrs": {"file": "x.npy", "batch_size": 4}},
+            {"id": "c", "type": "Const", "attrs": {"value": 1.0}},
+            {"id": "out", "type": "Identity", "inputs": {"input": "c"}}],
+        "outputs": ["out"]}), dir=tmp_path)
+    with pytest.raises(blockflow.InvalidArgumentError) as e:
+        idle.train(epochs=1, steps=50)  # steps: a bound if the check ever goes
+    assert e.value.code == "dataset_idle" and e.value.block == "data"
+    assert idle.step_count == 1 and idle.history.steps == [1]
+
 
 def test_train_filter_example(root):
     """examples/python/train_filter.py runs as a script and learns the Sobel filter."""
