@@ -151,7 +151,8 @@ _split_fetch = split_ref
 
 
 class Page(Training):
-    """A loaded page with its session: check it, feed it, change it, run it.
+    """A loaded page with its session: check it, feed it, change it, run it, train it
+    (step, train, variables, reset, save_state, build_gradients: see _train.py).
 
     Made by blockflow.load() or blockflow.loads(); close() (or a `with` block, or the garbage
     collector) frees it.

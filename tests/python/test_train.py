@@ -535,3 +535,30 @@ def test_train_filter_example(root):
     assert "gradient check passed: True" in out
     assert "step  30  loss" in out and "Sobel recovered: True" in out
     assert "after reset: 0 steps" in out and "restored: 30 steps" in out
+
+
+def test_feeds_for_steps():
+    """A Placeholder input: feeds= of step() and train() hold for every step they run."""
+    rng = np.random.default_rng(8)
+    w0 = rng.standard_normal((3, 3, 2, 3))
+    page = blockflow.loads(json.dumps({
+        "format": "blockflow.page", "version": 1, "name": "fed", "blocks": [
+            {"id": "x", "type": "Placeholder", "attrs": {"dtype": "float64",
+                                                         "shape": [2, 5, 6, 2]}},
+            {"id": "w", "type": "Variable", "attrs": {"dtype": "float64", "shape": list(w0.shape),
+                                                      "value": w0.ravel().tolist()}},
+            {"id": "conv", "type": "Conv2D", "inputs": {"input": "x", "filter": "w"},
+             "attrs": {"strides": [1, 1, 1, 1], "padding": "SAME"}},
+            {"id": "loss", "type": "Identity", "inputs": {"input": "conv"}}],
+        "outputs": ["loss"]}))
+    page.build_gradients("loss", optimizer=f"sgd:{LR}")
+    x1, x2 = rng.standard_normal((2, 2, 5, 6, 2))
+    np.testing.assert_allclose(page.step(feeds={"x": x1})["loss"], conv_ref(x1, w0),
+                               rtol=1e-12, atol=1e-12)
+    page.train(steps=2, feeds={"x": x2})
+    want = w0 - LR * sum_conv_grad(x1, 3, 3, 3, 1, "SAME") \
+        - 2 * LR * sum_conv_grad(x2, 3, 3, 3, 1, "SAME")
+    np.testing.assert_allclose(page.variables()["w"], want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(blockflow.DtypeError):
+        page.step(feeds={"x": x1.astype(np.float32)})
+    assert page.step_count == 3
