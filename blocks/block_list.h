@@ -27,6 +27,26 @@ BF_BLOCK(depthwise_conv2d_native_backprop_input)
  * (blocks/math_ops/) */
 
 /* arrays, linear algebra and reductions (blocks/array_ops/) */
+BF_BLOCK(mat_mul)
+BF_BLOCK(mean)
+BF_BLOCK(max)
+BF_BLOCK(min)
+BF_BLOCK(prod)
+BF_BLOCK(arg_max)
+BF_BLOCK(cast)
+BF_BLOCK(bias_add)
+BF_BLOCK(bias_add_grad)
+BF_BLOCK(reshape)
+BF_BLOCK(transpose)
+BF_BLOCK(expand_dims)
+BF_BLOCK(squeeze)
+BF_BLOCK(shape)
+BF_BLOCK(broadcast_to)
+BF_BLOCK(tile)
+BF_BLOCK(fill)
+BF_BLOCK(zeros_like)
+BF_BLOCK(ones_like)
+BF_BLOCK(one_hot)
 
 /* pooling and losses (blocks/nn_ops/) */
 

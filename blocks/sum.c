@@ -1,48 +1,43 @@
 /*
  * Block:    Sum
- * Synopsis: output = sum over every element of input   (a rank-0 tensor)
+ * Synopsis: output = sum of input over the axes in reduction_indices (all when unconnected)
  * Padding:  none.
- * Example:  input = [[1,2,3],[4,5,6],[7,8,9]]  ->  output = 45.
+ * Example:  input = [[1,2,3],[4,5,6]], reduction_indices = 1  ->  output = [6, 15];
+ *           reduction_indices = [0, 1] (or unconnected)  ->  output = 21;
+ *           keep_dims = true, reduction_indices = 0  ->  output = [[5, 7, 9]].
  *
- * sum.c - the total of a tensor, accumulated in double (compensated, Kahan-Babuska) and
- * rounded once to the input's dtype, so that a loss such as sum(conv(x, w) * dy) is exact
- * enough for finite-difference checks.
+ * sum.c - TensorFlow's Sum (core/ops/math_ops.cc: input, reduction_indices, keep_dims),
+ * accumulated in double and rounded once to the input's dtype; in float64 compensated
+ * (Neumaier's variant of Kahan's sum), so that a loss such as sum(conv(x, w) * dy) is exact
+ * enough for finite-difference checks. Integers are exact (an overflow is an error).
+ *
+ * Compatibility: blockflow's first Sum had only `input` and summed everything into a scalar.
+ * `reduction_indices` is optional: a page that leaves it unconnected still gets the sum of
+ * every element, which is also what tf.reduce_sum(x) computes. The engine, the checks and
+ * the gradient are shared with Mean, Max, Min and Prod (array_ops/reduce.c).
  */
-#include "block.h"
+#include "array_ops/reduce.h"
 
-#include <math.h>
-
-static const bf_port_desc inputs[] = {{"input", BF_DT_ALL, 0, "any tensor"}};
-static const bf_port_desc outputs[] = {{"output", BF_DT_ALL, 0, "scalar: the sum"}};
-
-static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info *out,
-                       bf_error *err) {
-    (void)node, (void)err;
-    bf_port_set(&out[0], in[0].dtype, 0, NULL);
-    return BF_OK;
-}
-
-static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
-                         const bf_exec *ex, bf_error *err) {
-    (void)node, (void)ex;
-    double s = 0, c = 0;
-    for (int64_t i = 0; i < in[0]->numel; i++) {
-        double v = bf_tensor_get_f64(in[0], i), t = s + v;
-        c += fabs(s) >= fabs(v) ? (s - t) + v : (v - t) + s;
-        s = t;
-    }
-    return bf_tensor_set_f64(out[0], 0, s + c, err);
-}
+static const bf_reduce_impl impl = {BF_REDUCE_SUM};
 
 const bf_block_desc bf_block_sum = {
     .type = "Sum",
-    .category = "generic",
-    .synopsis = "output = sum of all elements of input",
-    .doc = "Sums every element into a rank-0 tensor of the same dtype (accumulated in double).",
-    .inputs = inputs,
-    .n_inputs = BF_COUNT(inputs),
-    .outputs = outputs,
-    .n_outputs = BF_COUNT(outputs),
-    .infer = infer,
-    .run_cpu = run_cpu,
+    .category = "math",
+    .synopsis = "output = sum of input over reduction_indices (every axis when unconnected)",
+    .doc = "TensorFlow's Sum: adds the elements of `input` along the axes in "
+           "`reduction_indices` (negative axes count from the end; unconnected: every axis, "
+           "so a one-input Sum of older pages still gives the scalar total). keep_dims keeps "
+           "the reduced axes with size 1. Accumulated in double (compensated for float64) and "
+           "rounded once; integers exact. An empty sum is 0.",
+    .inputs = bf_reduce_inputs,
+    .n_inputs = 2,
+    .outputs = bf_reduce_outputs,
+    .n_outputs = 1,
+    .attrs = bf_reduce_attrs,
+    .n_attrs = 1,
+    .infer = bf_reduce_infer,
+    .workspace_cpu = bf_reduce_workspace_cpu,
+    .run_cpu = bf_reduce_run_cpu,
+    .gradient = bf_reduce_gradient,
+    .impl = &impl,
 };

@@ -161,7 +161,10 @@ static bf_status commit(bf_session *s, bf_error *err) {
     }
     for (int i = 0; i < s->n; i++) {
         snode *n = &s->nodes[i];
-        if (has_state(n) && n->pb->desc->state->advance && n->stats.ran) {
+        /* every dataset the step read, whether it ran or its batch was reused from a plain
+         * run before the step */
+        if (has_state(n) && n->pb->desc->state->advance && n->needed &&
+            (n->valid || n->stats.ran)) {
             n->pb->desc->state->advance(&n->node);
             n->stale = true;
         }

@@ -44,6 +44,12 @@ int cli_fail(const bf_error *e);
 int cli_explain(int argc, char **argv);
 int cli_gradcheck(int argc, char **argv);
 int cli_grad(int argc, char **argv);
+/* train.c: `blockflow train`. */
+int cli_train(int argc, char **argv);
+/* main.c: a limit option (--mem-limit, --max-elements, ..., --confine-files) at argv[*i] into
+ * cfg: 1 when it was one (*i advanced past its value), 0 when not, -1 on a bad value
+ * (message printed). */
+int cli_parse_limit(int argc, char **argv, int *i, bf_config *cfg);
 
 /* args.c: strict numbers. Each prints "blockflow: OPT "ARG": why" and returns false (or -1)
  * on a bad value. Sizes (`suffix`) take K, M, G, T. */

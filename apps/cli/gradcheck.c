@@ -1,9 +1,14 @@
 /*
- * gradcheck.c - `blockflow gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T]
- * [--samples N] [--seed S] [--gpu]`: a gradient block (or both gradients of a forward block)
- * against float64 central differences of L = sum(forward(x, w) * dy) and the adjoint
- * identity (bf_session_gradcheck, which documents the method). Exit 0 when it passes, 1 when
- * it fails, the usual codes for errors.
+ * gradcheck.c - `blockflow gradcheck`, in two forms:
+ *   gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N] [--seed S] [--gpu]:
+ *     a gradient block (or both gradients of a forward block) against float64 central
+ *     differences of L = sum(forward(x, w) * dy) and the adjoint identity
+ *     (bf_session_gradcheck, which documents the method);
+ *   gradcheck PAGE --loss ID [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]:
+ *     the whole page: the gradient each update block applies against float64 central
+ *     differences of the loss with respect to its Variable (bf_session_check_gradients), as a
+ *     table of one row per Variable.
+ * Exit 0 when it passes, 1 when it fails, the usual codes for errors.
  */
 #include "cli.h"
 
@@ -16,7 +21,9 @@
 
 static const char usage[] =
     "usage: blockflow gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N]\n"
-    "                           [--seed S] [--gpu]\n";
+    "                           [--seed S] [--gpu]\n"
+    "       blockflow gradcheck PAGE --loss ID [--json] [--eps E] [--tolerance T] [--samples N]\n"
+    "                           [--seed S]\n";
 
 static double num(const cJSON *o, const char *k) {
     const cJSON *v = cJSON_GetObjectItem(o, k);
@@ -77,8 +84,39 @@ static void print_text(const cJSON *r) {
     printf("%s\n", cJSON_IsTrue(cJSON_GetObjectItem(r, "pass")) ? "PASS" : "FAIL");
 }
 
+/* The whole-page check: one row per Variable. */
+static void print_page_text(const cJSON *r) {
+    const cJSON *v, *vars = cJSON_GetObjectItem(r, "variables");
+    int wv = 8, wg = 8;
+    cJSON_ArrayForEach(v, vars) {
+        const char *a = str(v, "variable"), *g = str(v, "gradient");
+        if (a && (int)strlen(a) > wv) wv = (int)strlen(a);
+        if (g && (int)strlen(g) > wg) wg = (int)strlen(g);
+    }
+    printf("gradcheck of %s: float64 central differences, step %g relative, tolerance %g\n",
+           str(r, "loss") ? str(r, "loss") : "?", num(r, "eps"), num(r, "tolerance"));
+    printf("%-*s  %-*s  %16s  %13s  %s\n", wv, "variable", wg, "gradient", "checked/elements",
+           "max rel error", "pass");
+    cJSON_ArrayForEach(v, vars) {
+        char counts[48];
+        snprintf(counts, sizeof(counts), "%.0f/%.0f", num(v, "n_checked"), num(v, "n_elements"));
+        printf("%-*s  %-*s  %16s  %13.3g  %s", wv, str(v, "variable") ? str(v, "variable") : "?",
+               wg, str(v, "gradient") ? str(v, "gradient") : "?", counts,
+               num(v, "max_rel_error"), verdict(v));
+        const cJSON *wi = cJSON_GetObjectItem(v, "worst_index"), *x;
+        if (wi && !cJSON_IsTrue(cJSON_GetObjectItem(v, "pass"))) {
+            printf("  worst at [");
+            int i = 0;
+            cJSON_ArrayForEach(x, wi) printf("%s%.0f", i++ ? "," : "", x->valuedouble);
+            printf("]: fd %.9g, analytic %.9g", num(v, "fd"), num(v, "analytic"));
+        }
+        printf("\n");
+    }
+    printf("%s\n", cJSON_IsTrue(cJSON_GetObjectItem(r, "pass")) ? "PASS" : "FAIL");
+}
+
 int cli_gradcheck(int argc, char **argv) {
-    const char *page = NULL, *block = NULL;
+    const char *page = NULL, *block = NULL, *loss = NULL;
     int json = 0;
     bf_gradcheck_options o;
     bf_gradcheck_options_init(&o);
@@ -87,6 +125,7 @@ int cli_gradcheck(int argc, char **argv) {
         char *end = NULL;
         if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--gpu")) o.compare_gpu = 1;
+        else if (!strcmp(a, "--loss") && v) loss = argv[++i];
         else if (!strcmp(a, "--eps") && v) o.eps = strtod(argv[++i], &end);
         else if (!strcmp(a, "--tolerance") && v) o.tolerance = strtod(argv[++i], &end);
         else if (!strcmp(a, "--samples") && v) o.samples = (int)strtol(argv[++i], &end, 10);
@@ -102,8 +141,18 @@ int cli_gradcheck(int argc, char **argv) {
             return EXIT_USAGE;
         }
     }
-    if (!page || !block || o.eps < 0 || o.tolerance < 0 || o.samples < 0) {
+    if (!page || (!block && !loss) || o.eps < 0 || o.tolerance < 0 || o.samples < 0) {
         fprintf(stderr, "%s", usage);
+        return EXIT_USAGE;
+    }
+    if (block && loss) {
+        fprintf(stderr, "blockflow gradcheck: give BLOCK (one block's gradients) or --loss ID "
+                        "(the whole page), not both\n%s", usage);
+        return EXIT_USAGE;
+    }
+    if (loss && o.compare_gpu) {
+        fprintf(stderr, "blockflow gradcheck: --gpu goes with BLOCK (the one-block form)\n%s",
+                usage);
         return EXIT_USAGE;
     }
     bf_context *ctx;
@@ -112,7 +161,8 @@ int cli_gradcheck(int argc, char **argv) {
     if (rc) return rc;
     char *text = NULL;
     bf_error e = {0};
-    if (bf_session_gradcheck(s, block, &o, &text, &e)) {
+    if (loss ? bf_session_check_gradients(s, loss, &o, &text, &e)
+             : bf_session_gradcheck(s, block, &o, &text, &e)) {
         rc = cli_fail(&e);
     } else {
         cJSON *r = cJSON_Parse(text);
@@ -121,6 +171,7 @@ int cli_gradcheck(int argc, char **argv) {
             rc = EXIT_RUN;
         } else {
             if (json) printf("%s\n", text);
+            else if (loss) print_page_text(r);
             else print_text(r);
             rc = cJSON_IsTrue(cJSON_GetObjectItem(r, "pass")) ? EXIT_OK : 1;
         }

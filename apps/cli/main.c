@@ -43,10 +43,11 @@ static void on_sigint(int sig) {
 }
 
 /*
- * Parse a limit option at argv[*i] into cfg. Returns 1 when it was one (advancing *i past
- * its value), 0 when argv[*i] is no limit option, -1 on a bad value (message printed).
+ * Parse a limit option at argv[*i] into cfg (train shares it: cli.h). Returns 1 when it was
+ * one (advancing *i past its value), 0 when argv[*i] is no limit option, -1 on a bad value
+ * (message printed).
  */
-static int parse_limit(int argc, char **argv, int *i, bf_config *cfg) {
+int cli_parse_limit(int argc, char **argv, int *i, bf_config *cfg) {
     static const struct {
         const char *name;
         uint64_t max;
@@ -307,7 +308,7 @@ static int parse_run(int argc, char **argv, run_args *a) {
             if (!cli_parse_u64(o, argv[++i], true, 0, UINT64_MAX, &c)) return EXIT_USAGE;
             a->cfg.no_cache = c == 0;
             a->cfg.max_cache_bytes = c;
-        } else if ((lim = parse_limit(argc, argv, &i, &a->cfg)) != 0) {
+        } else if ((lim = cli_parse_limit(argc, argv, &i, &a->cfg)) != 0) {
             if (lim < 0) return EXIT_USAGE;
         } else if (!strcmp(o, "--print")) a->print = true;
         else if (!strcmp(o, "--no-save")) a->save = false;
@@ -439,7 +440,7 @@ static int cmd_check(int argc, char **argv) {
     bf_config_init(&cfg);
     cli_config_from_env(&cfg);
     for (int i = 1, lim; i < argc; i++) {
-        if ((lim = parse_limit(argc, argv, &i, &cfg)) < 0) return EXIT_USAGE;
+        if ((lim = cli_parse_limit(argc, argv, &i, &cfg)) < 0) return EXIT_USAGE;
         if (lim) continue;
         if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) quiet = true;
@@ -542,6 +543,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "explain")) return cli_explain(argc - 1, argv + 1);
     if (!strcmp(cmd, "gradcheck")) return cli_gradcheck(argc - 1, argv + 1);
     if (!strcmp(cmd, "grad")) return cli_grad(argc - 1, argv + 1);
+    if (!strcmp(cmd, "train")) return cli_train(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve")) {
 #ifdef BF_HAVE_SERVER
         return bf_serve_main(argc - 1, argv + 1);

@@ -52,17 +52,56 @@ static const topic topics[] = {
      "      one output element of a convolution block: its value, the padding, and the\n"
      "      terms of its sum (pairs of operand elements in the tensors' own layouts)\n",
      NULL},
+    {"train",
+     "  train PAGE|- [--steps N | --epochs E] [--metrics ID[:PORT],...] [--log FILE.csv|.jsonl]\n"
+     "        [--checkpoint FILE.npz [--save-every K]] [--resume FILE.npz] [--feed ID=FILE]...\n"
+     "        [--device auto|cpu|gpu] [--timeout SECONDS] [--threads N] [--json] [--quiet]\n"
+     "        [LIMITS]\n"
+     "      run training steps: each runs the page and commits its update blocks' new values\n"
+     "      (add them with grad --loss ID --optimizer SPEC); a progress line on a terminal\n",
+     "  --steps N           steps to run (default 100), counted from the resumed step\n"
+     "  --epochs E          run until the page's dataset block has started E more epochs\n"
+     "                      (a page without a dataset block is a usage error)\n"
+     "  --metrics ID,...    what to report each step: the first element of each (default:\n"
+     "                      the page's outputs, typically the loss and an accuracy)\n"
+     "  --log FILE          one row per step (step, seconds since the start, each metric) as\n"
+     "                      CSV with a header (FILE.csv) or JSON Lines (FILE.jsonl), flushed\n"
+     "                      every step; made new, or appended to with --resume\n"
+     "  --checkpoint FILE   save every Variable and dataset cursor, and the step count, to\n"
+     "                      this .npz at the end, on Ctrl-C and every --save-every K steps\n"
+     "                      (atomically; a failed step saves nothing, the last save stands)\n"
+     "  --resume FILE       restore a checkpoint, and its step count, before the first step\n"
+     "  --feed ID=FILE      feed Placeholder ID for every step (as run's --feed)\n"
+     "  --timeout SECONDS   the longest one step may take (exit 4)\n"
+     "  --json              one JSON document on stdout: ok, status, step, steps, seconds,\n"
+     "                      steps_per_second, metrics {ID: last value}, checkpoint, log,\n"
+     "                      problems\n"
+     "  --quiet             print only errors (no progress line, no summary)\n"
+     "  Ctrl-C stops at a step boundary (the step in flight is dropped), writes the checkpoint\n"
+     "  and exits 130. A checkpoint holds one array per Variable and dataset cursor, named\n"
+     "  by the block's id, and \".step\" (numpy.load reads it).\n"},
     {"gradcheck",
      "  gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
      "           [--gpu]\n"
      "      check a gradient block (or both gradients of a forward block) against float64\n"
-     "      central differences and the adjoint identity; exit 1 when it fails\n",
+     "      central differences and the adjoint identity; exit 1 when it fails\n"
+     "  gradcheck PAGE --loss ID [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
+     "      check the gradient every update block applies against float64 central\n"
+     "      differences of the loss; exit 1 when one fails\n",
      NULL},
     {"grad",
-     "  grad PAGE BLOCK [--dy SOURCE] [--in-place]\n"
+     "  grad PAGE BLOCK [--dy SOURCE] [--in-place | -o OUT] [--quiet]\n"
      "      add the gradient blocks of a Conv2D or DepthwiseConv2dNative block, as\n"
-     "      tf.gradients builds them; print the page (or rewrite it)\n",
-     NULL},
+     "      tf.gradients builds them; print the page (or write it)\n"
+     "  grad PAGE --loss ID[:PORT] [--wrt VAR,...] [--optimizer SPEC] [--in-place | -o OUT]\n"
+     "      add the backward pass of the whole page (the gradient of the loss with respect\n"
+     "      to its Variables) and, with --optimizer, the update blocks that train them\n",
+     "  --wrt VAR,...       the Variables to differentiate for (default: every trainable\n"
+     "                      Variable the loss depends on)\n"
+     "  --optimizer SPEC    sgd:LR, momentum:LR[:MOMENTUM] or adam:LR[:BETA1:BETA2:EPSILON]\n"
+     "                      (TensorFlow's defaults: momentum 0.9; adam 0.9, 0.999, 1e-8)\n"
+     "  --in-place          rewrite PAGE (atomically); -o OUT writes OUT; otherwise stdout\n"
+     "  --quiet             do not list the new blocks on stderr\n"},
     {"bench",
      "  bench [--cases FILE] [--ops LIST] [--threads N] [--rounds R] [--time SECONDS]\n"
      "        [--dtype f32|f64] [--isa generic|avx2|avx512] [--no-peers] [--json]\n"
@@ -93,8 +132,8 @@ static const char tail[] =
     "  (admit non-deterministic ones), BF_CUDNN_WORKSPACE_MB (cap on cuDNN's workspace)\n"
     "\n"
     "exit status: 0 success, 1 not canonical (fmt --check) or failed (gradcheck), 2 usage\n"
-    "             error, 3 invalid page or feed, 4 run-time failure, 5 results could not be\n"
-    "             written, 130 interrupted\n";
+    "             error, 3 invalid page, feed or checkpoint, 4 run-time failure, 5 results,\n"
+    "             log or checkpoint could not be written, 130 interrupted\n";
 
 void cli_usage(FILE *f) {
     fputs("usage: blockflow COMMAND [ARGS]\n\ncommands:\n", f);
@@ -111,7 +150,8 @@ int cli_help(const char *name, FILE *f) {
         if (strcmp(name, topics[i].name)) continue;
         fprintf(f, "usage:\n%s", topics[i].synopsis);
         if (topics[i].details) fprintf(f, "\n%s", topics[i].details);
-        if (!strcmp(name, "run") || !strcmp(name, "check")) fprintf(f, "\n%s", limits);
+        if (!strcmp(name, "run") || !strcmp(name, "check") || !strcmp(name, "train"))
+            fprintf(f, "\n%s", limits);
         return EXIT_OK;
     }
     if (!strcmp(name, "limits")) {

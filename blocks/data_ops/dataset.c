@@ -142,7 +142,6 @@ static int64_t src_get_int(const source *s, int64_t i) {
     return (int64_t)bf_tensor_get_f64(s->tensor, i); /* checked integral and in range */
 }
 
-/* Where the attribute's file is. See the header: the name as given, for now. */
 /* The file as the page's loader resolved it (against the page's folder, confined where the
  * context confines files); a node made without a page (bf_node_make) opens the name as given. */
 static const char *data_path(const bf_node *node, int attr) {
@@ -274,7 +273,7 @@ static bf_status load_npz(const bf_node *node, const char *path, const char *key
     return BF_OK;
 }
 
-/* ---- one file, whatever its kind -------------------------------------------------------------- */
+/* ---- one file, whatever its kind ------------------------------------------------------------ */
 
 static bf_status open_error(bf_error *err, const char *path, const char *what) {
     return bf_err(err, BF_EIO, "io_error", "%s: %s: %s", path, what, strerror(errno));
@@ -526,7 +525,9 @@ static void copy_rows(void *arg, int64_t task, int slot) {
         }
         for (int64_t i = 0; i < row; i++) {
             switch (t->dtype) {
-            case BF_DTYPE_I32: ((int32_t *)t->data)[to + i] = (int32_t)src_get_int(s, from + i); break;
+            case BF_DTYPE_I32:
+                ((int32_t *)t->data)[to + i] = (int32_t)src_get_int(s, from + i);
+                break;
             case BF_DTYPE_I64: ((int64_t *)t->data)[to + i] = src_get_int(s, from + i); break;
             case BF_DTYPE_F32: ((float *)t->data)[to + i] = (float)src_get(s, from + i); break;
             case BF_DTYPE_F64: ((double *)t->data)[to + i] = src_get(s, from + i); break;

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define D64 ",\"dtype\":\"float64\"}},"
 #define HEAD "{\"format\":\"blockflow.page\",\"version\":1,\"blocks\":["
 
 static bf_context *new_ctx(void) {
@@ -341,18 +342,19 @@ END_TEST
 START_TEST(update_hand_values) {
     bf_context *ctx = new_ctx();
     bf_session *s = open_page(
-        ctx, "{\"id\":\"w\",\"type\":\"Variable\",\"attrs\":{\"value\":[1,2],\"dtype\":\"float64\"}},"
-             "{\"id\":\"a\",\"type\":\"Const\",\"attrs\":{\"value\":0.1,\"dtype\":\"float64\"}},"
-             "{\"id\":\"d\",\"type\":\"Const\",\"attrs\":{\"value\":[10,-10],\"dtype\":\"float64\"}},"
+        ctx, "{\"id\":\"w\",\"type\":\"Variable\",\"attrs\":{\"value\":[1,2]" D64
+             "{\"id\":\"a\",\"type\":\"Const\",\"attrs\":{\"value\":0.1" D64
+             "{\"id\":\"d\",\"type\":\"Const\",\"attrs\":{\"value\":[10,-10]" D64
              "{\"id\":\"sgd\",\"type\":\"ApplyGradientDescent\","
              "\"inputs\":{\"var\":\"w\",\"alpha\":\"a\",\"delta\":\"d\"}},"
-             "{\"id\":\"x\",\"type\":\"Variable\",\"attrs\":{\"value\":[1],\"dtype\":\"float64\"}},"
-             "{\"id\":\"acc\",\"type\":\"Variable\",\"attrs\":{\"value\":[0.5],\"dtype\":\"float64\"}},"
-             "{\"id\":\"lr\",\"type\":\"Const\",\"attrs\":{\"value\":0.1,\"dtype\":\"float64\"}},"
-             "{\"id\":\"g\",\"type\":\"Const\",\"attrs\":{\"value\":[2],\"dtype\":\"float64\"}},"
-             "{\"id\":\"mu\",\"type\":\"Const\",\"attrs\":{\"value\":0.9,\"dtype\":\"float64\"}},"
-             "{\"id\":\"mom\",\"type\":\"ApplyMomentum\",\"inputs\":{\"var\":\"x\",\"accum\":\"acc\","
-             "\"lr\":\"lr\",\"grad\":\"g\",\"momentum\":\"mu\"}}]}");
+             "{\"id\":\"x\",\"type\":\"Variable\",\"attrs\":{\"value\":[1]" D64
+             "{\"id\":\"acc\",\"type\":\"Variable\",\"attrs\":{\"value\":[0.5]" D64
+             "{\"id\":\"lr\",\"type\":\"Const\",\"attrs\":{\"value\":0.1" D64
+             "{\"id\":\"g\",\"type\":\"Const\",\"attrs\":{\"value\":[2]" D64
+             "{\"id\":\"mu\",\"type\":\"Const\",\"attrs\":{\"value\":0.9" D64
+             "{\"id\":\"mom\",\"type\":\"ApplyMomentum\","
+             "\"inputs\":{\"var\":\"x\",\"accum\":\"acc\",\"lr\":\"lr\",\"grad\":\"g\","
+             "\"momentum\":\"mu\"}}]}");
     step_ok(s, NULL, 0);
     double w[2], x[1], acc[1];
     read_state(s, "w", BF_DTYPE_F64, 2, w);
@@ -369,16 +371,16 @@ START_TEST(update_hand_values) {
 
     /* The first Adam step moves a weight by about lr: 1 - 0.001 = 0.999. */
     s = open_page(
-        ctx, "{\"id\":\"var\",\"type\":\"Variable\",\"attrs\":{\"value\":[1],\"dtype\":\"float64\"}},"
-             "{\"id\":\"m\",\"type\":\"Variable\",\"attrs\":{\"shape\":[1],\"dtype\":\"float64\"}},"
-             "{\"id\":\"v\",\"type\":\"Variable\",\"attrs\":{\"shape\":[1],\"dtype\":\"float64\"}},"
-             "{\"id\":\"b1p\",\"type\":\"Const\",\"attrs\":{\"value\":0.9,\"dtype\":\"float64\"}},"
-             "{\"id\":\"b2p\",\"type\":\"Const\",\"attrs\":{\"value\":0.999,\"dtype\":\"float64\"}},"
-             "{\"id\":\"lr\",\"type\":\"Const\",\"attrs\":{\"value\":0.001,\"dtype\":\"float64\"}},"
-             "{\"id\":\"b1\",\"type\":\"Const\",\"attrs\":{\"value\":0.9,\"dtype\":\"float64\"}},"
-             "{\"id\":\"b2\",\"type\":\"Const\",\"attrs\":{\"value\":0.999,\"dtype\":\"float64\"}},"
-             "{\"id\":\"eps\",\"type\":\"Const\",\"attrs\":{\"value\":1e-8,\"dtype\":\"float64\"}},"
-             "{\"id\":\"g\",\"type\":\"Const\",\"attrs\":{\"value\":[0.5],\"dtype\":\"float64\"}},"
+        ctx, "{\"id\":\"var\",\"type\":\"Variable\",\"attrs\":{\"value\":[1]" D64
+             "{\"id\":\"m\",\"type\":\"Variable\",\"attrs\":{\"shape\":[1]" D64
+             "{\"id\":\"v\",\"type\":\"Variable\",\"attrs\":{\"shape\":[1]" D64
+             "{\"id\":\"b1p\",\"type\":\"Const\",\"attrs\":{\"value\":0.9" D64
+             "{\"id\":\"b2p\",\"type\":\"Const\",\"attrs\":{\"value\":0.999" D64
+             "{\"id\":\"lr\",\"type\":\"Const\",\"attrs\":{\"value\":0.001" D64
+             "{\"id\":\"b1\",\"type\":\"Const\",\"attrs\":{\"value\":0.9" D64
+             "{\"id\":\"b2\",\"type\":\"Const\",\"attrs\":{\"value\":0.999" D64
+             "{\"id\":\"eps\",\"type\":\"Const\",\"attrs\":{\"value\":1e-8" D64
+             "{\"id\":\"g\",\"type\":\"Const\",\"attrs\":{\"value\":[0.5]" D64
              "{\"id\":\"adam\",\"type\":\"ApplyAdam\",\"inputs\":{\"var\":\"var\",\"m\":\"m\","
              "\"v\":\"v\",\"beta1_power\":\"b1p\",\"beta2_power\":\"b2p\",\"lr\":\"lr\","
              "\"beta1\":\"b1\",\"beta2\":\"b2\",\"epsilon\":\"eps\",\"grad\":\"g\"}}]}");
