@@ -190,7 +190,7 @@ class Graph:
         self.all_nodes = []
         self.variables = {}       # id -> numpy value (in the Variable's dtype)
         self.leaves = {}          # id -> torch leaf (float64, requires_grad)
-        self.max_vars = self.rng.randint(1, 3)
+        self.max_vars = self.rng.choices((1, 2, 3), (1, 2, 2))[0]
         self.tags = set()
         self.ops = []             # types of the ops chosen, in order
         self.counter = 0
@@ -225,10 +225,11 @@ class Graph:
         a = np.array(vals, dtype=np.float64).reshape(shape)
         return a.astype(np.float32) if dtype == "float32" else a
 
-    def _source(self, shape, dtype, kind="normal", variable=None):
-        """A new Variable (while the budget allows, or when `variable` says so) or Const."""
+    def _source(self, shape, dtype, kind="normal", variable=None, p_var=0.7):
+        """A new Variable (with probability p_var while the budget allows, or when `variable`
+        says so) or Const."""
         if variable is None:
-            variable = len(self.variables) < self.max_vars and self.rng.random() < 0.55
+            variable = len(self.variables) < self.max_vars and self.rng.random() < p_var
         value = self._rand_values(shape, kind, dtype)
         attrs = {"dtype": dtype, "shape": list(shape),
                  "value": [float(v) for v in value.reshape(-1)]}
@@ -294,28 +295,24 @@ class Graph:
 
     # ---- choosing an operand --------------------------------------------------------------
     def _operand_shape(self, s):
-        """A shape that broadcasts with s, and the tags it earns."""
+        """A shape that broadcasts with s: the same, a scalar, a suffix of s (lower rank), a
+        suffix with some dims 1, or a higher rank one that also widens s's dims of size 1 and
+        may have 1 where s has not (both broadcast)."""
         r = self.rng
         rank = len(s)
         choice = r.choices(("same", "scalar", "lower", "ones", "higher"),
                            (2, 1, 3 if rank else 0, 3 if rank else 0, 3))[0]
         if choice == "same":
-            return tuple(s), set()
+            return tuple(s)
         if choice == "scalar":
-            return (), {"bcast:scalar"}
+            return ()
         if choice == "lower":
-            k = r.randint(1, rank)
-            return tuple(s[k:]), {"bcast:operand_lower_rank"}
+            return tuple(s[r.randint(1, rank):])
         if choice == "ones":
-            k = r.randint(0, rank - 1)
-            b = [1 if (r.random() < 0.5 and d > 1) else d for d in s[k:]]
-            tags = {"bcast:operand_has_ones"}
-            if k:
-                tags.add("bcast:operand_lower_rank")
-            return tuple(b), tags
-        # higher: new leading dims, and a size where s has 1 (s is broadcast too)
-        lead = [r.randint(2, 3) for _ in range(r.randint(0 if 1 in s else 1,
-                                                          max(0, min(2, 4 - rank))))]
+            return tuple(1 if (r.random() < 0.5 and d > 1) else d
+                         for d in s[r.randint(0, rank - 1):])
+        hi = max(0, min(2, 4 - rank))
+        lead = [r.randint(2, 3) for _ in range(r.randint(min(hi, 0 if 1 in s else 1), hi))]
         body = []
         for d in s:
             if d == 1 and r.random() < 0.8:
@@ -324,12 +321,23 @@ class Graph:
                 body.append(1)
             else:
                 body.append(d)
-        tags = {"bcast:input_expanded"}
-        if lead:
-            tags.add("bcast:operand_higher_rank")
-        if 1 in body and any(d > 1 for d, e in zip(s, body) if e == 1):
-            tags.add("bcast:both_ways")
-        return tuple(lead + body), tags
+        return tuple(lead + body)
+
+    def _bcast_tags(self, x, y, out):
+        """Tags of a broadcasting binary op x (op) y -> out."""
+        tags = set()
+        for u, v in ((x, y), (y, x)):
+            if len(u) == 0 and len(v):
+                tags.add("bcast:scalar")
+            elif len(u) < len(v):
+                tags.add("bcast:rank_difference")
+            if u != out:
+                tags.add("bcast:input_expanded")
+            if 1 in u and u != out and len(u):
+                tags.add("bcast:operand_has_ones")
+        if x != out and y != out and len(x) and len(y):
+            tags.add("bcast:both_ways")     # e.g. [3,1] + [2,1,4] -> [2,3,4]
+        return tags
 
     def _pick_existing(self, pred):
         cands = [n for n in self.nodes if pred(n)]
@@ -348,29 +356,27 @@ class Graph:
     def op_binary(self, name, a):
         fn, check, exact = BINARY[name]
         r = self.rng
+        b = None
         if r.random() < 0.3:  # a value already in the graph: fan-out
             b = self._pick_existing(lambda n: n.dtype == a.dtype and (
                 (s := _bcast(a.shape, n.shape)) is not None and _n(s) <= MAX_ELEMENTS))
-            tags = {"fanout"}
-            if b is not None and b.shape != a.shape:
-                tags.add("bcast:existing_values")
-        else:
-            b = None
+        tags = set()
         if b is None:
-            shape, tags = self._operand_shape(a.shape)
+            shape = self._operand_shape(a.shape)
             out = _bcast(a.shape, shape)
             if out is None or _n(out) > MAX_ELEMENTS:
                 return None
             b = self._source(shape, a.dtype, "denominator" if name in ("Div", "RealDiv")
                              else r.choice(("normal", "normal", "positive")))
+        else:
+            tags.add("fanout")
         x, y = (a, b) if r.random() < 0.6 else (b, a)
         if check is not None and not check(x.t.detach(), y.t.detach()):
             return None
         t = fn(x.t, y.t)
         if not self._ok_values(t):
             return None
-        if len(x.shape) != len(y.shape):
-            tags.add("bcast:rank_difference")
+        tags |= self._bcast_tags(x.shape, y.shape, tuple(t.shape))
         if x is y:
             tags.add("fanout:same_value_twice")
         self.tags |= tags
@@ -417,7 +423,7 @@ class Graph:
                             {"transpose_a": ta2, "transpose_b": tb})
         n = r.randint(1, 4)
         tb = r.random() < 0.4
-        b = self._source((n, k) if tb else (k, n), a.dtype)
+        b = self._source((n, k) if tb else (k, n), a.dtype, p_var=0.8)
         at = a.t.T if ta else a.t
         bt = b.t.T if tb else b.t
         t = at @ bt
@@ -437,7 +443,7 @@ class Graph:
         b = self._pick_existing(lambda n: n.dtype == a.dtype and n.shape == (c,)) \
             if self.rng.random() < 0.2 else None
         if b is None:
-            b = self._source((c,), a.dtype)
+            b = self._source((c,), a.dtype, p_var=0.8)
         else:
             self.tags.add("fanout")
         view = [1] * rank
@@ -648,7 +654,7 @@ class Graph:
         cout = r.randint(1, 3) * groups
         if a.shape[0] * cout * g["oh"] * g["ow"] > MAX_ELEMENTS:
             return None
-        f = self._source((g["kh"], g["kw"], c // groups, cout), a.dtype)
+        f = self._source((g["kh"], g["kw"], c // groups, cout), a.dtype, p_var=0.85)
         x = F.pad(g["x"], g["pads"]) if g["padding"] == "SAME" else g["x"]
         y = F.conv2d(x, f.t.permute(3, 2, 0, 1).contiguous(), stride=(g["sh"], g["sw"]),
                      dilation=(g["dh"], g["dw"]), groups=groups)
@@ -669,7 +675,7 @@ class Graph:
         mult = self.rng.randint(1, 2)
         if a.shape[0] * c * mult * g["oh"] * g["ow"] > MAX_ELEMENTS:
             return None
-        f = self._source((g["kh"], g["kw"], c, mult), a.dtype)
+        f = self._source((g["kh"], g["kw"], c, mult), a.dtype, p_var=0.85)
         weight = f.t.permute(2, 3, 0, 1).contiguous().reshape(c * mult, 1, g["kh"], g["kw"])
         x = F.pad(g["x"], g["pads"]) if g["padding"] == "SAME" else g["x"]
         y = F.conv2d(x, weight, stride=(g["sh"], g["sw"]), dilation=(g["dh"], g["dw"]),
@@ -814,6 +820,8 @@ class Graph:
             if a.exact and len(a.shape) == 4 and "MaxPool" in self.available \
                     and r.random() < 0.4:
                 name = "MaxPool"
+            elif self.dtype == "float32" and "Cast" in self.available and r.random() < 0.15:
+                name = "Cast"   # float32 graphs go through float64 and back
             else:
                 name = r.choices(names, weights)[0]
             n = self.apply(name, a)
