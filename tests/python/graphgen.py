@@ -179,9 +179,10 @@ def _spatial(fmt, a, b, fill=1):
 
 
 class Graph:
-    def __init__(self, seed, available=None, float32=None):
+    def __init__(self, seed, available=None, float32=None, attempt=0):
         self.seed = seed
-        self.rng = random.Random(seed)
+        self.attempt = attempt
+        self.rng = random.Random(seed if attempt == 0 else f"{seed}/{attempt}")
         self.available = set(OPS) if available is None else set(available) & set(OPS)
         self.dtype = ("float32" if self.rng.random() < 0.12 else "float64") \
             if float32 is None else ("float32" if float32 else "float64")
@@ -896,7 +897,9 @@ class Graph:
         self.loss = loss.ref
         self.loss_t = loss.t
         self.page = {"format": "blockflow.page", "version": 1, "name": f"grad_ref_{self.seed}",
-                     "description": f"graphgen seed {self.seed}", "blocks": self.blocks,
+                     "description": f"graphgen seed {self.seed}"
+                                    + (f" (draw {self.attempt})" if self.attempt else ""),
+                     "blocks": self.blocks,
                      "outputs": [loss.ref]}
         if self.f32_used:
             self.tags.add("float32")
@@ -916,5 +919,13 @@ class Graph:
 
 
 def generate(seed, available=None, float32=None):
-    """The graph of `seed` (always the same for the same seed and available blocks)."""
-    return Graph(seed, available, float32).build()
+    """The graph of `seed` (always the same for the same seed and available blocks), with its
+    reference gradients in .ref_grads. A graph where the loss does not depend on some Variable
+    after all (a gradient that is zero up to rounding, as for x / x or a softmax of values
+    that are equal along its axis) is drawn again: comparing rounding noise says nothing."""
+    for attempt in range(50):
+        g = Graph(seed, available, float32, attempt).build()
+        g.ref_grads = g.reference_gradients()
+        if all(float(np.max(np.abs(v))) > 1e-6 for v in g.ref_grads.values()):
+            return g
+    raise RuntimeError(f"seed {seed}: no graph with non-zero gradients in 50 attempts")
