@@ -121,13 +121,13 @@ REDUCE = {"Sum": torch.sum, "Mean": torch.mean, "Max": torch.amax, "Min": torch.
 
 # How often each op is tried (relative weights).
 WEIGHTS = dict({k: 1.0 for k in UNARY}, **{k: 1.4 for k in BINARY})
-WEIGHTS.update({"Identity": 0.4, "AddN": 1.0, "MatMul": 2.0, "BiasAdd": 2.0, "Reshape": 1.0,
-                "Transpose": 1.0, "Cast": 0.6, "ExpandDims": 0.8, "Squeeze": 0.8,
-                "BroadcastTo": 0.8, "Tile": 0.8, "Sum": 1.0, "Mean": 1.0, "Max": 1.2,
-                "Min": 1.0, "Conv2D": 3.5, "DepthwiseConv2dNative": 2.5, "MaxPool": 3.0,
-                "AvgPool": 2.5, "Softmax": 0.8, "LogSoftmax": 0.8, "L2Loss": 0.3,
-                "SoftmaxCrossEntropyWithLogits": 0.7,
-                "SparseSoftmaxCrossEntropyWithLogits": 0.7})
+WEIGHTS.update({"Identity": 0.4, "AddN": 1.0, "MatMul": 3.0, "BiasAdd": 2.0, "Reshape": 1.0,
+                "Transpose": 1.0, "Cast": 0.6, "ExpandDims": 1.0, "Squeeze": 1.0,
+                "BroadcastTo": 0.8, "Tile": 0.8, "Sum": 1.0, "Mean": 1.0, "Max": 1.0,
+                "Min": 0.8, "Conv2D": 7.0, "DepthwiseConv2dNative": 5.0, "MaxPool": 3.0,
+                "AvgPool": 4.0, "Softmax": 1.2, "LogSoftmax": 1.2, "L2Loss": 0.3,
+                "SoftmaxCrossEntropyWithLogits": 2.5,
+                "SparseSoftmaxCrossEntropyWithLogits": 2.0})
 IMAGE_OPS = ("Conv2D", "DepthwiseConv2dNative", "MaxPool", "AvgPool")
 
 
@@ -196,6 +196,8 @@ class Graph:
         self.ops = []             # types of the ops chosen, in order
         self.counter = 0
         self.f32_used = self.dtype == "float32"
+        self.labels_variable = False  # a cross entropy's labels: always from a Variable
+        self.prefer_variables = False  # operands: Variables while the budget allows
 
     # ---- blocks and values ------------------------------------------------------------------
     def _id(self, stem):
@@ -230,7 +232,8 @@ class Graph:
         """A new Variable (with probability p_var while the budget allows, or when `variable`
         says so) or Const."""
         if variable is None:
-            variable = len(self.variables) < self.max_vars and self.rng.random() < p_var
+            variable = len(self.variables) < self.max_vars and (
+                self.prefer_variables or self.rng.random() < p_var)
         value = self._rand_values(shape, kind, dtype)
         attrs = {"dtype": dtype, "shape": list(shape),
                  "value": [float(v) for v in value.reshape(-1)]}
@@ -247,6 +250,10 @@ class Graph:
             node = Node(bid, t, dtype, True, "const")
         self.all_nodes.append(node)
         return node
+
+    def variable(self, shape, kind="normal"):
+        """A new Variable of the graph's dtype (for the hand-written graphs)."""
+        return self._source(tuple(shape), self.dtype, kind, variable=True)
 
     def _int_const(self, values, scalar=False):
         dt = self.rng.choice(("int32", "int64"))
@@ -354,11 +361,13 @@ class Graph:
             return None
         return self._op(name, {OPS[name][0][0]: a}, t, a.dtype, exact and a.exact)
 
-    def op_binary(self, name, a):
+    def op_binary(self, name, a, b=None):
+        """a (op) b, or b (op) a; b: a value already in the graph (fan-out) or a new Variable
+        or Const of a shape that broadcasts with a's. With b given: exactly a (op) b."""
         fn, check, exact = BINARY[name]
         r = self.rng
-        b = None
-        if r.random() < 0.3:  # a value already in the graph: fan-out
+        given = b is not None
+        if not given and r.random() < 0.3:  # a value already in the graph: fan-out
             b = self._pick_existing(lambda n: n.dtype == a.dtype and (
                 (s := _bcast(a.shape, n.shape)) is not None and _n(s) <= MAX_ELEMENTS))
         tags = set()
@@ -369,9 +378,9 @@ class Graph:
                 return None
             b = self._source(shape, a.dtype, "denominator" if name in ("Div", "RealDiv")
                              else r.choice(("normal", "normal", "positive")))
-        else:
+        if b.uses or b is a:
             tags.add("fanout")
-        x, y = (a, b) if r.random() < 0.6 else (b, a)
+        x, y = (a, b) if given or r.random() < 0.6 else (b, a)
         if check is not None and not check(x.t.detach(), y.t.detach()):
             return None
         t = fn(x.t, y.t)
@@ -435,11 +444,11 @@ class Graph:
         return self._op("MatMul", {"a": a, "b": b}, t, a.dtype, False,
                         {"transpose_a": ta, "transpose_b": tb})
 
-    def op_BiasAdd(self, a):
+    def op_BiasAdd(self, a, fmt=None):
         rank = len(a.shape)
         if rank < 2:
             return None
-        fmt = self.rng.choice(("NHWC", "NCHW"))
+        fmt = self.rng.choice(("NHWC", "NCHW")) if fmt is None else fmt
         c = a.shape[1] if fmt == "NCHW" else a.shape[-1]
         b = self._pick_existing(lambda n: n.dtype == a.dtype and n.shape == (c,)) \
             if self.rng.random() < 0.2 else None
@@ -595,12 +604,15 @@ class Graph:
                                "reduction_indices": self._int_const(spec, scalar_form)},
                         t, a.dtype, exact, {"keep_dims": keep})
 
-    def _image_geometry(self, a, k_max=3, allow_dilation=True, equal_strides=False):
-        """Common choices of the windowed ops on a rank-4 value; None when nothing fits."""
+    def _image_geometry(self, a, k_max=3, allow_dilation=True, equal_strides=False,
+                        fixed=None):
+        """Common choices of the windowed ops on a rank-4 value (`fixed` overrides some:
+        fmt, k, s, d, padding); None when nothing fits."""
         if len(a.shape) != 4:
             return None
         r = self.rng
-        fmt = r.choice(("NHWC", "NCHW"))
+        fixed = fixed or {}
+        fmt = fixed.get("fmt") or r.choice(("NHWC", "NCHW"))
         x = _nchw(a.t, fmt)
         _, c, h, w = x.shape
         kh, kw = r.randint(1, min(k_max, h)), r.randint(1, min(k_max, w))
@@ -608,9 +620,13 @@ class Graph:
         if equal_strides:       # TF's depthwise: the same stride in rows and columns
             sw = sh
         dh = dw = 1
-        if allow_dilation and sh == sw == 1 and r.random() < 0.35:
+        if allow_dilation and sh == sw == 1 and r.random() < 0.5:
             dh, dw = r.choice((1, 2)), r.choice((1, 2))
         padding = r.choice(("SAME", "SAME", "VALID"))
+        kh, kw = fixed.get("k", (kh, kw))
+        sh, sw = fixed.get("s", (sh, sw))
+        dh, dw = fixed.get("d", (dh, dw))
+        padding = fixed.get("padding", padding)
         ekh, ekw = (kh - 1) * dh + 1, (kw - 1) * dw + 1
         if padding == "VALID":
             if ekh > h or ekw > w:
@@ -632,6 +648,8 @@ class Graph:
             pl, pr, pt, pb = g["pads"]
             if pl != pr or pt != pb:
                 self.tags.add(f"same_uneven_pad:{name}")
+            if (g["sh"] > 1 and g["h"] % 2) or (g["sw"] > 1 and g["w"] % 2):
+                self.tags.add(f"same_odd_size_strided:{name}")   # 5x5, 2x2 s2 and the like
         else:
             self.tags.add(f"valid:{name}")
         if g["sh"] > 1 or g["sw"] > 1:
@@ -643,16 +661,19 @@ class Graph:
         return {"strides": _spatial(g["fmt"], g["sh"], g["sw"]), "padding": g["padding"],
                 "data_format": g["fmt"], "dilations": _spatial(g["fmt"], g["dh"], g["dw"])}
 
-    def op_Conv2D(self, a):
-        g = self._image_geometry(a)
+    def op_Conv2D(self, a, fixed=None):
+        g = self._image_geometry(a, fixed=fixed)
         if g is None:
             return None
         r = self.rng
         c = g["c"]
         groups = 1
-        if c % 2 == 0 and r.random() < 0.3:
+        if c % 2 == 0 and r.random() < 0.5:
             groups = 2
         cout = r.randint(1, 3) * groups
+        if fixed:
+            groups = fixed.get("groups", groups)
+            cout = fixed.get("cout", cout)
         if a.shape[0] * cout * g["oh"] * g["ow"] > MAX_ELEMENTS:
             return None
         f = self._source((g["kh"], g["kw"], c // groups, cout), a.dtype, p_var=0.85)
@@ -668,12 +689,14 @@ class Graph:
         return self._op("Conv2D", {"input": a, "filter": f}, t, a.dtype, False,
                         self._conv_attrs(g))
 
-    def op_DepthwiseConv2dNative(self, a):
-        g = self._image_geometry(a, equal_strides=True)
+    def op_DepthwiseConv2dNative(self, a, fixed=None):
+        g = self._image_geometry(a, equal_strides=True, fixed=fixed)
         if g is None:
             return None
         c = g["c"]
         mult = self.rng.randint(1, 2)
+        if fixed:
+            mult = fixed.get("mult", mult)
         if a.shape[0] * c * mult * g["oh"] * g["ow"] > MAX_ELEMENTS:
             return None
         f = self._source((g["kh"], g["kw"], c, mult), a.dtype, p_var=0.85)
@@ -688,8 +711,8 @@ class Graph:
         return self._op("DepthwiseConv2dNative", {"input": a, "filter": f}, t, a.dtype, False,
                         self._conv_attrs(g))
 
-    def _pool(self, name, a):
-        g = self._image_geometry(a, allow_dilation=False)
+    def _pool(self, name, a, fixed=None):
+        g = self._image_geometry(a, allow_dilation=False, fixed=fixed)
         if g is None or (g["kh"] == 1 and g["kw"] == 1):
             return None
         k, s = (g["kh"], g["kw"]), (g["sh"], g["sw"])
@@ -702,7 +725,7 @@ class Graph:
                 return None
             y = F.max_pool2d(x, k, s)   # first maximum of a window (row-major) wins, as TF
             if ties:
-                self.tags.add("pool_ties")
+                self.tags |= {"pool_ties", f"pool_ties:{g['fmt']}"}
             exact = a.exact
         else:
             x = F.pad(g["x"], g["pads"])
@@ -733,7 +756,7 @@ class Graph:
             return None
         b, c = a.shape
         if "Softmax" in self.available and len(self.variables) < self.max_vars \
-                and self.rng.random() < 0.3:
+                and (self.labels_variable or self.rng.random() < 0.5):
             # labels that depend on a Variable: their gradient is checked too
             v = self._source((b, c), a.dtype, variable=True)
             labels = self._op("Softmax", {"logits": v}, torch.softmax(v.t, -1), a.dtype, False)
@@ -799,7 +822,7 @@ class Graph:
         if form == "image":
             n = r.choice((1, 1, 2))
             h, w = r.choice((3, 4, 5, 5, 6, 7)), r.choice((3, 4, 5, 5, 6, 7))
-            c = r.randint(1, 3)
+            c = r.randint(1, 4)
             shape = (n, c, h, w) if r.random() < 0.5 else (n, h, w, c)
         elif form == "matrix":
             shape = (r.randint(1, 5), r.randint(2, 6))
@@ -819,8 +842,11 @@ class Graph:
             tries += 1
             # a windowed max right on a quantised value is where ties happen
             if a.exact and len(a.shape) == 4 and "MaxPool" in self.available \
-                    and r.random() < 0.4:
+                    and r.random() < 0.25:
                 name = "MaxPool"
+            elif a.exact and a.t.numel() > 1 and r.random() < 0.06 \
+                    and self.available & {"Max", "Min"}:
+                name = r.choice(sorted(self.available & {"Max", "Min"}))
             elif self.dtype == "float32" and "Cast" in self.available and r.random() < 0.15:
                 name = "Cast"   # float32 graphs go through float64 and back
             else:
@@ -837,7 +863,7 @@ class Graph:
         self._finish()
         return self
 
-    def _scalar_head(self, node, main):
+    def _scalar_head(self, node, main, kind=None):
         """Blocks that make a scalar of `node` whose gradient is not all ones."""
         r = self.rng
         rank = len(node.shape)
@@ -852,7 +878,8 @@ class Graph:
                 kinds += [k for k in ("SoftmaxCrossEntropyWithLogits",
                                       "SparseSoftmaxCrossEntropyWithLogits")
                           if k in self.available]
-        kind = r.choice(kinds)
+        if kind is None:
+            kind = r.choice(kinds if len(kinds) < 4 else kinds + kinds[3:])   # xent: twice
         axes = list(range(rank))
         if kind == "l2":
             self.tags.add("loss:L2Loss")
@@ -916,6 +943,113 @@ class Graph:
         head = {k: v for k, v in self.page.items() if k != "blocks"}
         lines = ",\n  ".join(json.dumps(b, separators=(",", ":")) for b in self.blocks)
         return (json.dumps(head)[:-1] + ',\n "blocks": [\n  ' + lines + "\n ]}")
+
+
+def _image(fmt, n, h, w, c):
+    return (n, c, h, w) if fmt == "NCHW" else (n, h, w, c)
+
+
+def _d_bcast_suffix(g):           # [2,3,4] * [4]
+    g.op_binary("Mul", g.variable((2, 3, 4)), g.variable((4,)))
+
+
+def _d_bcast_both_ways(g):        # [2,1,4] + [3,1] -> [2,3,4], then [3,1] - [2,3,4]
+    x, y = g.variable((2, 1, 4)), g.variable((3, 1))
+    s = g.op_binary("Add", x, y)
+    g.op_binary("Sub", y, s)
+
+
+def _d_bcast_scalar(g):           # a scalar Variable scales a matrix, and divides it
+    x, k = g.variable((3, 4)), g.variable((), "positive")
+    g.op_binary("RealDiv", g.op_binary("Mul", k, x), k)
+
+
+def _d_fanout(g):                 # x * x + x: three uses of one Variable, gradients summed
+    x = g.variable((2, 3))
+    g.op_binary("AddV2", g.op_binary("Mul", x, x), x)
+
+
+def _d_maxpool_ties(fmt):         # 5x5, 2x2 stride 2 SAME on multiples of 1/4: tied maxima
+    def build(g):
+        x = g.variable(_image(fmt, 2, 5, 5, 3), "quant")
+        g._pool("MaxPool", x, dict(fmt=fmt, k=(2, 2), s=(2, 2), padding="SAME"))
+    return build
+
+
+def _d_maxpool_overlap_ties(g):   # 3x3 stride 1 windows overlap: one input is the first
+    x = g.variable((1, 2, 6, 5), "quant")   # maximum of several windows
+    g._pool("MaxPool", x, dict(fmt="NCHW", k=(3, 3), s=(1, 1), padding="VALID"))
+
+
+def _d_avgpool_same_odd(fmt):     # 5x5, 2x2 stride 2 SAME: edge windows average fewer taps
+    def build(g):
+        x = g.variable(_image(fmt, 1, 5, 5, 2))
+        g._pool("AvgPool", x, dict(fmt=fmt, k=(2, 2), s=(2, 2), padding="SAME"))
+    return build
+
+
+def _d_conv_same_odd(fmt):        # 3x3 stride 2 SAME on 5x5, filter and input Variables
+    def build(g):
+        x = g.variable(_image(fmt, 2, 5, 5, 3))
+        g.op_Conv2D(x, dict(fmt=fmt, k=(3, 3), s=(2, 2), d=(1, 1), padding="SAME", cout=2,
+                            groups=1))
+    return build
+
+
+def _d_conv_dilated(g):           # 3x3 dilation 2 VALID on 7x6, then SAME with dilations
+    x = g.variable(_image("NHWC", 1, 7, 6, 2))
+    y = g.op_Conv2D(x, dict(fmt="NHWC", k=(3, 3), s=(1, 1), d=(2, 2), padding="VALID",
+                            cout=2, groups=1))
+    g.op_Conv2D(y, dict(fmt="NHWC", k=(2, 3), s=(1, 1), d=(2, 1), padding="SAME", cout=1,
+                        groups=1))
+
+
+def _d_depthwise_same_odd(fmt):   # 3x3 stride 2 SAME on 5x5, channel multiplier 2
+    def build(g):
+        x = g.variable(_image(fmt, 1, 5, 5, 2))
+        g.op_DepthwiseConv2dNative(x, dict(fmt=fmt, k=(3, 3), s=(2, 2), d=(1, 1),
+                                           padding="SAME", mult=2))
+    return build
+
+
+def _d_bias_nchw(g):              # NCHW bias on dim 1 of a rank-4 value
+    g.op_BiasAdd(g.variable((2, 3, 2, 2)), "NCHW")
+
+
+def _d_xent_labels(g):            # softmax cross entropy; the labels a softmax of a Variable
+    g.labels_variable = True
+    x = g.variable((3, 4))
+    g._scalar_head(x, True, "SoftmaxCrossEntropyWithLogits")
+
+
+# Graphs written out by hand: the cases the issue names, present whatever the seeds draw.
+DIRECTED = {
+    "bcast_suffix": _d_bcast_suffix, "bcast_both_ways": _d_bcast_both_ways,
+    "bcast_scalar": _d_bcast_scalar, "fanout": _d_fanout,
+    "maxpool_ties_NHWC": _d_maxpool_ties("NHWC"), "maxpool_ties_NCHW": _d_maxpool_ties("NCHW"),
+    "maxpool_overlap_ties": _d_maxpool_overlap_ties,
+    "avgpool_same_odd_NHWC": _d_avgpool_same_odd("NHWC"),
+    "avgpool_same_odd_NCHW": _d_avgpool_same_odd("NCHW"),
+    "conv_same_odd_NHWC": _d_conv_same_odd("NHWC"), "conv_same_odd_NCHW": _d_conv_same_odd("NCHW"),
+    "conv_dilated": _d_conv_dilated,
+    "depthwise_same_odd_NHWC": _d_depthwise_same_odd("NHWC"),
+    "depthwise_same_odd_NCHW": _d_depthwise_same_odd("NCHW"),
+    "bias_nchw": _d_bias_nchw, "xent_labels": _d_xent_labels,
+}
+
+
+def generate_directed(name, available=None):
+    """The hand-written graph `name` of DIRECTED, with .ref_grads; its loss is made as the
+    random graphs' is (a weighted sum, mean, L2Loss or cross entropy)."""
+    g = Graph(name, available, float32=False)
+    g.max_vars = 3
+    g.prefer_variables = True
+    DIRECTED[name](g)
+    if not g.ops or any(n is None for n in g.all_nodes):
+        raise RuntimeError(f"directed graph {name}: an op did not fit")
+    g._finish()
+    g.ref_grads = g.reference_gradients()
+    return g
 
 
 def generate(seed, available=None, float32=None):
