@@ -418,7 +418,8 @@ bf_status bf_cw_binary_run(const bf_node *node, const bf_tensor *const *in,
               .z = z->data, .es = bf_dtype_size(x->dtype), .zs = bf_dtype_size(z->dtype),
               .fail = -1};
     BF_ASSERT(loop_of(j.impl, j.dt, BF_CW_VV) != NULL);
-    bool parallel = !is_int(j.dt) && z->numel > PARALLEL_MIN && ex && ex->n_threads > 1;
+    int64_t min = is_half(j.dt) ? PARALLEL_MIN / 4 : PARALLEL_MIN;
+    bool parallel = !is_int(j.dt) && z->numel > min && ex && ex->n_threads > 1;
     if (!parallel) {
         j.rows_per_task = p.rows;
         task2(&j, 0, 0);
@@ -477,9 +478,11 @@ bf_status bf_cw_unary_run(const bf_node *node, const bf_tensor *const *in, bf_te
           : x->dtype == BF_DTYPE_I64 ? impl->i64 : impl->f32;
     BF_ASSERT(j.f != NULL);
     if (j.n == 0) return BF_OK;
-    if (!is_int(j.dt) && j.n > PARALLEL_MIN && ex && ex->n_threads > 1) {
-        j.per_task = CHUNK;
-        bf_parallel_for(ex, (j.n + CHUNK - 1) / CHUNK, task1, &j);
+    bool costly = impl->heavy || is_half(j.dt);
+    if (!is_int(j.dt) && j.n > (costly ? PARALLEL_MIN / 8 : PARALLEL_MIN) && ex &&
+        ex->n_threads > 1) {
+        j.per_task = costly ? CHUNK / 4 : CHUNK;
+        bf_parallel_for(ex, (j.n + j.per_task - 1) / j.per_task, task1, &j);
     } else {
         j.per_task = j.n;
         task1(&j, 0, 0);
