@@ -224,8 +224,8 @@ static void make_plan(const bf_tensor *x, const bf_tensor *y, const bf_tensor *z
     p->piece = CHUNK;
     /* (kinds[k - 2] differs from last, or they would have merged; neither is 0, which would
      * be a dim of 1 in both, dropped) */
-    bool repeat = last == 3, stretch = last != 3 && kinds[k - 2] == 3;
-    if (k >= 2 && p->inner < SHORT_RUN && (repeat || stretch)) {
+    bool repeat = k >= 2 && last == 3, stretch = k >= 2 && last != 3 && kinds[k - 2] == 3;
+    if (p->inner < SHORT_RUN && (repeat || stretch)) {
         if (repeat) p->layout = kinds[k - 2] == 1 ? L_VP : L_PV;
         else p->layout = last == 1 ? L_VE : L_EV;
         p->period = p->inner;
