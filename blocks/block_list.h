@@ -79,6 +79,15 @@ BF_BLOCK(ones_like)
 BF_BLOCK(one_hot)
 
 /* pooling and losses (blocks/nn_ops/) */
+BF_BLOCK(max_pool)
+BF_BLOCK(max_pool_grad)
+BF_BLOCK(avg_pool)
+BF_BLOCK(avg_pool_grad)
+BF_BLOCK(softmax)
+BF_BLOCK(log_softmax)
+BF_BLOCK(softmax_cross_entropy_with_logits)
+BF_BLOCK(sparse_softmax_cross_entropy_with_logits)
+BF_BLOCK(l2_loss)
 
 /* state: Variables and their updates (blocks/state_ops/) */
 BF_BLOCK(variable)
