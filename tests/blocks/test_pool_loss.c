@@ -1332,7 +1332,7 @@ START_TEST(validation_when_fed) {
 END_TEST
 
 /* Empty tensors: empty batches, channels or classes give empty outputs (and zero losses for
- * no classes), never a crash. */
+ * no classes), never a crash; windows over padding alone give MaxPool's lowest value. */
 START_TEST(empty_tensors) {
     bf_context *ctx = new_ctx(2);
     bf_session *s = open_page(
@@ -1355,7 +1355,11 @@ START_TEST(empty_tensors) {
         "{\"id\":\"sx\",\"type\":\"SparseSoftmaxCrossEntropyWithLogits\",\"inputs\":{"
         "\"features\":\"fb\",\"labels\":\"lb\"}},"
         "{\"id\":\"sm\",\"type\":\"Softmax\",\"inputs\":{\"logits\":\"f\"}},"
-        "{\"id\":\"l2\",\"type\":\"L2Loss\",\"inputs\":{\"t\":\"x\"}}");
+        "{\"id\":\"l2\",\"type\":\"L2Loss\",\"inputs\":{\"t\":\"x\"}},"
+        "{\"id\":\"h0\",\"type\":\"Const\",\"attrs\":{\"shape\":[1,0,3,2],\"value\":1}},"
+        "{\"id\":\"pad\",\"type\":\"MaxPool\",\"attrs\":{\"ksize\":[1,2,2,1],"
+        "\"strides\":[1,1,1,1],\"padding\":\"EXPLICIT\",\"explicit_paddings\":[0,0,1,1,0,0,0,0]},"
+        "\"inputs\":{\"input\":\"h0\"}}");
     const int64_t d_mp[4] = {0, 2, 2, 3}, d_ap[4] = {1, 2, 2, 0}, d_x[4] = {0, 4, 4, 3};
     const int64_t d_c0[4] = {1, 4, 4, 0}, d3[1] = {3}, d0[1] = {0};
     expect_dims(run_ok(s, "mp", NULL), 4, d_mp, "MaxPool");
@@ -1369,6 +1373,13 @@ START_TEST(empty_tensors) {
     expect_dims(run_ok(s, "sx", "loss"), 1, d0, "sparse loss");
     run_ok(s, "sm", NULL);
     expect_close(run_ok(s, "l2", NULL), zeros, 1, 0, 0, "L2Loss");
+    /* windows of padding alone (EXPLICIT pads around an empty H): TF's lowest float32 */
+    const int64_t d_pad[4] = {1, 1, 2, 2};
+    const double lowest[4] = {-3.4028234663852886e38, -3.4028234663852886e38,
+                              -3.4028234663852886e38, -3.4028234663852886e38};
+    t = run_ok(s, "pad", NULL);
+    expect_dims(t, 4, d_pad, "MaxPool of padding");
+    expect_close(t, lowest, 4, 0, 0, "MaxPool of padding");
     bf_session_free(s);
     bf_context_free(ctx);
 }
