@@ -1,6 +1,7 @@
 /*
  * cuda.c - the CUDA device (STYLE R11): probing the GPUs, device memory, copies, and the
- * per-session state (a stream, a cuDNN handle and the algorithm cache, see cuda_ctx.h).
+ * per-session state (a stream, a cuDNN handle, a cuBLAS handle made on first use and the
+ * algorithm cache, see cuda_ctx.h).
  *
  * The library links the CUDA runtime and cuDNN but never assumes a GPU: on a machine with the
  * toolkit and no driver or no device, cudaGetDeviceCount fails (cudaErrorNoDevice,
@@ -91,6 +92,7 @@ static void cuda_session_free(bf_device *dev, void *stream, void *device_ctx) {
     if (stream) (void)cudaStreamSynchronize((cudaStream_t)stream);
     if (c) {
         if (c->cudnn) (void)cudnnDestroy(c->cudnn);
+        if (c->cublas) (void)cublasDestroy(c->cublas);
         pthread_mutex_destroy(&c->lock);
         bf_free(c->cache);
         bf_free(c);
@@ -141,6 +143,23 @@ static bf_status cuda_session_init(bf_device *dev, const bf_config *cfg, void **
     *stream = c->stream;
     *device_ctx = c;
     return BF_OK;
+}
+
+cublasStatus_t bf_cuda_ctx_cublas(bf_cuda_ctx *c, cublasHandle_t *out) {
+    *out = NULL;
+    if (!c->cublas) {
+        cublasHandle_t h = NULL;
+        cublasStatus_t s = cublasCreate(&h);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetStream(h, c->stream);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            if (h) (void)cublasDestroy(h);
+            return s;
+        }
+        c->cublas = h;
+    }
+    *out = c->cublas;
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 static const bf_device_ops cuda_ops = {
