@@ -22,8 +22,15 @@
  * widened to float32 in the workspace, multiplied there and rounded once, as TF's CPU kernel
  * does. int32 and int64 are exact: accumulated in int64, and a product or sum that overflows
  * the dtype is an error (TF wraps around silently).
+ *
+ * On the GPU (cuda/matmul_cuda.cu): cuBLAS, float32 (Sgemm) and float64 (Dgemm) in pedantic
+ * math (no TF32), float16 and bfloat16 (GemmEx) with float accumulation and one rounding, the
+ * transposes folded into the call. int32 and int64 stay on the CPU (exact, overflow-checked),
+ * and so do dimensions of 2^31 or more (cuBLAS's int sizes); the run report says why.
  */
 #include "array_util.h"
+#include "device.h"
+#include "matmul_cuda.h"
 #include "half.h"
 #include "nn_ops/conv_kernels.h"
 
@@ -284,6 +291,37 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
     return BF_OK;
 }
 
+/* ---- the GPU (cuBLAS, matmul_cuda.h) ------------------------------------------------------ */
+
+static const char *gpu_unsupported(const bf_node *node, const bf_port_info *in) {
+    (void)node;
+    bf_dtype dt = in[0].dtype ? in[0].dtype : in[1].dtype;
+    if (dt == BF_DTYPE_I32 || dt == BF_DTYPE_I64)
+        return "integer MatMul on the CPU (exact, overflow-checked)";
+    if (dt != BF_DTYPE_F32 && dt != BF_DTYPE_F64 && dt != BF_DTYPE_F16 && dt != BF_DTYPE_BF16)
+        return "dtype not known before running";
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < in[k].rank && i < 2; i++)
+            if (in[k].dims[i] > INT_MAX) return "a dimension of 2^31 or more (cuBLAS takes int)";
+    return NULL;
+}
+
+static bf_status run_cuda(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
+                          const bf_exec *ex, bf_error *err) {
+    bool ta = node->attrs[A_TA].b, tb = node->attrs[A_TB].b;
+    const bf_tensor *a = in[0], *b = in[1];
+    bf_tensor *c = out[0];
+    int64_t m = a->dims[ta ? 1 : 0], k = a->dims[ta ? 0 : 1], n = b->dims[tb ? 0 : 1];
+    if (c->numel == 0) return BF_OK;
+    if (k == 0) { /* an empty sum: zeros */
+        bf_device *dev = ex->device;
+        bf_status st = dev->ops->memset0(dev, c->data, c->nbytes, ex->stream, err);
+        if (st == BF_OK && ex->note) snprintf(ex->note, ex->note_size, "empty sum: zeros");
+        return st;
+    }
+    return bf_matmul_cuda(m, n, k, ta, tb, c->dtype, a->data, b->data, c->data, ex, err);
+}
+
 /* ---- gradient (math_grad.py _MatMulGrad) ------------------------------------------------ */
 
 /* MatMul(x, y) with TF's transposes, named `name`. */
@@ -324,7 +362,8 @@ const bf_block_desc bf_block_mat_mul = {
     .doc = "TensorFlow's MatMul: the matrix product of two rank-2 tensors of one dtype, either "
            "transposed first. float16 and bfloat16 are multiplied in float32 and rounded once; "
            "int32 and int64 are exact (overflow is an error). float32/float64 run on the "
-           "packed, threaded GEMM of the convolutions.",
+           "packed, threaded GEMM of the convolutions; on a GPU every float dtype runs on "
+           "cuBLAS.",
     .inputs = inputs,
     .n_inputs = BF_COUNT(inputs),
     .outputs = outputs,
@@ -334,5 +373,7 @@ const bf_block_desc bf_block_mat_mul = {
     .infer = infer,
     .workspace_cpu = workspace_cpu,
     .run_cpu = run_cpu,
+    .gpu_unsupported = gpu_unsupported,
+    .run_cuda = run_cuda,
     .gradient = gradient,
 };
