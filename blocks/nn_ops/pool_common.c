@@ -12,6 +12,10 @@
  * float16 and bfloat16 are converted to float32 once into the workspace, pooled in float32
  * and rounded once into the output (TF's CPU kernels compute in the half type itself: a sum
  * of a window of halves may differ from TF's by the roundings TF does and this does not).
+ *
+ * On a GPU every float dtype and geometry runs there (cuda/pool_cuda.cu): cuDNN where it
+ * computes what the CPU kernels compute, our own kernels elsewhere; the integer MaxPool stays
+ * on the CPU.
  */
 #include "pool_common.h"
 
@@ -536,21 +540,29 @@ bf_status bf_pool_desc_infer(const bf_node *node, const bf_port_info *in, bf_por
     return bf_pool_infer(node, spec_of(node), in, out, NULL, NULL, err);
 }
 
-bf_status bf_pool_desc_run_cpu(const bf_node *node, const bf_tensor *const *in,
-                               bf_tensor *const *out, const bf_exec *ex, bf_error *err) {
-    const bf_pool_spec *spec = spec_of(node);
+/* The geometry of a run, from its tensors (host shape vectors are host tensors). */
+static bf_status run_geom(const bf_node *node, const bf_pool_spec *spec,
+                          const bf_tensor *const *in, bf_pool_geom *g, bf_error *err) {
     bf_port_info info[3], oinfo;
     for (int k = 0; k < node->desc->n_inputs; k++) {
         bf_port_set(&info[k], in[k]->dtype, in[k]->rank, in[k]->dims);
         info[k].value = in[k]->device ? NULL : in[k];
     }
-    bf_pool_geom g;
     int complete = 0;
-    bf_status st = bf_pool_infer(node, spec, info, &oinfo, &g, &complete, err);
+    bf_status st = bf_pool_infer(node, spec, info, &oinfo, g, &complete, err);
     if (st) return st;
     if (!complete)
         return bf_err(err, BF_EINTERNAL, "internal", "%s: geometry not known at run time",
                       spec->label);
+    return BF_OK;
+}
+
+bf_status bf_pool_desc_run_cpu(const bf_node *node, const bf_tensor *const *in,
+                               bf_tensor *const *out, const bf_exec *ex, bf_error *err) {
+    const bf_pool_spec *spec = spec_of(node);
+    bf_pool_geom g;
+    bf_status st = run_geom(node, spec, in, &g, err);
+    if (st) return st;
     bf_tensor *o = out[0];
     if (o->numel == 0) return BF_OK;
     operands p = operands_of(spec->op, in);
@@ -593,4 +605,34 @@ bf_status bf_pool_desc_run_cpu(const bf_node *node, const bf_tensor *const *in,
     }
     if (bf_exec_cancelled(ex)) return bf_err(err, BF_ECANCELED, "canceled", "run was cancelled");
     return BF_OK;
+}
+
+/* ---- the GPU glue (pool_geom.h: bf_pool_cuda) --------------------------------------------- */
+
+/* Every float dtype runs on the GPU, whatever the geometry (our own kernels take what cuDNN
+ * would compute differently); only MaxPool's integers stay on the CPU. */
+const char *bf_pool_desc_gpu_unsupported(const bf_node *node, const bf_port_info *in) {
+    const bf_pool_spec *spec = spec_of(node);
+    switch (in[spec->op == BF_POOL_AVG_GRAD ? 1 : 0].dtype) {
+    case BF_DTYPE_F32:
+    case BF_DTYPE_F64:
+    case BF_DTYPE_F16:
+    case BF_DTYPE_BF16: return NULL;
+    case BF_DTYPE_I32:
+    case BF_DTYPE_I64: return "integer MaxPool on the CPU";
+    default: return "dtype not known before running";
+    }
+}
+
+bf_status bf_pool_desc_run_cuda(const bf_node *node, const bf_tensor *const *in,
+                                bf_tensor *const *out, const bf_exec *ex, bf_error *err) {
+    const bf_pool_spec *spec = spec_of(node);
+    bf_pool_geom g;
+    bf_status st = run_geom(node, spec, in, &g, err);
+    if (st) return st;
+    bf_tensor *o = out[0];
+    if (o->numel == 0) return BF_OK;
+    operands p = operands_of(spec->op, in);
+    return bf_pool_cuda(spec->op, &g, o->dtype, p.a->data, p.b ? p.b->data : NULL, o->data,
+                        lowest_of(o->dtype), ex, err);
 }

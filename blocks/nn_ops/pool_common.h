@@ -17,13 +17,7 @@
 #define BF_POOL_COMMON_H
 
 #include "block.h"
-
-typedef enum bf_pool_op {
-    BF_POOL_MAX = 0,   /* MaxPool:     input -> output                              */
-    BF_POOL_MAX_GRAD,  /* MaxPoolGrad: orig_input, orig_output, grad -> output      */
-    BF_POOL_AVG,       /* AvgPool:     value -> output                              */
-    BF_POOL_AVG_GRAD,  /* AvgPoolGrad: orig_input_shape (host int32), grad -> output */
-} bf_pool_op;
+#include "pool_geom.h"
 
 /* Which block is asking (a descriptor's impl). */
 typedef struct bf_pool_spec {
@@ -53,21 +47,6 @@ typedef enum bf_pool_padding {
     BF_POOL_PADDING_EXPLICIT
 } bf_pool_padding;
 
-/*
- * The geometry the kernels run, in logical NHWC whatever the layout. Over non-empty data
- * every window holds at least one real element (SAME's pads are below the window size, and
- * EXPLICIT pads are checked to be so), so an average never divides by zero. Only EXPLICIT
- * pads around an empty H or W make windows of padding alone: MaxPool gives them the dtype's
- * lowest value (as TF) and MaxPoolGrad skips them.
- */
-typedef struct bf_pool_geom {
-    int64_t n, h, w, c;       /* input (and input gradient) */
-    int64_t oh, ow, oc;       /* output (and output gradient); oc = c / kd */
-    int64_t kh, kw, kd;       /* window; kd > 1: MaxPool over depth (NHWC, kh = kw = 1) */
-    int64_t sh, sw;           /* strides */
-    int64_t pt, pb, pl, pr;   /* pads: top, bottom, left, right (SAME: odd pixel after) */
-    int nchw;                 /* the tensors' layout: 1 = [N, C, H, W], 0 = [N, H, W, C] */
-} bf_pool_geom;
 
 /*
  * The whole inference of one block: attributes (checked in the op's own constructor order
@@ -112,9 +91,14 @@ size_t bf_pool_desc_workspace_cpu(const bf_node *node, const bf_port_info *in,
                                   const bf_port_info *out, const bf_exec *ex);
 bf_status bf_pool_desc_run_cpu(const bf_node *node, const bf_tensor *const *in,
                                bf_tensor *const *out, const bf_exec *ex, bf_error *err);
+/* The GPU (bf_pool_cuda): every float dtype and geometry; integers stay on the CPU. */
+const char *bf_pool_desc_gpu_unsupported(const bf_node *node, const bf_port_info *in);
+bf_status bf_pool_desc_run_cuda(const bf_node *node, const bf_tensor *const *in,
+                                bf_tensor *const *out, const bf_exec *ex, bf_error *err);
 
 #define BF_POOL_BLOCK_FUNCTIONS                                                               \
     .infer = bf_pool_desc_infer, .workspace_cpu = bf_pool_desc_workspace_cpu,                 \
-    .run_cpu = bf_pool_desc_run_cpu
+    .run_cpu = bf_pool_desc_run_cpu, .gpu_unsupported = bf_pool_desc_gpu_unsupported,         \
+    .run_cuda = bf_pool_desc_run_cuda
 
 #endif /* BF_POOL_COMMON_H */
