@@ -6,6 +6,7 @@
  * relu.c - the rectifier. nan stays nan. TensorFlow registers every real dtype; integers
  * are exact here too (no result can overflow).
  */
+#include "act_gpu.h"
 #include "cwise.h"
 
 static inline int iop(int64_t a, int64_t *out) {
@@ -27,6 +28,9 @@ static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
     return bf_cw_grad_by_block(g, "ReluGrad", "features", "gradients");
 }
 
+/* On a GPU: our own elementwise kernel (act_gpu.h). */
+BF_ACT_GPU_HOOKS(BF_ACT_RELU)
+
 const bf_block_desc bf_block_relu = {
     .type = "Relu",
     .category = "math",
@@ -35,4 +39,6 @@ const bf_block_desc bf_block_relu = {
     BF_CW_UNARY_FIELDS(inputs, outputs),
     .impl = &impl,
     .gradient = gradient,
+    .gpu_unsupported = act_gpu_unsupported,
+    .run_cuda = act_run_cuda,
 };

@@ -9,6 +9,7 @@
  * places. In the loop, x is gradients and y is features.
  * No gradient of its own (TensorFlow has one; second derivatives are not offered here).
  */
+#include "act_gpu.h"
 #include "cwise.h"
 
 /* (y == y) changes nothing (nan > 0 is false) but lets gcc keep the mask arithmetic, which
@@ -24,6 +25,9 @@ static const bf_port_desc inputs[] = {
 static const bf_port_desc outputs[] = {
     {"backprops", BF_DT_FLOATS, 0, "the gradient of Relu's input"}};
 
+/* On a GPU: our own elementwise kernel (act_gpu.h). */
+BF_ACT_GPU_HOOKS(BF_ACT_RELU_GRAD)
+
 const bf_block_desc bf_block_relu_grad = {
     .type = "ReluGrad",
     .category = "math",
@@ -31,4 +35,6 @@ const bf_block_desc bf_block_relu_grad = {
     .doc = "Relu's gradient: gradients * (features > 0). Same shapes. Float dtypes.",
     BF_CW_SAME_FIELDS(inputs, outputs),
     .impl = &impl,
+    .gpu_unsupported = act_gpu_unsupported,
+    .run_cuda = act_run_cuda,
 };

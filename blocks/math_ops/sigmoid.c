@@ -6,6 +6,7 @@
  * sigmoid.c - the logistic function, 1 / (1 + e^-x): 0 and 1 in the limits (e^-x
  * overflowing to inf gives 0), a few ulp from the exact value elsewhere.
  */
+#include "act_gpu.h"
 #include "cwise.h"
 
 #include <tgmath.h>
@@ -20,6 +21,9 @@ static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
     return bf_cw_grad_by_block(g, "SigmoidGrad", "y", "dy");
 }
 
+/* On a GPU: our own elementwise kernel (act_gpu.h). */
+BF_ACT_GPU_HOOKS(BF_ACT_SIGMOID)
+
 const bf_block_desc bf_block_sigmoid = {
     .type = "Sigmoid",
     .category = "math",
@@ -28,4 +32,6 @@ const bf_block_desc bf_block_sigmoid = {
     BF_CW_UNARY_FIELDS(bf_cw_x_floats, bf_cw_y_floats),
     .impl = &impl,
     .gradient = gradient,
+    .gpu_unsupported = act_gpu_unsupported,
+    .run_cuda = act_run_cuda,
 };

@@ -7,11 +7,15 @@
  * scalar_sigmoid_gradient_op: dy * y * (1 - y). In the loop, x is y and y is dy.
  * No gradient of its own (TensorFlow has one; second derivatives are not offered here).
  */
+#include "act_gpu.h"
 #include "cwise.h"
 
 BF_CW_FLOAT2(sigmoid_grad, y * x * ((T)1 - x))
 
 static const bf_binary_impl impl = {BF_CW_FLOATS2(sigmoid_grad)};
+
+/* On a GPU: our own elementwise kernel (act_gpu.h). */
+BF_ACT_GPU_HOOKS(BF_ACT_SIGMOID_GRAD)
 
 const bf_block_desc bf_block_sigmoid_grad = {
     .type = "SigmoidGrad",
@@ -20,4 +24,6 @@ const bf_block_desc bf_block_sigmoid_grad = {
     .doc = "Sigmoid's gradient from its output: dy * y * (1 - y). Same shapes. Float dtypes.",
     BF_CW_SAME_FIELDS(bf_cw_grad_inputs, bf_cw_z_floats),
     .impl = &impl,
+    .gpu_unsupported = act_gpu_unsupported,
+    .run_cuda = act_run_cuda,
 };

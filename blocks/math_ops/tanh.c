@@ -5,6 +5,7 @@
  *
  * tanh.c - elementwise hyperbolic tangent.
  */
+#include "act_gpu.h"
 #include "cwise.h"
 
 #include <tgmath.h>
@@ -19,6 +20,9 @@ static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
     return bf_cw_grad_by_block(g, "TanhGrad", "y", "dy");
 }
 
+/* On a GPU: our own elementwise kernel (act_gpu.h). */
+BF_ACT_GPU_HOOKS(BF_ACT_TANH)
+
 const bf_block_desc bf_block_tanh = {
     .type = "Tanh",
     .category = "math",
@@ -27,4 +31,6 @@ const bf_block_desc bf_block_tanh = {
     BF_CW_UNARY_FIELDS(bf_cw_x_floats, bf_cw_y_floats),
     .impl = &impl,
     .gradient = gradient,
+    .gpu_unsupported = act_gpu_unsupported,
+    .run_cuda = act_run_cuda,
 };
