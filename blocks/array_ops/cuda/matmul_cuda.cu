@@ -29,6 +29,22 @@ static bf_status cublas_fail(bf_error *err, cublasStatus_t s, const char *what) 
     return bf_err(err, BF_EDEVICE, "cublas", "%s: %s", what, cublasGetStatusString(s));
 }
 
+/* The arguments of the column-major cuBLAS call that computes the row-major product: first
+ * operand b, second operand a (tests/cuda/test_pool_cuda_emu.cu checks them on the host). */
+struct gemm_args {
+    cublasOperation_t op1, op2; /* of the first (b) and the second (a) operand */
+    int m, n, k;                /* of the column-major product C^T [N, M] */
+    int ld1, ld2, ldc;
+};
+
+static gemm_args row_major_gemm(int M, int N, int K, bool ta, bool tb) {
+    gemm_args g;
+    g.op1 = tb ? CUBLAS_OP_T : CUBLAS_OP_N, g.ld1 = tb ? K : N;
+    g.op2 = ta ? CUBLAS_OP_T : CUBLAS_OP_N, g.ld2 = ta ? M : K;
+    g.m = N, g.n = M, g.k = K, g.ldc = N;
+    return g;
+}
+
 extern "C" bf_status bf_matmul_cuda(int64_t m, int64_t n, int64_t k, bool ta, bool tb,
                                     bf_dtype dt, const void *a, const void *b, void *c,
                                     const bf_exec *ex, bf_error *err) {
@@ -48,10 +64,7 @@ extern "C" bf_status bf_matmul_cuda(int64_t m, int64_t n, int64_t k, bool ta, bo
         return bf_err(err, BF_EDEVICE, "cuda", "cudaSetDevice: %s", cudaGetErrorString(ce));
     cudaStream_t stream = ex->stream ? (cudaStream_t)ex->stream : ctx->stream;
 
-    const int M = (int)m, N = (int)n, K = (int)k;
-    const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const int ld_b = tb ? K : N, ld_a = ta ? M : K, ld_c = N;
+    const gemm_args g = row_major_gemm((int)m, (int)n, (int)k, ta, tb);
 
     bf_status rc = BF_OK;
     const char *what = "cublasCreate";
@@ -67,19 +80,19 @@ extern "C" bf_status bf_matmul_cuda(int64_t m, int64_t n, int64_t k, bool ta, bo
         if (dt == BF_DTYPE_F32) {
             const float one = 1.0f, zero = 0.0f;
             what = name = "cublasSgemm";
-            s = cublasSgemm(h, op_b, op_a, N, M, K, &one, (const float *)b, ld_b,
-                            (const float *)a, ld_a, &zero, (float *)c, ld_c);
+            s = cublasSgemm(h, g.op1, g.op2, g.m, g.n, g.k, &one, (const float *)b, g.ld1,
+                            (const float *)a, g.ld2, &zero, (float *)c, g.ldc);
         } else if (dt == BF_DTYPE_F64) {
             const double one = 1.0, zero = 0.0;
             what = name = "cublasDgemm";
-            s = cublasDgemm(h, op_b, op_a, N, M, K, &one, (const double *)b, ld_b,
-                            (const double *)a, ld_a, &zero, (double *)c, ld_c);
+            s = cublasDgemm(h, g.op1, g.op2, g.m, g.n, g.k, &one, (const double *)b, g.ld1,
+                            (const double *)a, g.ld2, &zero, (double *)c, g.ldc);
         } else {
             const float one = 1.0f, zero = 0.0f;
             const cudaDataType_t t = dt == BF_DTYPE_F16 ? CUDA_R_16F : CUDA_R_16BF;
             what = name = "cublasGemmEx";
-            s = cublasGemmEx(h, op_b, op_a, N, M, K, &one, b, t, ld_b, a, t, ld_a, &zero, c, t,
-                             ld_c, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+            s = cublasGemmEx(h, g.op1, g.op2, g.m, g.n, g.k, &one, b, t, g.ld1, a, t, g.ld2, &zero,
+                             c, t, g.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         }
     }
     pthread_mutex_unlock(&ctx->lock);

@@ -46,6 +46,10 @@
 
 /* ---- our kernels ------------------------------------------------------------------------ */
 
+/* The per-element functions are __host__ __device__, so that tests/cuda/test_pool_cuda_emu.cu
+ * runs them on the host, for every element, against the CPU kernels. */
+#define HD __host__ __device__ __forceinline__
+
 typedef long long i64;
 
 struct pgeo {
@@ -61,14 +65,20 @@ static pgeo pgeo_from(const bf_pool_geom *g) {
     return p;
 }
 
+/* Elements each op's kernel runs over: the output's (forward) or the input's (gradients). */
+static i64 pool_total(bf_pool_op op, const pgeo &g) {
+    if (op == BF_POOL_MAX || op == BF_POOL_AVG)
+        return g.kd > 1 ? g.n * g.h * g.w * g.oc : g.n * g.oh * g.ow * g.c;
+    return g.n * g.h * g.w * g.c;
+}
+
 /* Element offset of (n, y, x, ch) in a tensor of spatial size H x W and C channels. */
-__device__ __forceinline__ i64 at(int nchw, i64 n, i64 y, i64 x, i64 ch, i64 H, i64 W, i64 C) {
+HD i64 at(int nchw, i64 n, i64 y, i64 x, i64 ch, i64 H, i64 W, i64 C) {
     return nchw ? ((n * C + ch) * H + y) * W + x : ((n * H + y) * W + x) * C + ch;
 }
 
 /* (n, y, x, ch) of flat offset i in such a tensor. */
-__device__ __forceinline__ void coords(int nchw, i64 i, i64 H, i64 W, i64 C, i64 *n, i64 *y,
-                                       i64 *x, i64 *ch) {
+HD void coords(int nchw, i64 i, i64 H, i64 W, i64 C, i64 *n, i64 *y, i64 *x, i64 *ch) {
     if (nchw) {
         *x = i % W, i /= W;
         *y = i % H, i /= H;
@@ -81,15 +91,14 @@ __device__ __forceinline__ void coords(int nchw, i64 i, i64 H, i64 W, i64 C, i64
 }
 
 /* The real taps [lo, hi) of the window starting at `start` (pk_clip). */
-__device__ __forceinline__ void clip(i64 start, i64 k, i64 n, i64 *lo, i64 *hi) {
+HD void clip(i64 start, i64 k, i64 n, i64 *lo, i64 *hi) {
     *lo = start < 0 ? 0 : start;
     *hi = start + k < n ? start + k : n;
     if (*hi < *lo) *hi = *lo;
 }
 
 /* The windows (one dimension) holding position p: [*lo, *hi], empty when *lo > *hi. */
-__device__ __forceinline__ void windows_of(i64 p, i64 pad, i64 k, i64 s, i64 out, i64 *lo,
-                                           i64 *hi) {
+HD void windows_of(i64 p, i64 pad, i64 k, i64 s, i64 out, i64 *lo, i64 *hi) {
     i64 first = p + pad - k + 1; /* o * s >= first */
     *lo = first <= 0 ? 0 : (first + s - 1) / s;
     *hi = (p + pad) / s; /* o * s <= p + pad */
@@ -97,116 +106,138 @@ __device__ __forceinline__ void windows_of(i64 p, i64 pad, i64 k, i64 s, i64 out
 }
 
 /* a * b rounded, never fused into a following addition (the CPU does not fuse). */
-__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+HD float mul_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+HD double mul_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+/* MaxPool: output element i. */
+template <typename T>
+HD void max_fwd_at(const pgeo &g, const T *x, T *y, typename bf_acc<T>::type lowest, i64 i) {
+    typedef typename bf_acc<T>::type A;
+    if (g.kd > 1) { /* over depth (NHWC): kd channels to one, from the first */
+        const T *xp = x + i * g.kd;
+        A m = bf_ld(xp[0]);
+        for (i64 q = 1; q < g.kd; q++) {
+            A v = bf_ld(xp[q]);
+            m = m < v ? v : m;
+        }
+        y[i] = bf_st<T>(m);
+        return;
+    }
+    i64 n, oy, ox, ch;
+    coords(g.nchw, i, g.oh, g.ow, g.c, &n, &oy, &ox, &ch);
+    i64 h0, h1, w0, w1;
+    clip(oy * g.sh - g.pt, g.kh, g.h, &h0, &h1);
+    clip(ox * g.sw - g.pl, g.kw, g.w, &w0, &w1);
+    A m = lowest;
+    for (i64 ih = h0; ih < h1; ih++)
+        for (i64 iw = w0; iw < w1; iw++) {
+            A v = bf_ld(x[at(g.nchw, n, ih, iw, ch, g.h, g.w, g.c)]);
+            m = v > m ? v : m;
+        }
+    y[i] = bf_st<T>(m);
+}
+
+/* AvgPool: output element i. */
+template <typename T> HD void avg_fwd_at(const pgeo &g, const T *x, T *y, i64 i) {
+    typedef typename bf_acc<T>::type A;
+    i64 n, oy, ox, ch;
+    coords(g.nchw, i, g.oh, g.ow, g.c, &n, &oy, &ox, &ch);
+    i64 h0, h1, w0, w1;
+    clip(oy * g.sh - g.pt, g.kh, g.h, &h0, &h1);
+    clip(ox * g.sw - g.pl, g.kw, g.w, &w0, &w1);
+    A s = A(0);
+    for (i64 ih = h0; ih < h1; ih++)
+        for (i64 iw = w0; iw < w1; iw++) s += bf_ld(x[at(g.nchw, n, ih, iw, ch, g.h, g.w, g.c)]);
+    y[i] = bf_st<T>(s / (A)((h1 - h0) * (w1 - w0)));
+}
+
+/* MaxPoolGrad: input element i gets each window's dy where it is the window's first maximum
+ * (recomputed from x). */
+template <typename T> HD void max_bwd_at(const pgeo &g, const T *x, const T *dy, T *dx, i64 i) {
+    typedef typename bf_acc<T>::type A;
+    i64 n, py, px, ch;
+    coords(g.nchw, i, g.h, g.w, g.c, &n, &py, &px, &ch);
+    i64 oy0, oy1, ox0, ox1;
+    windows_of(py, g.pt, g.kh, g.sh, g.oh, &oy0, &oy1);
+    windows_of(px, g.pl, g.kw, g.sw, g.ow, &ox0, &ox1);
+    A acc = A(0);
+    for (i64 oy = oy0; oy <= oy1; oy++) {
+        i64 h0, h1;
+        clip(oy * g.sh - g.pt, g.kh, g.h, &h0, &h1);
+        for (i64 ox = ox0; ox <= ox1; ox++) {
+            i64 w0, w1;
+            clip(ox * g.sw - g.pl, g.kw, g.w, &w0, &w1);
+            i64 by = h0, bx = w0; /* the window holds (py, px): it is not empty */
+            A best = bf_ld(x[at(g.nchw, n, h0, w0, ch, g.h, g.w, g.c)]);
+            for (i64 ih = h0; ih < h1; ih++)
+                for (i64 iw = ih == h0 ? w0 + 1 : w0; iw < w1; iw++) {
+                    A v = bf_ld(x[at(g.nchw, n, ih, iw, ch, g.h, g.w, g.c)]);
+                    if (best < v) best = v, by = ih, bx = iw;
+                }
+            if (by == py && bx == px) acc += bf_ld(dy[at(g.nchw, n, oy, ox, ch, g.oh, g.ow, g.c)]);
+        }
+    }
+    dx[i] = bf_st<T>(acc);
+}
+
+/* AvgPoolGrad: input element i gets each window's dy * (T)(1 / count). */
+template <typename T> HD void avg_bwd_at(const pgeo &g, const T *dy, T *dx, i64 i) {
+    typedef typename bf_acc<T>::type A;
+    i64 n, py, px, ch;
+    coords(g.nchw, i, g.h, g.w, g.c, &n, &py, &px, &ch);
+    i64 oy0, oy1, ox0, ox1;
+    windows_of(py, g.pt, g.kh, g.sh, g.oh, &oy0, &oy1);
+    windows_of(px, g.pl, g.kw, g.sw, g.ow, &ox0, &ox1);
+    A acc = A(0);
+    for (i64 oy = oy0; oy <= oy1; oy++) {
+        i64 h0, h1;
+        clip(oy * g.sh - g.pt, g.kh, g.h, &h0, &h1);
+        for (i64 ox = ox0; ox <= ox1; ox++) {
+            i64 w0, w1;
+            clip(ox * g.sw - g.pl, g.kw, g.w, &w0, &w1);
+            const A coeff = (A)(1.0 / (double)((h1 - h0) * (w1 - w0)));
+            acc = acc + mul_rn(bf_ld(dy[at(g.nchw, n, oy, ox, ch, g.oh, g.ow, g.c)]), coeff);
+        }
+    }
+    dx[i] = bf_st<T>(acc);
+}
 
 #define GRID_STRIDE(i, total)                                                                      \
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (total);                          \
          i += (i64)gridDim.x * blockDim.x)
 
 template <typename T>
-__global__ void max_fwd(pgeo g, const T *__restrict__ x, T *__restrict__ y, double lowest_d,
+__global__ void max_fwd(pgeo g, const T *__restrict__ x, T *__restrict__ y, double lowest,
                         i64 total) {
-    typedef typename bf_acc<T>::type A;
-    const A lowest = (A)lowest_d;
-    GRID_STRIDE(i, total) {
-        if (g.kd > 1) { /* over depth (NHWC): kd channels to one, from the first */
-            const T *xp = x + i * g.kd;
-            A m = bf_ld(xp[0]);
-            for (i64 q = 1; q < g.kd; q++) {
-                A v = bf_ld(xp[q]);
-                m = m < v ? v : m;
-            }
-            y[i] = bf_st<T>(m);
-            continue;
-        }
-        i64 n, oy, ox, ch;
-        coords(g.nchw, i, g.oh, g.ow, g.c, &n, &oy, &ox, &ch);
-        i64 h0, h1, w0, w1;
-        clip(oy * g.sh - g.pt, g.kh, g.h, &h0, &h1);
-        clip(ox * g.sw - g.pl, g.kw, g.w, &w0, &w1);
-        A m = lowest;
-        for (i64 ih = h0; ih < h1; ih++)
-            for (i64 iw = w0; iw < w1; iw++) {
-                A v = bf_ld(x[at(g.nchw, n, ih, iw, ch, g.h, g.w, g.c)]);
-                m = v > m ? v : m;
-            }
-        y[i] = bf_st<T>(m);
-    }
+    GRID_STRIDE(i, total) max_fwd_at<T>(g, x, y, (typename bf_acc<T>::type)lowest, i);
 }
 
 template <typename T>
 __global__ void avg_fwd(pgeo g, const T *__restrict__ x, T *__restrict__ y, i64 total) {
-    typedef typename bf_acc<T>::type A;
-    GRID_STRIDE(i, total) {
-        i64 n, oy, ox, ch;
-        coords(g.nchw, i, g.oh, g.ow, g.c, &n, &oy, &ox, &ch);
-        i64 h0, h1, w0, w1;
-        clip(oy * g.sh - g.pt, g.kh, g.h, &h0, &h1);
-        clip(ox * g.sw - g.pl, g.kw, g.w, &w0, &w1);
-        A s = A(0);
-        for (i64 ih = h0; ih < h1; ih++)
-            for (i64 iw = w0; iw < w1; iw++) s += bf_ld(x[at(g.nchw, n, ih, iw, ch, g.h, g.w, g.c)]);
-        y[i] = bf_st<T>(s / (A)((h1 - h0) * (w1 - w0)));
-    }
+    GRID_STRIDE(i, total) avg_fwd_at<T>(g, x, y, i);
 }
 
-/* dx of MaxPool: each window's dy to its first maximum (recomputed from x). */
 template <typename T>
 __global__ void max_bwd(pgeo g, const T *__restrict__ x, const T *__restrict__ dy,
                         T *__restrict__ dx, i64 total) {
-    typedef typename bf_acc<T>::type A;
-    GRID_STRIDE(i, total) {
-        i64 n, py, px, ch;
-        coords(g.nchw, i, g.h, g.w, g.c, &n, &py, &px, &ch);
-        i64 oy0, oy1, ox0, ox1;
-        windows_of(py, g.pt, g.kh, g.sh, g.oh, &oy0, &oy1);
-        windows_of(px, g.pl, g.kw, g.sw, g.ow, &ox0, &ox1);
-        A acc = A(0);
-        for (i64 oy = oy0; oy <= oy1; oy++) {
-            i64 h0, h1;
-            clip(oy * g.sh - g.pt, g.kh, g.h, &h0, &h1);
-            for (i64 ox = ox0; ox <= ox1; ox++) {
-                i64 w0, w1;
-                clip(ox * g.sw - g.pl, g.kw, g.w, &w0, &w1);
-                i64 by = h0, bx = w0; /* the window holds (py, px): it is not empty */
-                A best = bf_ld(x[at(g.nchw, n, h0, w0, ch, g.h, g.w, g.c)]);
-                for (i64 ih = h0; ih < h1; ih++)
-                    for (i64 iw = ih == h0 ? w0 + 1 : w0; iw < w1; iw++) {
-                        A v = bf_ld(x[at(g.nchw, n, ih, iw, ch, g.h, g.w, g.c)]);
-                        if (best < v) best = v, by = ih, bx = iw;
-                    }
-                if (by == py && bx == px)
-                    acc += bf_ld(dy[at(g.nchw, n, oy, ox, ch, g.oh, g.ow, g.c)]);
-            }
-        }
-        dx[i] = bf_st<T>(acc);
-    }
+    GRID_STRIDE(i, total) max_bwd_at<T>(g, x, dy, dx, i);
 }
 
-/* dx of AvgPool: each window's dy * (T)(1 / count) on its real elements. */
 template <typename T>
 __global__ void avg_bwd(pgeo g, const T *__restrict__ dy, T *__restrict__ dx, i64 total) {
-    typedef typename bf_acc<T>::type A;
-    GRID_STRIDE(i, total) {
-        i64 n, py, px, ch;
-        coords(g.nchw, i, g.h, g.w, g.c, &n, &py, &px, &ch);
-        i64 oy0, oy1, ox0, ox1;
-        windows_of(py, g.pt, g.kh, g.sh, g.oh, &oy0, &oy1);
-        windows_of(px, g.pl, g.kw, g.sw, g.ow, &ox0, &ox1);
-        A acc = A(0);
-        for (i64 oy = oy0; oy <= oy1; oy++) {
-            i64 h0, h1;
-            clip(oy * g.sh - g.pt, g.kh, g.h, &h0, &h1);
-            for (i64 ox = ox0; ox <= ox1; ox++) {
-                i64 w0, w1;
-                clip(ox * g.sw - g.pl, g.kw, g.w, &w0, &w1);
-                const A coeff = (A)(1.0 / (double)((h1 - h0) * (w1 - w0)));
-                acc = acc + mul_rn(bf_ld(dy[at(g.nchw, n, oy, ox, ch, g.oh, g.ow, g.c)]), coeff);
-            }
-        }
-        dx[i] = bf_st<T>(acc);
-    }
+    GRID_STRIDE(i, total) avg_bwd_at<T>(g, dy, dx, i);
 }
 
 /* y = max(y, lowest), NaN -> lowest: TF's start of a max, after cuDNN's. */
@@ -230,9 +261,7 @@ enum { THREADS = 256 };
 template <typename T>
 static void launch_own(bf_pool_op op, const pgeo &g, const void *a, const void *b, void *out,
                        double lowest, cudaStream_t st) {
-    const i64 total = op == BF_POOL_MAX || op == BF_POOL_AVG
-                          ? (g.kd > 1 ? g.n * g.h * g.w * g.oc : g.n * g.oh * g.ow * g.c)
-                          : g.n * g.h * g.w * g.c;
+    const i64 total = pool_total(op, g);
     const int grid = grid_for(total, THREADS);
     switch (op) {
     case BF_POOL_MAX:
