@@ -86,6 +86,9 @@ OPS = {
 # Output ports the generator reads by name (the first output otherwise).
 OUTPUT_PORTS = {"SoftmaxCrossEntropyWithLogits": "loss",
                 "SparseSoftmaxCrossEntropyWithLogits": "loss"}
+# ... and their second output, used as a value too
+SECOND_PORTS = {"SoftmaxCrossEntropyWithLogits": "backprop",
+                "SparseSoftmaxCrossEntropyWithLogits": "backprop"}
 # Blocks the generator uses that need no gradient of their own.
 SUPPORT_BLOCKS = ("Variable", "Const")
 
@@ -800,29 +803,51 @@ class Graph:
             return None
         return self._op("L2Loss", {"t": a}, t, a.dtype, False)
 
-    def op_SoftmaxCrossEntropyWithLogits(self, a):
+    def op_SoftmaxCrossEntropyWithLogits(self, a, head=False, label_rows=None, backprop=None):
+        """Its loss output, or (not as the loss head) its backprop output, whose gradient TF
+        also sends back to the features; labels [b, c] or one row [1, c] broadcast, or a row of
+        features against several rows of labels; labels from a Variable (through a Softmax)
+        where only the loss is used (TF sends nothing from backprop to the labels)."""
         if len(a.shape) != 2 or a.shape[1] < 2:
             return None
+        r = self.rng
         b, c = a.shape
-        if "Softmax" in self.available and len(self.variables) < self.max_vars \
-                and (self.labels_variable or self.rng.random() < 0.5):
+        if backprop is None:
+            backprop = not head and r.random() < 0.3
+        lb = b
+        u = r.random()
+        if u < 0.2 and b > 1:
+            lb = 1
+        elif u < 0.35 and b == 1:
+            lb = r.randint(2, 3)
+        lb = lb if label_rows is None else label_rows
+        if lb != b:
+            self.tags.add("xent:labels_broadcast" if lb == 1 else "xent:features_broadcast")
+        if not backprop and "Softmax" in self.available and len(self.variables) < self.max_vars \
+                and (self.labels_variable or r.random() < 0.5):
             # labels that depend on a Variable: their gradient is checked too
-            v = self._source((b, c), a.dtype, variable=True)
+            v = self._source((lb, c), a.dtype, variable=True)
             labels = self._op("Softmax", {"logits": v}, torch.softmax(v.t, -1), a.dtype, False)
             self.tags.add("xent:labels_gradient")
         else:
-            p = self._rand_values((b, c), "positive", "float64")
+            p = self._rand_values((lb, c), "positive", "float64")
             p = p / p.sum(1, keepdims=True)
             if a.dtype == "float32":
                 p = p.astype(np.float32)
             lid = self._add_block("Const", attrs=self._value_attrs(p, a.dtype), stem="labels")
             labels = Node(lid, torch.tensor(p.astype(np.float64), dtype=F64), a.dtype, True,
                           "const")
-        t = -(labels.t * torch.log_softmax(a.t, -1)).sum(-1)
-        return self._op("SoftmaxCrossEntropyWithLogits", {"features": a, "labels": labels},
-                        t, a.dtype, False, port=OUTPUT_PORTS["SoftmaxCrossEntropyWithLogits"])
+        name = "SoftmaxCrossEntropyWithLogits"
+        if backprop:
+            t = torch.softmax(a.t, -1) - labels.t
+            self.tags.add("xent:backprop_output")
+            port = SECOND_PORTS[name]
+        else:
+            t = -(labels.t * torch.log_softmax(a.t, -1)).sum(-1)
+            port = OUTPUT_PORTS[name]
+        return self._op(name, {"features": a, "labels": labels}, t, a.dtype, False, port=port)
 
-    def op_SparseSoftmaxCrossEntropyWithLogits(self, a):
+    def op_SparseSoftmaxCrossEntropyWithLogits(self, a, head=False, backprop=None):
         if len(a.shape) != 2 or a.shape[1] < 2:
             return None
         b, c = a.shape
@@ -830,10 +855,17 @@ class Graph:
         dt = self.rng.choice(("int32", "int64"))
         lid = self._add_block("Const", attrs={"dtype": dt, "shape": [b], "value": lab},
                               stem="labels")
-        t = -torch.log_softmax(a.t, -1)[torch.arange(b), torch.tensor(lab)]
         name = "SparseSoftmaxCrossEntropyWithLogits"
-        return self._op(name, {"features": a, "labels": lid}, t, a.dtype, False,
-                        port=OUTPUT_PORTS[name])
+        if backprop is None:
+            backprop = not head and self.rng.random() < 0.3
+        if backprop:
+            t = torch.softmax(a.t, -1) - F.one_hot(torch.tensor(lab), c).to(F64)
+            self.tags.add("xent:backprop_output")
+            port = SECOND_PORTS[name]
+        else:
+            t = -torch.log_softmax(a.t, -1)[torch.arange(b), torch.tensor(lab)]
+            port = OUTPUT_PORTS[name]
+        return self._op(name, {"features": a, "labels": lid}, t, a.dtype, False, port=port)
 
     def apply(self, name, a):
         """Place op `name` on `a`; None (and the graph as it was) when it does not fit."""
@@ -942,7 +974,7 @@ class Graph:
                             False)
         if kind.startswith(("Softmax", "Sparse")):
             self.tags.add("loss:xent")
-            x = getattr(self, "op_" + kind)(node)
+            x = getattr(self, "op_" + kind)(node, head=True)
             return self.op_reduce("Mean", x, axes=[0], keep=False)
         # a weighted sum or mean: a random Const of the same shape (upstream gradients vary)
         prod = node
@@ -1112,6 +1144,20 @@ def _d_big_matmul(g):
     g.op_BiasAdd(y, "NHWC")
 
 
+def _d_xent_broadcast(g):         # labels [1, c] against features [3, c]; one row of
+    x, y = g.variable((3, 5)), g.variable((1, 4))   # features against labels [2, c]
+    a = g.op_SoftmaxCrossEntropyWithLogits(x, label_rows=1, backprop=False)
+    b = g.op_SoftmaxCrossEntropyWithLogits(y, label_rows=2, backprop=False)
+    g.op_binary("Mul", a, g.op_reduce("Sum", b, axes=[0], keep=True))
+
+
+def _d_xent_backprop(g):          # the backprop outputs used as values, labels [1, c] too
+    x = g.variable((3, 4))
+    a = g.op_SoftmaxCrossEntropyWithLogits(x, label_rows=1, backprop=True)
+    s = g.op_SparseSoftmaxCrossEntropyWithLogits(x, backprop=True)
+    g.op_binary("Mul", a, s)
+
+
 # Graphs written out by hand: the cases the issue names, present whatever the seeds draw.
 DIRECTED = {
     "wide_maxpool_ties": _d_wide_maxpool_ties, "wide_avgpool": _d_wide_avgpool,
@@ -1128,6 +1174,7 @@ DIRECTED = {
     "depthwise_same_odd_NHWC": _d_depthwise_same_odd("NHWC"),
     "depthwise_same_odd_NCHW": _d_depthwise_same_odd("NCHW"),
     "bias_nchw": _d_bias_nchw, "xent_labels": _d_xent_labels,
+    "xent_broadcast": _d_xent_broadcast, "xent_backprop": _d_xent_backprop,
 }
 
 
@@ -1145,7 +1192,8 @@ def _strict(fn):
 
 
 for _m in ("op_unary", "op_binary", "op_MatMul", "op_BiasAdd", "op_Conv2D",
-           "op_DepthwiseConv2dNative", "_pool", "op_reduce", "_scalar_head"):
+           "op_DepthwiseConv2dNative", "_pool", "op_reduce", "_scalar_head",
+           "op_SoftmaxCrossEntropyWithLogits", "op_SparseSoftmaxCrossEntropyWithLogits"):
     setattr(_Directed, _m, _strict(getattr(Graph, _m)))
 
 

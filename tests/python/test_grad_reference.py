@@ -214,9 +214,10 @@ def test_generator_blocks_exist_as_written():
         problems += [f"{op}: no attr {a!r}" for a in attrs if a not in have_attr]
         if not cat[op].get("differentiable"):
             problems.append(f"{op}: no gradient")
-        want_out = graphgen.OUTPUT_PORTS.get(op)
-        if want_out and want_out not in {o["name"] for o in cat[op]["outputs"]}:
-            problems.append(f"{op}: no output port {want_out!r}")
+        for ports in (graphgen.OUTPUT_PORTS, graphgen.SECOND_PORTS):
+            want_out = ports.get(op)
+            if want_out and want_out not in {o["name"] for o in cat[op]["outputs"]}:
+                problems.append(f"{op}: no output port {want_out!r}")
     assert not problems, "graphgen.OPS disagrees with the catalogue:\n" + "\n".join(problems)
 
 
@@ -227,7 +228,8 @@ REQUIRED_TAGS = {
     "loss:several_branches", "loss:Sum", "loss:Mean", "loss:L2Loss", "loss:xent", "float32",
     "pool_ties", "pool_ties:NHWC", "pool_ties:NCHW", "ties:Max", "ties:Min", "negative_axis",
     "keep_dims", "matmul:transpose", "reshape:minus_one", "cast:float32_to_float64",
-    "cast:float64_to_float32", "xent:labels_gradient", "grouped:Conv2D",
+    "cast:float64_to_float32", "xent:labels_gradient", "xent:backprop_output",
+    "grouped:Conv2D",
     "NCHW:BiasAdd_channel_not_last",
 }
 for _op in ("Conv2D", "DepthwiseConv2dNative", "MaxPool", "AvgPool"):
