@@ -796,8 +796,13 @@ BF_API bf_status bf_session_build_gradients(bf_session *s, const char *loss,
  * wired by hand: for each Variable updated by an update block, the gradient that block
  * applies (its `delta` / `grad` / `value` input) is compared with central finite differences
  * of `loss` with respect to sampled elements of that Variable, everything recomputed in a
- * float64 re-run of the page on the same batch (nothing is committed). `opts` as
- * bf_session_gradcheck's (eps, tolerance, samples, seed, timeout). *json_out:
+ * float64 re-run of the page on the same batch (nothing is committed), relative error
+ * |fd - an| / max(|fd|, |an|, 1e-4 * max|an| of that Variable). A point where the loss is
+ * not differentiable (a Relu input exactly 0, as a zero bias on blank pixels gives at the
+ * start) shows up as a large error: check such pages after a few steps. `opts` as
+ * bf_session_gradcheck's (eps, tolerance, samples, seed, timeout), with other defaults here:
+ * eps 1e-6, tolerance 1e-5, every element of Variables up to 64 elements, else 32 sampled
+ * ones. *json_out:
  *   {"loss", "pass", "tolerance",
  *    "variables": [{"variable", "gradient", "n_elements", "n_checked", "max_rel_error",
  *                   "worst_index": [...], "fd", "analytic", "pass"}]}

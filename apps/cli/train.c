@@ -19,7 +19,7 @@
  * --json writes one document on stdout, whatever happens (a usage error excepted):
  *   {"ok", "status", "step" (the step count now), "steps" (steps run by this command),
  *    "epoch" (with --epochs: epochs completed by this command), "seconds", "steps_per_second",
- *    "metrics": {REF: last value (null when NaN)}, "checkpoint": FILE or null, "log": FILE or
+ *    "peak_bytes" (the most tensor memory the last step held), "metrics": {REF: last value (null when NaN)}, "checkpoint": FILE or null, "log": FILE or
  *    null, "problems": [...]}
  */
 #include "cli.h"
@@ -572,6 +572,7 @@ done:
         cJSON_AddNumberToObject(doc, "seconds", t.seconds);
         cJSON_AddNumberToObject(doc, "steps_per_second",
                                 t.seconds > 0 ? (double)done_steps / t.seconds : 0);
+        cJSON_AddNumberToObject(doc, "peak_bytes", (double)(s ? bf_session_peak_bytes(s) : 0));
         cJSON *m = cJSON_CreateObject();
         for (int i = 0; i < t.n && t.values; i++)
             cJSON_AddItemToObject(m, names[i], number_or_null(done_steps ? t.values[i] : NAN));

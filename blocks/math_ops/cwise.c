@@ -224,8 +224,8 @@ static void make_plan(const bf_tensor *x, const bf_tensor *y, const bf_tensor *z
     p->piece = CHUNK;
     /* (kinds[k - 2] differs from last, or they would have merged; neither is 0, which would
      * be a dim of 1 in both, dropped) */
-    bool repeat = last == 3, stretch = last != 3 && kinds[k - 2] == 3;
-    if (k >= 2 && p->inner < SHORT_RUN && (repeat || stretch)) {
+    bool repeat = k >= 2 && last == 3, stretch = k >= 2 && last != 3 && kinds[k - 2] == 3;
+    if (p->inner < SHORT_RUN && (repeat || stretch)) {
         if (repeat) p->layout = kinds[k - 2] == 1 ? L_VP : L_PV;
         else p->layout = last == 1 ? L_VE : L_EV;
         p->period = p->inner;
@@ -418,7 +418,8 @@ bf_status bf_cw_binary_run(const bf_node *node, const bf_tensor *const *in,
               .z = z->data, .es = bf_dtype_size(x->dtype), .zs = bf_dtype_size(z->dtype),
               .fail = -1};
     BF_ASSERT(loop_of(j.impl, j.dt, BF_CW_VV) != NULL);
-    bool parallel = !is_int(j.dt) && z->numel > PARALLEL_MIN && ex && ex->n_threads > 1;
+    int64_t min = is_half(j.dt) ? PARALLEL_MIN / 4 : PARALLEL_MIN;
+    bool parallel = !is_int(j.dt) && z->numel > min && ex && ex->n_threads > 1;
     if (!parallel) {
         j.rows_per_task = p.rows;
         task2(&j, 0, 0);
@@ -477,9 +478,11 @@ bf_status bf_cw_unary_run(const bf_node *node, const bf_tensor *const *in, bf_te
           : x->dtype == BF_DTYPE_I64 ? impl->i64 : impl->f32;
     BF_ASSERT(j.f != NULL);
     if (j.n == 0) return BF_OK;
-    if (!is_int(j.dt) && j.n > PARALLEL_MIN && ex && ex->n_threads > 1) {
-        j.per_task = CHUNK;
-        bf_parallel_for(ex, (j.n + CHUNK - 1) / CHUNK, task1, &j);
+    bool costly = impl->heavy || is_half(j.dt);
+    if (!is_int(j.dt) && j.n > (costly ? PARALLEL_MIN / 8 : PARALLEL_MIN) && ex &&
+        ex->n_threads > 1) {
+        j.per_task = costly ? CHUNK / 4 : CHUNK;
+        bf_parallel_for(ex, (j.n + j.per_task - 1) / j.per_task, task1, &j);
     } else {
         j.per_task = j.n;
         task1(&j, 0, 0);

@@ -10,8 +10,9 @@
  * - equal shapes, or one side a single element: one run over the whole output;
  * - otherwise the dims are collapsed (neighbours with the same broadcast pattern merge, dims
  *   of 1 drop), the innermost collapsed dim is the run, the outer ones a strided row walk.
- * Outputs above 64k elements are split over the thread pool (floats; integer loops stop at
- * the first overflow, so they run on one thread).
+ * Outputs above 64k elements are split over the thread pool, from 8k for the libm-bound
+ * unary blocks and 16k for the halves (floats only: integer loops stop at the first
+ * overflow, so they run on one thread).
  *
  * Dtypes: float32 and float64 natively; float16 and bfloat16 through the float32 loop
  * (converted in chunks, computed in float, rounded once, as TensorFlow's Eigen::half does);
@@ -48,6 +49,7 @@ typedef struct bf_binary_impl {
 typedef struct bf_unary_impl {
     bf_cw_loop1 f32, f64, i32, i64;
     bf_cw_iop1 iop;
+    bool heavy; /* a libm call per element (exp, log, tanh): worth threads on fewer elements */
 } bf_unary_impl;
 
 /* Add's loops, shared by AddV2 and AddN. */

@@ -11,7 +11,7 @@
 
 BF_CW_FLOAT1(exp, exp(x))
 
-static const bf_unary_impl impl = {BF_CW_FLOATS1(exp)};
+static const bf_unary_impl impl = {BF_CW_FLOATS1(exp), .heavy = true};
 
 /* math_grad.py _ExpGrad: dy * y, from the output y. */
 static bf_status gradient(bf_grad_ctx *g, bf_error *err) {

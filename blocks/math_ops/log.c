@@ -11,7 +11,7 @@
 
 BF_CW_FLOAT1(log, log(x))
 
-static const bf_unary_impl impl = {BF_CW_FLOATS1(log)};
+static const bf_unary_impl impl = {BF_CW_FLOATS1(log), .heavy = true};
 
 /* math_grad.py _LogGrad: dy * Reciprocal(x). */
 static bf_status gradient(bf_grad_ctx *g, bf_error *err) {

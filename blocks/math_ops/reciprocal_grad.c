@@ -5,6 +5,7 @@
  *
  * reciprocal_grad.c - Reciprocal's gradient from its output y, as TensorFlow's
  * scalar_inverse_gradient_op: -dy * y * y. In the loop, x is y and y is dy.
+ * No gradient of its own (TensorFlow has one; second derivatives are not offered here).
  */
 #include "cwise.h"
 

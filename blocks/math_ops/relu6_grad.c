@@ -6,6 +6,7 @@
  * relu6_grad.c - Relu6's gradient as TensorFlow's kernel: the incoming gradient times (0 <
  * features < 6) as 1 or 0; features may be Relu6's input or output. In the loop, x is
  * gradients and y is features.
+ * No gradient of its own (TensorFlow has one; second derivatives are not offered here).
  */
 #include "cwise.h"
 

@@ -7,6 +7,7 @@
  * times (features > 0) as 1 or 0 (so an inf gradient where features <= 0 gives nan, as
  * TensorFlow's). features may be Relu's input or its output: both are positive at the same
  * places. In the loop, x is gradients and y is features.
+ * No gradient of its own (TensorFlow has one; second derivatives are not offered here).
  */
 #include "cwise.h"
 

@@ -5,6 +5,7 @@
  *
  * rsqrt_grad.c - Rsqrt's gradient from its output y, as TensorFlow's
  * scalar_rsqrt_gradient_op: -0.5 * (dy * y) * (y * y). In the loop, x is y and y is dy.
+ * No gradient of its own (TensorFlow has one; second derivatives are not offered here).
  */
 #include "cwise.h"
 

@@ -12,7 +12,7 @@
 
 BF_CW_FLOAT1(sigmoid, (T)1 / ((T)1 + exp(-x)))
 
-static const bf_unary_impl impl = {BF_CW_FLOATS1(sigmoid)};
+static const bf_unary_impl impl = {BF_CW_FLOATS1(sigmoid), .heavy = true};
 
 /* math_grad.py _SigmoidGrad: SigmoidGrad(y, dy) from the output y. */
 static bf_status gradient(bf_grad_ctx *g, bf_error *err) {

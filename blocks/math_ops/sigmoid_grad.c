@@ -5,6 +5,7 @@
  *
  * sigmoid_grad.c - Sigmoid's gradient from its output y, as TensorFlow's
  * scalar_sigmoid_gradient_op: dy * y * (1 - y). In the loop, x is y and y is dy.
+ * No gradient of its own (TensorFlow has one; second derivatives are not offered here).
  */
 #include "cwise.h"
 

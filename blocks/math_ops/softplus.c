@@ -18,7 +18,7 @@
 
 BF_CW_FLOAT1(softplus, x > -SP_T(T) ? x : x < SP_T(T) ? exp(x) : log1p(exp(x)))
 
-static const bf_unary_impl impl = {BF_CW_FLOATS1(softplus)};
+static const bf_unary_impl impl = {BF_CW_FLOATS1(softplus), .heavy = true};
 
 static const bf_port_desc inputs[] = {{"features", BF_DT_FLOATS, 0, "any tensor"}};
 static const bf_port_desc outputs[] = {{"activations", BF_DT_FLOATS, 0, "features' shape"}};

@@ -11,7 +11,7 @@
 
 BF_CW_FLOAT1(tanh, tanh(x))
 
-static const bf_unary_impl impl = {BF_CW_FLOATS1(tanh)};
+static const bf_unary_impl impl = {BF_CW_FLOATS1(tanh), .heavy = true};
 
 /* math_grad.py _TanhGrad: TanhGrad(y, dy) from the output y. */
 static bf_status gradient(bf_grad_ctx *g, bf_error *err) {

@@ -5,6 +5,7 @@
  *
  * tanh_grad.c - Tanh's gradient from its output y, as TensorFlow's scalar_tanh_gradient_op:
  * dy * (1 - y^2). In the loop, x is y and y is dy.
+ * No gradient of its own (TensorFlow has one; second derivatives are not offered here).
  */
 #include "cwise.h"
 

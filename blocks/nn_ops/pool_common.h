@@ -54,9 +54,11 @@ typedef enum bf_pool_padding {
 } bf_pool_padding;
 
 /*
- * The geometry the kernels run, in logical NHWC whatever the layout. Every window holds at
- * least one real element (SAME's pads are below the window size, and EXPLICIT pads are
- * checked to be so), so an average never divides by zero and a max always has a candidate.
+ * The geometry the kernels run, in logical NHWC whatever the layout. Over non-empty data
+ * every window holds at least one real element (SAME's pads are below the window size, and
+ * EXPLICIT pads are checked to be so), so an average never divides by zero. Only EXPLICIT
+ * pads around an empty H or W make windows of padding alone: MaxPool gives them the dtype's
+ * lowest value (as TF) and MaxPoolGrad skips them.
  */
 typedef struct bf_pool_geom {
     int64_t n, h, w, c;       /* input (and input gradient) */

@@ -14,7 +14,8 @@
  * the row max, so exp never overflows; a label of 0 against a -inf feature gives NaN, as TF.
  * Gradient (nn_grad.py _SoftmaxCrossEntropyWithLogitsGrad): features: ExpandDims(d loss, -1) *
  * backprop (+ the softmax gradient of d backprop), summed back to features' shape when it was
- * broadcast; labels: ExpandDims(d loss, -1) * -LogSoftmax(features), likewise.
+ * broadcast; labels: ExpandDims(d loss, -1) * -LogSoftmax(features), likewise (zeros when
+ * only backprop leads to the loss: TF leaves out backprop's dependence on the labels).
  */
 #include "loss_common.h"
 
@@ -140,8 +141,17 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
 static bf_status gradient(bf_grad_ctx *g, bf_error *err) {
     (void)err;
     const char *col = bf_loss_grad_xent_features(g);
-    if (!col || !bf_grad_wants(g, 1)) return BF_OK;
-    /* labels: ExpandDims(d loss, -1) * -LogSoftmax(features) */
+    if (!bf_grad_wants(g, 1)) return BF_OK;
+    if (!bf_grad_dy(g, 0)) {
+        /* Only backprop leads to the loss: TF's labels gradient, grad_loss (zeros here) times
+         * -LogSoftmax, is zeros; it leaves out backprop's own dependence on the labels. */
+        const char *z = bf_grad_add(g, "grad_labels", "ZerosLike", NULL, "x",
+                                    bf_grad_input(g, 1), (const char *)NULL);
+        if (z) bf_grad_set(g, 1, z);
+        return BF_OK;
+    }
+    if (!col) return BF_OK; /* the builder recorded the error */
+    /* labels: ExpandDims(d loss, -1) * -LogSoftmax(features), summed back to labels' shape */
     const bf_port_info *bp = bf_grad_output_info(g, 1);
     const char *ls = bf_grad_add(g, "log_softmax", "LogSoftmax", NULL, "logits",
                                  bf_grad_input(g, 0), (const char *)NULL);

@@ -9,6 +9,10 @@
     page.save("edited.json")                    # canonical JSON, written atomically
     blockflow.ops.conv2d_backprop_filter(x, [3, 3, 1, 1], dy, [1, 1, 1, 1], "SAME")
 
+    page.build_gradients("loss", optimizer="sgd:0.1")   # training (see _train.py)
+    history = page.train(steps=100, callback=lambda step, m: print(step, m["loss"]))
+    page.variables(); page.save_state("ckpt.npz"); page.reset()
+
 A thin layer over libblockflow.so (include/blockflow.h) through ctypes: no compiler needed.
 Errors raise blockflow.Error subclasses carrying code, block, port, attr, message and every
 problem of the page; a bad page never crashes the interpreter. See README.md, "From Python".
@@ -21,13 +25,14 @@ from ._errors import (AttrError, CancelledError, DeviceError, DtypeError, Error,
 from ._lib import lib as _lib
 from ._page import CheckResult, Page, PortInfo, block, blocks, devices, load, loads
 from ._tensor import BFLOAT16 as bfloat16
+from ._train import History
 
 __version__ = "0.1.0"
 library_path = _lib.path  # the libblockflow.so in use
 
 __all__ = ["AttrError", "CancelledError", "CheckResult", "DeviceError", "DtypeError", "Error",
-           "InternalError", "InvalidArgumentError", "IoError", "LimitError", "NotFoundError",
-           "OutOfMemoryError", "Page", "ParseError", "PortInfo", "Problem", "SchemaError",
+           "History", "InternalError", "InvalidArgumentError", "IoError", "LimitError",
+           "NotFoundError", "OutOfMemoryError", "Page", "ParseError", "PortInfo", "Problem", "SchemaError",
            "ShapeError", "TimedOutError", "UnsupportedError", "block", "blocks", "bfloat16",
            "devices", "library_path", "load", "loads", "ops"]
 

@@ -126,11 +126,28 @@ class BfGradcheckOptions(Structure):
     ]
 
 
+STEP_CB = ctypes.CFUNCTYPE(c_int, c_int64, POINTER(c_double), c_int, c_void_p)
+
+
+class BfStepOptions(Structure):
+    """struct bf_step_options."""
+    _fields_ = [
+        ("fetches", POINTER(c_char_p)),
+        ("n_fetches", c_int),
+        ("device", c_int),
+        ("timeout_s", c_double),
+        ("on_event", EVENT_CB),
+        ("on_step", STEP_CB),
+        ("user", c_void_p),
+    ]
+
+
 # Every struct above is also declared in include/blockflow.h; tests/python/test_structs.py
 # parses the header and fails when a field list here no longer matches it.
 STRUCTS = {"bf_error": BfError, "bf_config": BfConfig, "bf_block_stats": BfBlockStats,
            "bf_run_options": BfRunOptions, "bf_port_shape": BfPortShape,
-           "bf_explain_options": BfExplainOptions, "bf_gradcheck_options": BfGradcheckOptions}
+           "bf_explain_options": BfExplainOptions, "bf_gradcheck_options": BfGradcheckOptions,
+           "bf_step_options": BfStepOptions}
 
 DEVICE_KINDS = {"auto": 0, "cpu": 1, "gpu": 2}   # enum bf_device_kind
 
@@ -216,6 +233,20 @@ _SIGNATURES = {
                                      POINTER(c_void_p), _ERR]),
     "bf_session_add_gradients": (c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p),
                                          _ERR]),
+    "bf_step_options_init": (None, [POINTER(BfStepOptions)]),
+    "bf_session_step": (c_int, [c_void_p, c_int64, POINTER(BfStepOptions), c_void_p, _ERR]),
+    "bf_session_step_count": (c_int64, [c_void_p]),
+    "bf_session_reset": (c_int, [c_void_p, _ERR]),
+    "bf_session_state_count": (c_int, [c_void_p]),
+    "bf_session_state_id": (c_char_p, [c_void_p, c_int]),
+    "bf_session_read_state": (c_int, [c_void_p, c_char_p, _PTR, _ERR]),
+    "bf_session_write_state": (c_int, [c_void_p, c_char_p, c_void_p, _ERR]),
+    "bf_session_save_state": (c_int, [c_void_p, c_char_p, _ERR]),
+    "bf_session_load_state": (c_int, [c_void_p, c_char_p, _ERR]),
+    "bf_session_build_gradients": (c_int, [c_void_p, c_char_p, POINTER(c_char_p), c_int,
+                                           c_char_p, POINTER(c_void_p), _ERR]),
+    "bf_session_check_gradients": (c_int, [c_void_p, c_char_p, POINTER(BfGradcheckOptions),
+                                           POINTER(c_void_p), _ERR]),
 }
 
 
@@ -279,7 +310,8 @@ def _c_size(init):
 def _check_layouts():
     for cls, init in ((BfConfig, lib.bf_config_init), (BfRunOptions, lib.bf_run_options_init),
                       (BfExplainOptions, lib.bf_explain_options_init),
-                      (BfGradcheckOptions, lib.bf_gradcheck_options_init)):
+                      (BfGradcheckOptions, lib.bf_gradcheck_options_init),
+                      (BfStepOptions, lib.bf_step_options_init)):
         size = _c_size(init)
         if size != ctypes.sizeof(cls):
             name = next(k for k, v in STRUCTS.items() if v is cls)
@@ -296,6 +328,20 @@ _check_layouts()
 def text(b):
     """A C string (bytes or None) as str; "" for NULL. Undecodable bytes are replaced."""
     return b.decode("utf-8", "replace") if b else ""
+
+
+def take_string(out):
+    """The text of a string the library allocated (a c_void_p), freed here."""
+    try:
+        return ctypes.string_at(out.value).decode("utf-8")
+    finally:
+        lib.bf_string_free(out)
+
+
+def split_ref(ref):
+    """"block" or "block:port" -> (block, port or None), split at the last colon as in C."""
+    block, colon, port = ref.rpartition(":")
+    return (block, port) if colon else (ref, None)
 
 
 def cstr(s):

@@ -22,6 +22,9 @@ affected. save() writes the edited page back as canonical JSON.
 Teaching (explain, gradcheck, add_gradients) wraps runtime/teach.c: the first two run what
 they need, like run() (on a helper thread, Ctrl-C cancels), and return the library's JSON as a
 dict; add_gradients is an edit.
+
+Training (step, train, variables, reset, save_state, build_gradients, ...) is in _train.py,
+which Page derives from.
 """
 from __future__ import annotations
 
@@ -36,7 +39,8 @@ from typing import NamedTuple
 from . import _errors, _tensor
 from ._errors import InvalidArgumentError, IoError, LimitError, python_error
 from ._lib import (BF_MAX_RANK, DEVICE_KINDS, LOAD_INCOMPLETE, BfConfig, BfExplainOptions,
-                   BfGradcheckOptions, BfRunOptions, cstr, lib, new, text)
+                   BfRunOptions, cstr, lib, new, split_ref, take_string, text)
+from ._train import Training, gradcheck_options
 
 _LIMITS = ("max_session_bytes", "max_tensor_elements", "max_page_bytes", "max_blocks",
            "max_json_depth", "confine_files")
@@ -142,22 +146,13 @@ def _port_info(d):
     return PortInfo(d.get("dtype"), None if shape is None else tuple(shape))
 
 
-def _take_string(out):
-    """The text of a string the library allocated (a c_void_p), freed here."""
-    try:
-        return ctypes.string_at(out.value).decode("utf-8")
-    finally:
-        lib.bf_string_free(out)
+_take_string = take_string
+_split_fetch = split_ref
 
 
-def _split_fetch(ref):
-    """"block" or "block:port" -> (block, port or None), split at the last colon as in C."""
-    block, colon, port = ref.rpartition(":")
-    return (block, port) if colon else (ref, None)
-
-
-class Page:
-    """A loaded page with its session: check it, feed it, change it, run it.
+class Page(Training):
+    """A loaded page with its session: check it, feed it, change it, run it, train it
+    (step, train, variables, reset, save_state, build_gradients: see _train.py).
 
     Made by blockflow.load() or blockflow.loads(); close() (or a `with` block, or the garbage
     collector) frees it.
@@ -169,6 +164,8 @@ class Page:
         self._s = ctypes.c_void_p()
         self._lock = threading.RLock()
         self._placeholder_dtypes = None
+        self._stepping = False  # inside a step loop: only reads are allowed (see _session)
+        self.history = None     # the History of the latest train() (_train.py)
         self._free = lib.bf_session_free
         self.warnings = list(warnings)  # problems the loader reported that were not errors
         err = _errors.new_error()
@@ -181,6 +178,7 @@ class Page:
         """Free the session, its page and its results. Further calls raise. Idempotent."""
         with self._lock:
             if self._s:
+                self._session(change=True)  # not from a train() callback
                 self._free(self._s)
                 self._s = ctypes.c_void_p()
 
@@ -195,9 +193,16 @@ class Page:
     def __exit__(self, *exc):
         self.close()
 
-    def _session(self):
+    def _session(self, change=False):
+        """The bf_session; change=True for a call that runs, edits or changes state, which a
+        train() callback (running while the C step loop waits for it) must not make."""
         if not self._s:
             raise python_error(InvalidArgumentError, "closed", "the page is closed")
+        if change and self._stepping:
+            raise python_error(InvalidArgumentError, "busy",
+                               "the page is in the middle of a step loop: a train() callback "
+                               "may read (variables(), state(), step_count, save_state()) but "
+                               "not run, edit or change the page; return True to stop first")
         return self._s
 
     def __repr__(self):
@@ -282,7 +287,7 @@ class Page:
     def _check_json(self):
         out = ctypes.c_void_p()
         err = _errors.new_error()
-        _errors.check(lib.bf_session_check_json(self._session(), ctypes.byref(out),
+        _errors.check(lib.bf_session_check_json(self._session(True), ctypes.byref(out),
                                                 ctypes.byref(err)), err)
         return json.loads(_take_string(out))
 
@@ -312,7 +317,7 @@ class Page:
         """
         with self._lock:
             err = _errors.new_error()
-            status = fn(self._session(), *args, ctypes.byref(err))
+            status = fn(self._session(True), *args, ctypes.byref(err))
             self._placeholder_dtypes = None
             _errors.check(status, err)
 
@@ -393,7 +398,7 @@ class Page:
                 raise MemoryError("blockflow: out of memory")
             try:
                 err = _errors.new_error()
-                status = lib.bf_session_apply_edits(self._session(), data, len(data), diags,
+                status = lib.bf_session_apply_edits(self._session(True), data, len(data), diags,
                                                     ctypes.byref(err))
                 self._placeholder_dtypes = None
                 _errors.check(status, err, diags)
@@ -480,7 +485,7 @@ class Page:
         the Placeholder declares (a float32 array may feed a bfloat16 one); the data is copied,
         so the array may change afterwards. Blocks downstream are recomputed on the next run."""
         with self._lock:
-            s = self._session()
+            s = self._session(True)
             want = None
             if getattr(value, "dtype", None) is not None and value.dtype.kind == "f" \
                     and value.dtype.itemsize == 4:
@@ -515,7 +520,7 @@ class Page:
                 f"this page runs with {self._ctx.threads} kernel threads; the thread pool is "
                 f"chosen when the page is loaded: blockflow.load(path, threads={threads})")
         with self._lock:
-            s = self._session()
+            s = self._session(True)
             for block, value in (feeds or {}).items():
                 self.feed(block, value)
             names = [fetch] if isinstance(fetch, str) else (
@@ -577,7 +582,7 @@ class Page:
         opts.timeout_s = float(timeout or 0)
         c_index = (ctypes.c_int64 * max(len(idx), 1))(*idx)
         with self._lock:
-            s = self._session()
+            s = self._session(True)
             out, err = ctypes.c_void_p(), _errors.new_error()
             status = self._interruptible(s, lambda: lib.bf_session_explain(
                 s, cstr(block), c_index, len(idx), ctypes.byref(opts), ctypes.byref(out),
@@ -597,24 +602,10 @@ class Page:
         a failed check is {"pass": False, ...}, not an exception. Raises NotFoundError,
         UnsupportedError (not a gradient or forward block), or what run() raises.
         """
-        opts = new(BfGradcheckOptions)
-        lib.bf_gradcheck_options_init(ctypes.byref(opts))
-        for name, value in (("eps", eps), ("tolerance", tolerance)):
-            if value is not None:
-                if not value > 0:
-                    raise python_error(InvalidArgumentError, "bad_option",
-                                       f"{name} must be a positive number, got {value!r}")
-                setattr(opts, name, float(value))
-        for name, value in (("full_below", full_below), ("samples", samples), ("seed", seed)):
-            if value is not None:
-                if int(value) <= 0:
-                    raise python_error(InvalidArgumentError, "bad_option",
-                                       f"{name} must be a positive integer, got {value!r}")
-                setattr(opts, name, int(value))
-        opts.compare_gpu = 1 if compare_gpu else 0
-        opts.timeout_s = float(timeout or 0)
+        opts = gradcheck_options(eps, tolerance, full_below, samples, seed, compare_gpu,
+                                 timeout)
         with self._lock:
-            s = self._session()
+            s = self._session(True)
             out, err = ctypes.c_void_p(), _errors.new_error()
             status = self._interruptible(s, lambda: lib.bf_session_gradcheck(
                 s, cstr(block), ctypes.byref(opts), ctypes.byref(out), ctypes.byref(err)))
@@ -631,7 +622,7 @@ class Page:
         """
         with self._lock:
             out, err = ctypes.c_void_p(), _errors.new_error()
-            status = lib.bf_session_add_gradients(self._session(), cstr(forward_block),
+            status = lib.bf_session_add_gradients(self._session(True), cstr(forward_block),
                                                   cstr(dy), ctypes.byref(out),
                                                   ctypes.byref(err))
             self._placeholder_dtypes = None

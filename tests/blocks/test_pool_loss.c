@@ -1332,7 +1332,7 @@ START_TEST(validation_when_fed) {
 END_TEST
 
 /* Empty tensors: empty batches, channels or classes give empty outputs (and zero losses for
- * no classes), never a crash. */
+ * no classes), never a crash; windows over padding alone give MaxPool's lowest value. */
 START_TEST(empty_tensors) {
     bf_context *ctx = new_ctx(2);
     bf_session *s = open_page(
@@ -1355,7 +1355,11 @@ START_TEST(empty_tensors) {
         "{\"id\":\"sx\",\"type\":\"SparseSoftmaxCrossEntropyWithLogits\",\"inputs\":{"
         "\"features\":\"fb\",\"labels\":\"lb\"}},"
         "{\"id\":\"sm\",\"type\":\"Softmax\",\"inputs\":{\"logits\":\"f\"}},"
-        "{\"id\":\"l2\",\"type\":\"L2Loss\",\"inputs\":{\"t\":\"x\"}}");
+        "{\"id\":\"l2\",\"type\":\"L2Loss\",\"inputs\":{\"t\":\"x\"}},"
+        "{\"id\":\"h0\",\"type\":\"Const\",\"attrs\":{\"shape\":[1,0,3,2],\"value\":1}},"
+        "{\"id\":\"pad\",\"type\":\"MaxPool\",\"attrs\":{\"ksize\":[1,2,2,1],"
+        "\"strides\":[1,1,1,1],\"padding\":\"EXPLICIT\",\"explicit_paddings\":[0,0,1,1,0,0,0,0]},"
+        "\"inputs\":{\"input\":\"h0\"}}");
     const int64_t d_mp[4] = {0, 2, 2, 3}, d_ap[4] = {1, 2, 2, 0}, d_x[4] = {0, 4, 4, 3};
     const int64_t d_c0[4] = {1, 4, 4, 0}, d3[1] = {3}, d0[1] = {0};
     expect_dims(run_ok(s, "mp", NULL), 4, d_mp, "MaxPool");
@@ -1369,11 +1373,201 @@ START_TEST(empty_tensors) {
     expect_dims(run_ok(s, "sx", "loss"), 1, d0, "sparse loss");
     run_ok(s, "sm", NULL);
     expect_close(run_ok(s, "l2", NULL), zeros, 1, 0, 0, "L2Loss");
+    /* windows of padding alone (EXPLICIT pads around an empty H): TF's lowest float32 */
+    const int64_t d_pad[4] = {1, 1, 2, 2};
+    const double lowest[4] = {-3.4028234663852886e38, -3.4028234663852886e38,
+                              -3.4028234663852886e38, -3.4028234663852886e38};
+    t = run_ok(s, "pad", NULL);
+    expect_dims(t, 4, d_pad, "MaxPool of padding");
+    expect_close(t, lowest, 4, 0, 0, "MaxPool of padding");
     bf_session_free(s);
     bf_context_free(ctx);
 }
 END_TEST
 
+
+
+/* ---- whole-page gradients: each block's `gradient`, built and checked end to end -------- */
+
+/* Whether this build's Mul broadcasts numpy-style ([3,1] * [3,5]) and has Exp: the gradients
+ * of Softmax, LogSoftmax and the cross entropies need the math helpers' blocks. */
+static bool have_math_ops(void) {
+    bool exp_ = false;
+    for (int i = 0; i < bf_block_type_count(); i++) exp_ |= !strcmp(bf_block_type_name(i), "Exp");
+    bf_context *ctx = new_ctx(1);
+    bf_session *s = open_page(
+        ctx, "{\"id\":\"a\",\"type\":\"Const\",\"attrs\":{\"shape\":[3,1],\"value\":1}},"
+             "{\"id\":\"b\",\"type\":\"Const\",\"attrs\":{\"shape\":[3,5],\"value\":1}},"
+             "{\"id\":\"m\",\"type\":\"Mul\",\"inputs\":{\"x\":\"a\",\"y\":\"b\"}}");
+    bool bcast = bf_session_check(s, NULL, NULL) == BF_OK;
+    bf_session_free(s);
+    bf_context_free(ctx);
+    if (!exp_ || !bcast)
+        fprintf(stderr, "test_pool_loss: no broadcasting Mul or no Exp in this build (the math "
+                        "ops): gradient check skipped\n");
+    return exp_ && bcast;
+}
+
+/*
+ * The page `fwd` (float64 Variables among its blocks, and an output `out` of n_out elements)
+ * gets loss = Sum(MatMul(Reshape(out, [1, -1]), W)) with W a random Const [n_out, 1], so that
+ * the gradient arriving at `out` is not uniform. The gradient of the loss with respect to
+ * each Variable vars[k], built by bf_session_build_gradients from the blocks' own `gradient`
+ * functions, must match central differences of the loss computed here in float64:
+ * |g - fd| <= 1e-6 * (|fd| + max |fd|).
+ */
+static void grad_check(const char *fwd, const char *out, int64_t n_out, int nvars,
+                       const char *const *vars, uint64_t seed) {
+    bf_rng r = {seed};
+    size_t cap = strlen(fwd) + 32 * (size_t)n_out + 1024, len = 0;
+    char *body = malloc(cap);
+    len += (size_t)snprintf(body + len, cap - len,
+                            "%s,{\"id\":\"flat_shape\",\"type\":\"Const\",\"attrs\":{\"dtype\":"
+                            "\"int32\",\"value\":[1,-1]}},"
+                            "{\"id\":\"flat\",\"type\":\"Reshape\",\"inputs\":{\"tensor\":\"%s\","
+                            "\"shape\":\"flat_shape\"}},"
+                            "{\"id\":\"wt\",\"type\":\"Const\",\"attrs\":{\"dtype\":\"float64\","
+                            "\"shape\":[%lld,1],\"value\":[",
+                            fwd, out, (long long)n_out);
+    for (int64_t i = 0; i < n_out; i++)
+        len += (size_t)snprintf(body + len, cap - len, "%s%.17g", i ? "," : "",
+                                bf_rng_nonzero(&r));
+    snprintf(body + len, cap - len,
+             "]}},{\"id\":\"mm\",\"type\":\"MatMul\",\"inputs\":{\"a\":\"flat\",\"b\":\"wt\"}},"
+             "{\"id\":\"loss\",\"type\":\"Sum\",\"inputs\":{\"input\":\"mm\"}}");
+    bf_context *ctx = new_ctx(2);
+    bf_session *s = open_page(ctx, "%s", body);
+    free(body);
+    char *created = NULL;
+    bf_error e = {0};
+    if (bf_session_build_gradients(s, "loss", NULL, 0, NULL, &created, &e))
+        ck_abort_msg("build_gradients: %s %s (block %s)", e.code, e.message, e.block_id);
+    for (int v = 0; v < nvars; v++) {
+        char key[64], ref[128];
+        snprintf(key, sizeof(key), "\"%s\":\"", vars[v]);
+        const char *at = strstr(strstr(created, "\"gradients\""), key);
+        ck_assert_msg(at != NULL, "no gradient for %s in %s", vars[v], created);
+        at += strlen(key);
+        size_t n = strcspn(at, "\"");
+        ck_assert_uint_lt(n, sizeof(ref));
+        memcpy(ref, at, n), ref[n] = 0;
+        bf_tensor *g = NULL, *x = NULL;
+        char id[128];
+        snprintf(id, sizeof(id), "%.*s", (int)strcspn(ref, ":"), ref);
+        const char *port = strchr(ref, ':') ? strchr(ref, ':') + 1 : NULL;
+        ck_assert_int_eq(bf_tensor_copy(run_ok(s, id, port), &g, NULL), BF_OK);
+        ck_assert_int_eq(bf_session_read_state(s, vars[v], &x, NULL), BF_OK);
+        ck_assert_int_eq(bf_tensor_numel(g), bf_tensor_numel(x));
+        double *fd = malloc(sizeof(double) * (size_t)bf_tensor_numel(x)), scale = 0;
+        for (int64_t i = 0; i < bf_tensor_numel(x); i++) {
+            double x0 = elem(x, i), h = 1e-6 * fmax(1, fabs(x0)), l[2];
+            for (int side = 0; side < 2; side++) {
+                set_elem(x, i, x0 + (side ? -h : h));
+                ck_assert_int_eq(bf_session_write_state(s, vars[v], x, NULL), BF_OK);
+                l[side] = elem(run_ok(s, "loss", NULL), 0);
+            }
+            set_elem(x, i, x0);
+            fd[i] = (l[0] - l[1]) / (2 * h);
+            scale = fmax(scale, fabs(fd[i]));
+        }
+        ck_assert_int_eq(bf_session_write_state(s, vars[v], x, NULL), BF_OK);
+        for (int64_t i = 0; i < bf_tensor_numel(x); i++)
+            if (!(fabs(elem(g, i) - fd[i]) <= 1e-6 * (fabs(fd[i]) + scale)))
+                ck_abort_msg("d loss / d %s[%lld]: gradient %.12g, finite differences %.12g "
+                             "(%s)",
+                             vars[v], (long long)i, elem(g, i), fd[i], ref);
+        free(fd);
+        bf_tensor_free(g), bf_tensor_free(x);
+    }
+    bf_string_free(created);
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+
+#define VAR64(id, shape, seed)                                                                  \
+    "{\"id\":\"" id "\",\"type\":\"Variable\",\"attrs\":{\"dtype\":\"float64\",\"shape\":" shape \
+    ",\"initializer\":\"random_normal\",\"seed\":" #seed "}}"
+
+static const char *const v_a[1] = {"va"}, *const v_ab[2] = {"va", "vb"};
+
+/* MaxPool -> MaxPoolGrad and AvgPool -> Const shape + AvgPoolGrad, in both layouts, SAME on
+ * odd sizes and VALID with overlapping windows. */
+START_TEST(gradient_pooling) {
+    static const char *const attrs[4] = {
+        "\"ksize\":[1,2,2,1],\"strides\":[1,2,2,1],\"padding\":\"SAME\"",
+        "\"ksize\":[1,1,3,3],\"strides\":[1,1,2,1],\"padding\":\"VALID\",\"data_format\":\"NCHW\"",
+        "\"ksize\":[1,3,3,1],\"strides\":[1,2,2,1],\"padding\":\"SAME\"",
+        "\"ksize\":[1,3,2,1],\"strides\":[1,1,2,1],\"padding\":\"EXPLICIT\","
+        "\"explicit_paddings\":[0,0,1,2,1,0,0,0]"};
+    static const char *const shapes[4] = {"[2,5,5,2]", "[1,2,5,5]", "[1,5,6,3]", "[1,4,5,2]"};
+    static const int64_t n_out[4] = {2 * 3 * 3 * 2, 2 * 2 * 3, 3 * 3 * 3, 5 * 3 * 2};
+    const int max = _i % 2 == 0, k = _i / 2;
+    if (!max && k == 3) return; /* AvgPool has no EXPLICIT padding */
+    char page[1024];
+    snprintf(page, sizeof(page),
+             VAR64("va", "%s", 7) ",{\"id\":\"op\",\"type\":\"%s\",\"attrs\":{%s},\"inputs\":{"
+                                  "\"%s\":\"va\"}}",
+             shapes[k], max ? "MaxPool" : "AvgPool", attrs[k], max ? "input" : "value");
+    grad_check(page, "op", n_out[k], 1, v_a, 300 + (uint64_t)_i);
+}
+END_TEST
+
+START_TEST(gradient_l2_loss) {
+    grad_check(VAR64("va", "[3,4]", 8) ",{\"id\":\"op\",\"type\":\"L2Loss\",\"inputs\":{"
+                                       "\"t\":\"va\"}}",
+               "op", 1, 1, v_a, 400);
+}
+END_TEST
+
+START_TEST(gradient_softmax_family) {
+    if (!have_math_ops()) return;
+    char page[512];
+    snprintf(page, sizeof(page),
+             VAR64("va", "[3,2,5]", 9) ",{\"id\":\"op\",\"type\":\"%s\",\"inputs\":{"
+                                       "\"logits\":\"va\"}}",
+             _i ? "LogSoftmax" : "Softmax");
+    grad_check(page, "op", 30, 1, v_a, 500 + (uint64_t)_i);
+}
+END_TEST
+
+/*
+ * The cross entropies: features (and the dense labels) as Variables, the loss through `loss`
+ * (loop 0, 2), and through `backprop` too (loop 1, 3: TF's second-order term, the softmax
+ * gradient of what arrives at backprop). Loop 4: features [1, 5] broadcast against labels
+ * [3, 5] (the gradient summed back to [1, 5]). The labels' gradient is checked through the
+ * loss only: TF's formula leaves out what arrives at backprop.
+ */
+START_TEST(gradient_cross_entropy) {
+    if (!have_math_ops()) return;
+    char page[1024];
+    if (_i < 2 || _i == 4) {
+        /* labels from a Softmax: rows summing to 1, as TF's backprop assumes; through
+         * backprop, labels' own Variable is not differentiated (TF gives it zeros) */
+        snprintf(page, sizeof(page),
+                 VAR64("va", "%s", 10) ",%s"
+                 ",{\"id\":\"sm\",\"type\":\"Softmax\",\"inputs\":{\"logits\":\"vb\"}},"
+                 "{\"id\":\"op\",\"type\":\"SoftmaxCrossEntropyWithLogits\",\"inputs\":{"
+                 "\"features\":\"va\",\"labels\":\"sm\"}}",
+                 _i == 4 ? "[1,5]" : "[3,5]",
+                 _i == 1 ? "{\"id\":\"vb\",\"type\":\"Variable\",\"attrs\":{\"dtype\":"
+                           "\"float64\",\"shape\":[3,5],\"initializer\":\"random_normal\","
+                           "\"seed\":11,\"trainable\":false}}"
+                         : VAR64("vb", "[3,5]", 11));
+        if (_i == 1) grad_check(page, "op:backprop", 15, 1, v_a, 600);
+        else grad_check(page, "op:loss", 3, 2, v_ab, 601 + (uint64_t)_i);
+    } else {
+        snprintf(page, sizeof(page),
+                 VAR64("va", "[4,5]", 12)
+                 ",{\"id\":\"l\",\"type\":\"Const\",\"attrs\":{\"dtype\":\"%s\","
+                 "\"value\":[4,0,2,2]}},"
+                 "{\"id\":\"op\",\"type\":\"SparseSoftmaxCrossEntropyWithLogits\",\"inputs\":{"
+                 "\"features\":\"va\",\"labels\":\"l\"}}",
+                 _i == 2 ? "int32" : "int64");
+        if (_i == 3) grad_check(page, "op:backprop", 20, 1, v_a, 602);
+        else grad_check(page, "op:loss", 4, 1, v_a, 603);
+    }
+}
+END_TEST
 
 /* What the check infers from partial knowledge: known dims flow through, the rest stay "?". */
 static void expect_port(bf_session *s, const char *id, const char *port, const char *want) {
@@ -1555,6 +1749,14 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, xent_backprop_matches_finite_differences, 0, 2);
     tcase_add_test(tc, sparse_xent_label_out_of_range);
     tcase_add_loop_test(tc, l2_loss_matches_reference, 0, 8);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("gradients");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, gradient_pooling, 0, 8);
+    tcase_add_test(tc, gradient_l2_loss);
+    tcase_add_loop_test(tc, gradient_softmax_family, 0, 2);
+    tcase_add_loop_test(tc, gradient_cross_entropy, 0, 5);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("validation");
