@@ -114,7 +114,7 @@ EOF
                 for d in cpu gpu; do
                     echo "== $n on $d"
                     build-gpu/blockflow train examples/train/$n.json --steps 200 --device $d \
-                        --checkpoint "$out/$n-$d.npz" --json --quiet
+                        --checkpoint "/tmp/bf-train-$n-$d.npz" --json --quiet
                 done
             done 2>&1 | tee "$out/train_gpu.log"
             python3 - "$out" <<'EOF2' 2>&1 | tee -a "$out/train_gpu.log" || rc=1
@@ -122,7 +122,7 @@ import sys
 import numpy as np
 out, bad = sys.argv[1], 0
 for n in ("learn_a_filter", "digits_cnn"):
-    c, g = np.load(f"{out}/{n}-cpu.npz"), np.load(f"{out}/{n}-gpu.npz")
+    c, g = np.load(f"/tmp/bf-train-{n}-cpu.npz"), np.load(f"/tmp/bf-train-{n}-gpu.npz")
     for k in c.files:
         a, b = c[k].astype(np.float64), g[k].astype(np.float64)
         err = np.abs(a - b).max() / max(np.abs(a).max(), 1e-30)
