@@ -22,7 +22,7 @@ pack() {
     # The program, the GPU tests and the ctest files only (ctest -L gpu runs just those).
     mkdir -p .gpu/build-gpu
     (cd build-gpu && find . -name CMakeFiles -prune -o \( -type f \( -name blockflow -o -name 'test_*_gpu' -o -name 'CTestTestfile.cmake' \) \) -print | tar -cf - -T - | tar -xf - -C ../.gpu/build-gpu)
-    for l in libuv.so.1 libcjson.so.1 libsubunit.so.0; do
+    for l in libuv.so.1 libcjson.so.1 libsubunit.so.0 libwebsockets.so.17 libssl.so.3 libcrypto.so.3 libcap.so.2; do
         cp -L "$(ldconfig -p | awk -v l="$l" '$1 == l { print $NF; exit }')" .gpu/lib/
     done
     grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
