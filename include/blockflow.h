@@ -806,7 +806,9 @@ BF_API bf_status bf_session_build_gradients(bf_session *s, const char *loss,
  *   {"loss", "pass", "tolerance",
  *    "variables": [{"variable", "gradient", "n_elements", "n_checked", "max_rel_error",
  *                   "worst_index": [...], "fd", "analytic", "pass"}]}
- * Errors: BF_ENOTFOUND, BF_EINVAL (no update block), anything bf_session_run returns.
+ * bf_session_cancel(s) from another thread stops it between two of its runs (BF_ECANCELED).
+ * Errors: BF_ENOTFOUND, BF_EINVAL (no update block), BF_ECANCELED, anything bf_session_run
+ * returns.
  */
 BF_API bf_status bf_session_check_gradients(bf_session *s, const char *loss,
                                             const bf_gradcheck_options *opts, char **json_out,
