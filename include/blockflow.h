@@ -779,6 +779,9 @@ BF_API bf_status bf_session_load_state(bf_session *s, const char *path, bf_error
  * `optimizer` (NULL for none) then adds the update blocks: "sgd:LR", "momentum:LR:MOMENTUM"
  * or "adam:LR" (beta1 0.9, beta2 0.999, epsilon 1e-8 as TensorFlow's defaults; or
  * "adam:LR:B1:B2:EPS"), with a learning-rate Const and the slot Variables they need.
+ * The shapes the gradient blocks need (input_sizes, a Mean's count, the seed of ones) are
+ * Consts of the shapes known now: a batch of another size later is refused by the first
+ * gradient block with a shape error (a Dataset takes drop_remainder).
  * All or nothing (one edit batch). *created_json (free with bf_string_free):
  *   {"loss", "gradients": {VARIABLE: gradient ref}, "updates": {VARIABLE: block},
  *    "blocks": [every new id]}
