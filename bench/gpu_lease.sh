@@ -5,8 +5,8 @@
 #   bench/gpu_lease.sh pack        here: build build-gpu (CUDA on) and copy what the GPU machine
 #                                  needs (programs, ctest files, libuv/cJSON/subunit) into .gpu/
 #   bench/gpu_lease.sh run [WHAT]  there, from the repository root, with .gpu/ carried along:
-#                                  WHAT is any of: tests examples bench sanitize (default: all
-#                                  but sanitize). Logs and tables go to $OUT (or ./gpu-out).
+#                                  WHAT is any of: tests examples bench gradcheck train sanitize
+#                                  (default: tests examples bench). Logs and tables go to $OUT (or ./gpu-out).
 #
 # The build folder's ctest files name absolute paths of this checkout; `run` recreates them
 # with a symbolic link when the GPU machine's copy of the repository lives elsewhere.
@@ -22,7 +22,7 @@ pack() {
     # The program, the GPU tests and the ctest files only (ctest -L gpu runs just those).
     mkdir -p .gpu/build-gpu
     (cd build-gpu && find . -name CMakeFiles -prune -o \( -type f \( -name blockflow -o -name 'test_*_gpu' -o -name 'CTestTestfile.cmake' \) \) -print | tar -cf - -T - | tar -xf - -C ../.gpu/build-gpu)
-    for l in libuv.so.1 libcjson.so.1 libsubunit.so.0; do
+    for l in libuv.so.1 libcjson.so.1 libsubunit.so.0 libwebsockets.so.17 libssl.so.3 libcrypto.so.3 libcap.so.2; do
         cp -L "$(ldconfig -p | awk -v l="$l" '$1 == l { print $NF; exit }')" .gpu/lib/
     done
     grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
@@ -97,6 +97,40 @@ EOF
             for dt in float32 float16; do
                 timeout 150 build-gpu/blockflow bench --device gpu --dtype $dt --rounds 20 2>&1 | tee "$out/bench_gpu_$dt.txt" || rc=1
             done
+            ;;
+        gradcheck)
+            # every gradient block of the examples on the CPU and on the GPU, side by side
+            for p in examples/*.json examples/teach/*.json; do
+                for b in $(python3 -c "import json,sys; p=json.load(open(sys.argv[1])); print(' '.join(x['id'] for x in p['blocks'] if 'Backprop' in x['type']))" "$p"); do
+                    echo "== $p $b"
+                    build-gpu/blockflow gradcheck "$p" "$b" --gpu --json || echo "$p $b: FAILED"
+                done
+            done 2>&1 | tee "$out/gradcheck_gpu.log"
+            ;;
+        train)
+            # the training examples: the convolutions on the GPU (auto) against the CPU, the
+            # same number of steps; the final Variables must agree to float32 rounding
+            for n in learn_a_filter digits_cnn; do
+                for d in cpu gpu; do
+                    echo "== $n on $d"
+                    build-gpu/blockflow train examples/train/$n.json --steps 200 --device $d \
+                        --checkpoint "/tmp/bf-train-$n-$d.npz" --json --quiet
+                done
+            done 2>&1 | tee "$out/train_gpu.log"
+            python3 - "$out" <<'EOF2' 2>&1 | tee -a "$out/train_gpu.log" || rc=1
+import sys
+import numpy as np
+out, bad = sys.argv[1], 0
+for n in ("learn_a_filter", "digits_cnn"):
+    c, g = np.load(f"/tmp/bf-train-{n}-cpu.npz"), np.load(f"/tmp/bf-train-{n}-gpu.npz")
+    for k in c.files:
+        a, b = c[k].astype(np.float64), g[k].astype(np.float64)
+        err = np.abs(a - b).max() / max(np.abs(a).max(), 1e-30)
+        ok = err < 1e-3
+        print(f"{n} {k:20s} max|cpu-gpu|/max|cpu| after 200 steps = {err:.2e} {'ok' if ok else 'DIFFERS'}")
+        bad += not ok
+sys.exit(1 if bad else 0)
+EOF2
             ;;
         sanitize)
             # compute-sanitizer on a short run of the GPU test (no fork: Check runs in-process).

@@ -21,7 +21,8 @@ libs="$(pkg-config --libs libuv libcjson) -lpthread -lm"
 # The library, once, with coverage instrumentation (fuzzer-no-link) so the fuzzers see it.
 objs=""
 for src in "$root"/runtime/*.c "$root"/runtime/devices/cuda_none.c "$root"/blocks/*.c \
-           "$root"/blocks/nn_ops/*.c "$root"/blocks/nn_ops/cpu/*.c; do
+           "$root"/blocks/nn_ops/*.c "$root"/blocks/nn_ops/cpu/*.c "$root"/blocks/math_ops/*.c \
+           "$root"/blocks/array_ops/*.c "$root"/blocks/state_ops/*.c "$root"/blocks/data_ops/*.c; do
     [ -f "$src" ] || continue
     case "$src" in
     *_avx512.c) extra="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c" ;;
@@ -36,7 +37,7 @@ for src in "$root"/runtime/*.c "$root"/runtime/devices/cuda_none.c "$root"/block
     objs="$objs $o"
 done
 touch "$stamp"
-for t in page npy enuspace; do
+for t in page npy npz enuspace; do
     # shellcheck disable=SC2086
     $CC $flags -fsanitize=fuzzer "$root/fuzz/fuzz_$t.c" $objs $libs -o "$out/fuzz_$t"
 done
@@ -45,4 +46,4 @@ srv="$root/apps/server"
 # shellcheck disable=SC2086
 $CC $flags -D_GNU_SOURCE -I"$srv" -fsanitize=fuzzer "$root/fuzz/fuzz_router.c" "$srv/router.c" "$srv/static.c" \
     "$srv/runs.c" "$srv/store.c" "$srv/teach_routes.c" $objs $libs -o "$out/fuzz_router"
-echo "built $out/fuzz_page $out/fuzz_npy $out/fuzz_enuspace $out/fuzz_router"
+echo "built $out/fuzz_page $out/fuzz_npy $out/fuzz_npz $out/fuzz_enuspace $out/fuzz_router"

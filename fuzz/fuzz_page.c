@@ -56,6 +56,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (void)bf_session_run(s, &o, diags, &err);
         /* A second run exercises the result cache. */
         (void)bf_session_run(s, &o, diags, &err);
+        /* Two training steps (update blocks and their commit, datasets advancing), then a
+         * run that sees the committed state. */
+        bf_step_options so;
+        bf_step_options_init(&so);
+        so.timeout_s = 2;
+        so.device = BF_DEVICE_CPU;
+        if (bf_session_state_count(s) > 0 && bf_session_step(s, 2, &so, diags, &err) == BF_OK)
+            (void)bf_session_run(s, &o, diags, &err);
     }
     char line[1200];
     for (size_t i = 0; i < bf_diags_count(diags); i++)

@@ -779,6 +779,9 @@ BF_API bf_status bf_session_load_state(bf_session *s, const char *path, bf_error
  * `optimizer` (NULL for none) then adds the update blocks: "sgd:LR", "momentum:LR:MOMENTUM"
  * or "adam:LR" (beta1 0.9, beta2 0.999, epsilon 1e-8 as TensorFlow's defaults; or
  * "adam:LR:B1:B2:EPS"), with a learning-rate Const and the slot Variables they need.
+ * The shapes the gradient blocks need (input_sizes, a Mean's count, the seed of ones) are
+ * Consts of the shapes known now: a batch of another size later is refused by the first
+ * gradient block with a shape error (a Dataset takes drop_remainder).
  * All or nothing (one edit batch). *created_json (free with bf_string_free):
  *   {"loss", "gradients": {VARIABLE: gradient ref}, "updates": {VARIABLE: block},
  *    "blocks": [every new id]}
@@ -806,7 +809,9 @@ BF_API bf_status bf_session_build_gradients(bf_session *s, const char *loss,
  *   {"loss", "pass", "tolerance",
  *    "variables": [{"variable", "gradient", "n_elements", "n_checked", "max_rel_error",
  *                   "worst_index": [...], "fd", "analytic", "pass"}]}
- * Errors: BF_ENOTFOUND, BF_EINVAL (no update block), anything bf_session_run returns.
+ * bf_session_cancel(s) from another thread stops it between two of its runs (BF_ECANCELED).
+ * Errors: BF_ENOTFOUND, BF_EINVAL (no update block), BF_ECANCELED, anything bf_session_run
+ * returns.
  */
 BF_API bf_status bf_session_check_gradients(bf_session *s, const char *loss,
                                             const bf_gradcheck_options *opts, char **json_out,

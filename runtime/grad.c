@@ -634,7 +634,10 @@ bf_status bf_session_build_gradients(bf_session *s, const char *loss, const char
     int L, Lp;
     if (!bf_page_resolve(s->page, loss, &L, &Lp)) {
         bf_err(err, BF_ENOTFOUND, "not_found", "loss \"%.80s\" names no block output", loss);
-        if (err) bf_strlcpy(err->page, s->page->file, sizeof(err->page));
+        if (err) {
+            bf_strlcpy(err->page, s->page->file, sizeof(err->page));
+            bf_strlcpy(err->block_id, loss, sizeof(err->block_id));
+        }
         return BF_ENOTFOUND;
     }
     bf_session_check(s, NULL, NULL);
@@ -648,10 +651,13 @@ bf_status bf_session_build_gradients(bf_session *s, const char *loss, const char
     /* which Variables */
     for (int i = 0; !B.failed && i < n_wrt; i++) {
         int v = wrt[i] ? bf_page_find(s->page, wrt[i]) : -1;
-        if (v < 0 || !is_variable(&s->page->blocks[v]))
+        if (v < 0 || !is_variable(&s->page->blocks[v])) {
             fail(&B, v < 0 ? BF_ENOTFOUND : BF_EINVAL, v < 0 ? "not_found" : "not_variable",
                  "\"%.60s\" is not a Variable on this page", wrt[i] ? wrt[i] : "(null)");
-        else want[v] = true;
+            bf_strlcpy(B.err.block_id, wrt[i] ? wrt[i] : "", sizeof(B.err.block_id));
+        } else {
+            want[v] = true;
+        }
     }
     for (int i = 0; !B.failed && !n_wrt && i < s->n; i++)
         want[i] = is_variable(&s->page->blocks[i]) && trainable(&s->page->blocks[i]);

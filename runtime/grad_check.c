@@ -100,9 +100,11 @@ static bf_status loss_value(bf_session *t, const char *loss, double *out, bf_err
     return v ? BF_OK : bf_err(err, BF_EINTERNAL, "internal", "the loss has no result");
 }
 
-/* Check one Variable (block v) against its applied gradient `grad` (a ref). */
-static bf_status check_one(bf_session *t, const char *loss, int v, const char *grad,
-                           const bf_gradcheck_options *o, cJSON *rec, bf_error *err) {
+/* Check one Variable (block v) against its applied gradient `grad` (a ref). The runs are in
+ * the float64 copy `t`: a cancel of the page's own session `s` stops between two of them. */
+static bf_status check_one(bf_session *s, bf_session *t, const char *loss, int v,
+                           const char *grad, const bf_gradcheck_options *o, cJSON *rec,
+                           bf_error *err) {
     bf_tensor *an = NULL, *val = NULL;
     const char *f[1] = {grad};
     bf_run_options ro;
@@ -141,6 +143,10 @@ static bf_status check_one(bf_session *t, const char *loss, int v, const char *g
             z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
             z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
             i = (int64_t)((z ^ (z >> 31)) % (uint64_t)n);
+        }
+        if (atomic_load(&s->stop_steps)) {
+            st = bf_err(err, BF_ECANCELED, "cancelled", "the gradient check was cancelled");
+            break;
         }
         double x = data[i], h = o->eps * BF_MAX(1.0, fabs(x)), lp = 0, lm = 0;
         data[i] = x + h;
@@ -198,6 +204,7 @@ bf_status bf_session_check_gradients(bf_session *s, const char *loss,
         return bf_err(err, BF_EINVAL, "no_update", "the page has no update block with a "
                       "gradient input (ApplyGradientDescent, ApplyMomentum, ApplyAdam)");
     bf_session *t = NULL;
+    atomic_store(&s->stop_steps, 0); /* bf_session_cancel(s) from here stops the check */
     bf_status st = make_f64(s, &t, err);
     cJSON *res = cJSON_CreateObject(), *vars = res ? cJSON_AddArrayToObject(res, "variables") : NULL;
     if (st == BF_OK && !vars) st = bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
@@ -220,7 +227,7 @@ bf_status bf_session_check_gradients(bf_session *s, const char *loss,
         cJSON_AddStringToObject(rec, "variable", s->page->blocks[v].id);
         cJSON_AddStringToObject(rec, "gradient", pb->inputs[k].text);
         cJSON_AddStringToObject(rec, "update", pb->id);
-        st = check_one(t, loss, v, pb->inputs[k].text, &o, rec, err);
+        st = check_one(s, t, loss, v, pb->inputs[k].text, &o, rec, err);
         if (st) bf_sess_where(s, i, err);
         pass = pass && cJSON_IsTrue(cJSON_GetObjectItem(rec, "pass"));
         if (st == BF_OK && o.timeout_s > 0 && bf_now() - t0 > o.timeout_s)

@@ -252,7 +252,10 @@ static int find_stateful(bf_session *s, const char *id, bf_error *err) {
     if (b < 0) {
         bf_err(err, BF_ENOTFOUND, "unknown_block", "no block \"%.60s\" on this page",
                id ? id : "(null)");
-        if (err) bf_strlcpy(err->page, s->page->file, sizeof(err->page));
+        if (err) {
+            bf_strlcpy(err->page, s->page->file, sizeof(err->page));
+            bf_strlcpy(err->block_id, id ? id : "", sizeof(err->block_id));
+        }
         return -1;
     }
     if (!has_state(&s->nodes[b])) {

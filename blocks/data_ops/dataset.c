@@ -428,13 +428,10 @@ static bf_status init(bf_node *node, bf_error *err) {
     d->out2 = bf_node_float(node, dt2->set ? dt2->dtype : BF_DTYPE_I32);
     bf_status st = load_source(node, 0, &d->src[0], err);
     if (!st && d->two) st = load_source(node, 1, &d->src[1], err);
+    /* Files of different lengths are a problem of the page (infer reports it), not of this
+     * attribute: an editor changes `file` and `file2` one after the other. */
     d->n = d->src[0].dims[0];
-    if (!st && d->two && d->src[1].dims[0] != d->n) {
-        bf_err_at(err, NULL, "file2");
-        st = bf_err(err, BF_ESHAPE, "shape_mismatch", "file2 has %lld samples but file has "
-                    "%lld: the two are yielded in lockstep", (long long)d->src[1].dims[0],
-                    (long long)d->n);
-    }
+    if (!st && d->two) d->n = BF_MIN(d->n, d->src[1].dims[0]);
     if (!st && d->n == 0) {
         bf_err_at(err, NULL, "file");
         st = bf_err(err, BF_ESHAPE, "shape_mismatch", "%s holds no samples (its first "
@@ -483,9 +480,15 @@ static void set_batch(const dataset *d, const source *s, int64_t rows, bf_port_i
 
 static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info *out,
                        bf_error *err) {
-    (void)in, (void)err;
+    (void)in;
     const dataset *d = node->state;
     int64_t first, rows, zero = 0;
+    if (d->two && d->src[1].dims[0] != d->src[0].dims[0]) {
+        bf_err_at(err, NULL, "file2");
+        return bf_err(err, BF_ESHAPE, "shape_mismatch", "file2 has %lld samples but file has "
+                      "%lld: the two are yielded in lockstep", (long long)d->src[1].dims[0],
+                      (long long)d->src[0].dims[0]);
+    }
     batch_rows(d, &first, &rows);
     set_batch(d, &d->src[0], rows, &out[O_BATCH]);
     if (d->two) set_batch(d, &d->src[1], rows, &out[O_BATCH2]);

@@ -17,7 +17,6 @@ import numpy as np
 import blockflow
 
 SOBEL = [[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]]
-N = 16 * 10 * 10  # elements of the 16 VALID 10x10 outputs: the mean divides by this
 
 
 def block(id, type, inputs=None, **attrs):
@@ -30,47 +29,33 @@ def conv(id, input, filter):
 
 
 # %% [markdown]
-# The forward pass: targets = conv(images, sobel), loss = mean((conv(images, w) - targets)^2).
+# The forward pass only: targets = conv(images, sobel), loss = mean((conv(images, w) -
+# targets)^2). Every block is a TensorFlow op of the same name.
 
 # %%
-forward = [
+blocks = [
     block("images", "RandomUniform", shape=[16, 12, 12, 1], minval=-1, maxval=1, seed=7),
     block("sobel", "Const", shape=[3, 3, 1, 1], value=SOBEL),
     conv("targets", "images", "sobel"),
-    block("w", "Variable", shape=[3, 3, 1, 1]),  # zeros
+    block("w", "Variable", shape=[3, 3, 1, 1]),  # starts at zero
     conv("predictions", "images", "w"),
     block("error", "Sub", {"x": "predictions", "y": "targets"}),
-    block("squared", "Mul", {"x": "error", "y": "error"}),
-    block("total", "Sum", {"input": "squared"}),
-    block("one_over_n", "Const", value=1 / N),
-    block("loss", "Mul", {"x": "total", "y": "one_over_n"}),
-]
-
-# %% [markdown]
-# The backward pass, wired by hand: d loss / d predictions = 2 (predictions - targets) / N,
-# and the filter gradient of a convolution is Conv2DBackpropFilter of its input and that.
-# ApplyGradientDescent then moves `w` by -learning_rate * gradient at every step.
-
-# %%
-backward = [
-    block("two_over_n", "Const", value=2 / N),
-    block("d_predictions", "Mul", {"x": "error", "y": "two_over_n"}),
-    block("w_sizes", "Const", dtype="int32", value=[3, 3, 1, 1]),
-    block("d_w", "Conv2DBackpropFilter", {"input": "images", "filter_sizes": "w_sizes",
-                                          "out_backprop": "d_predictions"},
-          strides=[1, 1, 1, 1], padding="VALID"),
-    block("learning_rate", "Const", value=0.5),
-    block("w_update", "ApplyGradientDescent",
-          {"var": "w", "alpha": "learning_rate", "delta": "d_w"}),
+    block("squared", "Square", {"x": "error"}),
+    block("all_axes", "Const", dtype="int32", value=[0, 1, 2, 3]),
+    block("loss", "Mean", {"input": "squared", "reduction_indices": "all_axes"}),
 ]
 page = blockflow.loads({"format": "blockflow.page", "version": 1, "name": "learn-a-filter",
-                        "blocks": forward + backward, "outputs": ["loss"]})
+                        "blocks": blocks, "outputs": ["loss"]})
 
 # %% [markdown]
-# Is the hand-wired gradient right? `check_gradients` compares it with finite differences of
-# the loss, in float64.
+# The backward pass, built as blocks the way tf.gradients builds it (Mean's, Square's and
+# Sub's gradients, then Conv2DBackpropFilter for `w`), and an SGD update of `w` with a
+# learning rate of 0.5. `check_gradients` compares the gradient the update applies with
+# finite differences of the loss, in float64.
 
 # %%
+made = page.build_gradients("loss", optimizer="sgd:0.5")
+print("added", len(made["blocks"]), "blocks; the gradient of w is", made["gradients"]["w"])
 check = page.check_gradients("loss")
 print("gradient check passed:", check["pass"],
       f"(max relative error {check['variables'][0]['max_rel_error']:.1e})")
@@ -89,7 +74,7 @@ history = page.train(steps=30, callback=report)
 print(f"{page.step_count} steps, loss {history['loss'][0]:.3f} -> {history['loss'][-1]:.2e}")
 
 # %% [markdown]
-# The learned filter, next to the Sobel filter it was fitted to.
+# The learned filter: the Sobel filter the targets were made with.
 
 # %%
 w = page.variables()["w"][:, :, 0, 0]

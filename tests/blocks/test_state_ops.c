@@ -292,7 +292,7 @@ START_TEST(update_matches_reference) {
     for (int j = 0; j < op->n_refs; j++) {
         for (int64_t i = 0; i < n; i++) /* Adam's v is a mean of squares: positive */
             ref[j][i] = k256(&rng, 26, 256, !(op->n_refs == 3 && j == 2));
-        char id[8];
+        char id[16];
         snprintf(id, sizeof(id), "r%d", j);
         write_state(s, id, dt, 3, dims, ref[j]);
     }
@@ -302,7 +302,7 @@ START_TEST(update_matches_reference) {
         feed(s, "g", dt, 3, dims, g);
         for (int k = 0; k < op->n_scalars; k++) {
             sc[k] = k256(&rng, 26, 250, false); /* in (0.1, 1): learning rates, betas, powers */
-            char id[8];
+            char id[16];
             snprintf(id, sizeof(id), "s%d", k);
             feed(s, id, dt, 0, NULL, &sc[k]);
         }
@@ -316,7 +316,7 @@ START_TEST(update_matches_reference) {
         step_ok(s, fetch, 1);
         ck_assert_int_eq(bf_session_step_count(s), step);
         for (int j = 0; j < op->n_refs; j++) {
-            char id[8];
+            char id[16];
             snprintf(id, sizeof(id), "r%d", j);
             read_state(s, id, dt, n, got[j]);
             for (int64_t i = 0; i < n; i++) {

@@ -3,16 +3,19 @@
 For each seed in SEEDS, graphgen.py builds a random small graph of the differentiable blocks
 (1-3 Variables, 2-8 ops, a scalar loss; broadcasting both ways, NHWC and NCHW, SAME padding on
 odd sizes, strides, dilations, MaxPool windows with tied maxima, fan-out, softmax cross
-entropy, ...) as a page and, alongside, as torch operations. blockflow then builds the backward
-pass with bf_session_build_gradients (tf.gradients' walk, each block adding its own gradient
-blocks), runs it, and every gradient must match torch.autograd's:
+entropy, ...) as a page and, alongside, as torch operations; graphgen.DIRECTED adds graphs
+written out by hand for the cases issue 23 names. blockflow builds the backward pass with
+Page.build_gradients (bf_session_build_gradients: tf.gradients' walk, each block adding its
+own gradient blocks), runs it, and every gradient must match torch.autograd's:
 
     max |blockflow - torch| <= TOL * max(max |torch|, 1e-6)       for each Variable
 
 with TOL = 1e-9 for graphs computed in float64 and 2e-5 when any value is float32 (the
-reference is still float64, on the same float32 initial values). The loss itself is compared
-the same way first, and the Variables' initial values are read back (bf_session_read_state) to
-be exactly the values the reference started from.
+reference is still float64, on the same float32 initial values). Measured over seeds 1 to
+10000: at most 3.5e-12 in float64, 2.6e-6 in float32 (graphgen draws ill-conditioned graphs
+again, see graphgen.generate). The loss itself is compared too (relative to
+max(|loss|, 1)), and the Variables' initial values are read back (Page.variables) to be
+exactly the values the reference started from.
 
 MaxPool ties: TensorFlow's CPU MaxPoolGrad sends a window's gradient to its first maximum in
 row-major window order; torch's CPU max_pool2d does the same (test_torch_max_pool_tie_rule
@@ -20,13 +23,15 @@ checks that against a float64 numpy loop written from TF's rule), so the referen
 Max/Min reductions share the gradient equally among tied maxima in TF (math_grad.py
 _MinOrMaxGrad) as torch.amax/amin do.
 
-A failure prints the seed, the page (JSON), the Variable and the element that differ.
+A failure prints the seed, the page (JSON), the Variable and the element that differ, and
+how to print the page again.
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import json
+import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -34,8 +39,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import blockflow  # noqa: E402
-from blockflow import _errors, _tensor  # noqa: E402
-from blockflow._lib import lib  # noqa: E402
 
 import graphgen  # noqa: E402
 
@@ -44,41 +47,6 @@ TOL_F64 = 1e-9
 TOL_F32 = 2e-5
 
 torch.set_num_threads(1)
-
-# The training calls of include/blockflow.h, bound here (separate function objects, so the
-# module's own bindings are left as they are).
-_build_gradients = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
-    ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)(
-    ("bf_session_build_gradients", lib))
-_read_state = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
-    ctypes.c_void_p)(("bf_session_read_state", lib))
-
-
-def build_gradients(page, loss):
-    """bf_session_build_gradients(loss, every Variable, no optimizer) -> its JSON as a dict."""
-    out = ctypes.c_void_p()
-    err = _errors.new_error()
-    status = _build_gradients(page._session(), loss.encode(), None, 0, None,
-                              ctypes.byref(out), ctypes.addressof(err))
-    _errors.check(status, err)
-    try:
-        return json.loads(ctypes.string_at(out.value).decode())
-    finally:
-        lib.bf_string_free(out)
-
-
-def read_state(page, block):
-    t = ctypes.c_void_p()
-    err = _errors.new_error()
-    _errors.check(_read_state(page._session(), block.encode(), ctypes.byref(t),
-                              ctypes.addressof(err)), err)
-    try:
-        return _tensor.from_tensor(t)
-    finally:
-        lib.bf_tensor_free(t)
-
 
 @functools.lru_cache(maxsize=None)
 def catalog():
@@ -114,15 +82,16 @@ def _describe(g, created=None):
                    f"print(graphgen.{again}.page_text())')")
 
 
-def compare(name, got, want, tol):
-    """None when within tolerance, else a sentence naming the worst element."""
+def compare(name, got, want, tol, floor=1e-6):
+    """None when max |got - want| <= tol * max(max |want|, floor), else a sentence naming the
+    worst element."""
     got = np.asarray(got, dtype=np.float64)
     if got.shape != want.shape:
         return f"{name}: shape {got.shape}, torch's is {want.shape}"
     if not np.all(np.isfinite(got)):
         idx = np.unravel_index(np.argmin(np.isfinite(got)), got.shape) if got.ndim else ()
         return f"{name}: non-finite value {got[idx]} at index {list(idx)}"
-    scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-6)
+    scale = max(float(np.max(np.abs(want))) if want.size else 0.0, floor)
     diff = np.abs(got - want)
     if not diff.size or float(diff.max()) <= tol * scale:
         return None
@@ -131,16 +100,20 @@ def compare(name, got, want, tol):
     ratio = got[idx] / want[idx] if want[idx] != 0 else float("nan")
     return (f"{name}: element {list(int(i) for i in idx)} is {got[idx]!r}, torch says "
             f"{want[idx]!r} (got/want {ratio:.6g}); max error {diff.max() / scale:.3g} of "
-            f"max|grad| {scale:.6g}, tolerance {tol:g}; {bad} of {diff.size} elements off")
+            f"{scale:.6g} (max |torch|), tolerance {tol:g}; {bad} of {diff.size} elements off")
 
 
 def run_case(seed):
     g, ref = case(seed)
     tol = TOL_F32 if g.f32_used else TOL_F64
-    page = blockflow.loads(g.page, name=f"graphgen_{seed}")
+    folder = tempfile.TemporaryDirectory(prefix="grad_ref_") if g.files else None
+    if folder:
+        for name, value in g.files.items():
+            np.save(os.path.join(folder.name, name), value)
+    page = blockflow.loads(g.page, name=f"graphgen_{seed}", dir=folder and folder.name)
     try:
         try:
-            created = build_gradients(page, g.loss)
+            created = page.build_gradients(g.loss)
         except blockflow.Error as e:
             pytest.fail(f"build_gradients failed: {e}\n{_describe(g)}", pytrace=False)
         grads = created.get("gradients", {})
@@ -153,13 +126,15 @@ def run_case(seed):
             out = page.run(fetch=fetch)
         except blockflow.Error as e:
             pytest.fail(f"run failed: {e}\n{_describe(g, created)}", pytrace=False)
+        state_of = page.variables()
         for vid, value in g.variables.items():
-            state = read_state(page, vid)
+            state = state_of[vid]
             if state.dtype != value.dtype or not np.array_equal(state, value):
                 pytest.fail(f"Variable {vid} does not start from the generated value\n"
                             f"{_describe(g)}", pytrace=False)
         problems = []
-        p = compare(f"loss {g.loss}", out[g.loss], g.loss_t.detach().numpy(), tol)
+        # the loss: relative to 1 at least (a small loss is a sum of terms that cancel)
+        p = compare(f"loss {g.loss}", out[g.loss], g.loss_t.detach().numpy(), tol, floor=1.0)
         if p:
             problems.append("forward " + p)
         for vid in g.variables:
@@ -170,6 +145,8 @@ def run_case(seed):
             pytest.fail("\n".join(problems) + "\n" + _describe(g, created), pytrace=False)
     finally:
         page.close()
+        if folder:
+            folder.cleanup()
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -204,9 +181,10 @@ def test_generator_blocks_exist_as_written():
         problems += [f"{op}: no attr {a!r}" for a in attrs if a not in have_attr]
         if not cat[op].get("differentiable"):
             problems.append(f"{op}: no gradient")
-        want_out = graphgen.OUTPUT_PORTS.get(op)
-        if want_out and want_out not in {o["name"] for o in cat[op]["outputs"]}:
-            problems.append(f"{op}: no output port {want_out!r}")
+        for ports in (graphgen.OUTPUT_PORTS, graphgen.SECOND_PORTS):
+            want_out = ports.get(op)
+            if want_out and want_out not in {o["name"] for o in cat[op]["outputs"]}:
+                problems.append(f"{op}: no output port {want_out!r}")
     assert not problems, "graphgen.OPS disagrees with the catalogue:\n" + "\n".join(problems)
 
 
@@ -217,7 +195,8 @@ REQUIRED_TAGS = {
     "loss:several_branches", "loss:Sum", "loss:Mean", "loss:L2Loss", "loss:xent", "float32",
     "pool_ties", "pool_ties:NHWC", "pool_ties:NCHW", "ties:Max", "ties:Min", "negative_axis",
     "keep_dims", "matmul:transpose", "reshape:minus_one", "cast:float32_to_float64",
-    "cast:float64_to_float32", "xent:labels_gradient", "grouped:Conv2D",
+    "cast:float64_to_float32", "xent:labels_gradient", "xent:backprop_output",
+    "grouped:Conv2D",
     "NCHW:BiasAdd_channel_not_last",
 }
 for _op in ("Conv2D", "DepthwiseConv2dNative", "MaxPool", "AvgPool"):

@@ -14,9 +14,11 @@
 #include "bf_test.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define HEAD "{\"format\":\"blockflow.page\",\"version\":1,\"blocks\":["
 
@@ -499,6 +501,51 @@ START_TEST(check_finds_a_wrong_hand_wired_gradient) {
 }
 END_TEST
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *cancel_soon(void *arg) {
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    bf_session_cancel(arg);
+    return NULL;
+}
+
+START_TEST(check_gradients_cancelled) {
+    bf_context *ctx = ctx_new(0);
+    /* 9216 elements checked one by one, each by two runs of a [96,96] product: seconds */
+    bf_session *s = OPEN(ctx,
+        "{\"id\":\"x\",\"type\":\"RandomUniform\",\"attrs\":{\"shape\":[96,96]}},"
+        "{\"id\":\"w\",\"type\":\"Variable\",\"attrs\":{\"shape\":[96,96],"
+        "\"initializer\":\"glorot_uniform\"}},"
+        "{\"id\":\"y\",\"type\":\"MatMul\",\"inputs\":{\"a\":\"x\",\"b\":\"w\"}},"
+        "{\"id\":\"loss\",\"type\":\"Sum\",\"inputs\":{\"input\":\"y\"}}],"
+        "\"outputs\":[\"loss\"]}");
+    char *created = NULL, *json = NULL;
+    bf_error e = {0};
+    ck_assert_int_eq(bf_session_build_gradients(s, "loss", NULL, 0, "sgd:0.1", &created, &e),
+                     BF_OK);
+    bf_string_free(created);
+    bf_gradcheck_options o;
+    bf_gradcheck_options_init(&o);
+    o.full_below = 1 << 20;
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, cancel_soon, s), 0);
+    double t0 = now_s();
+    ck_assert_int_eq(bf_session_check_gradients(s, "loss", &o, &json, &e), BF_ECANCELED);
+    ck_assert_msg(now_s() - t0 < 5, "the cancel took %g s", now_s() - t0);
+    pthread_join(th, NULL);
+    ck_assert_ptr_null(json);
+    ck_assert_int_eq(bf_session_step_count(s), 0);
+    step_ok(s, 1); /* usable afterwards */
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+END_TEST
+
 START_TEST(build_gradients_errors) {
     bf_context *ctx = ctx_new(0);
     bf_session *s = OPEN(ctx, CONV_PAGE("SAME")
@@ -554,6 +601,7 @@ int main(void) {
     tcase_add_test(tc, build_gradients_and_train);
     tcase_add_test(tc, check_finds_a_wrong_hand_wired_gradient);
     tcase_add_test(tc, build_gradients_errors);
+    tcase_add_test(tc, check_gradients_cancelled);
     suite_add_tcase(su, tc);
     return bf_test_main(su);
 }

@@ -82,6 +82,17 @@ test('a block dragged in gets every required attribute, valid', () => {
   assert.deepEqual(initialAttrs(index.byType.get('RandomNormal')), {shape: [1, 5, 5, 1]});
   assert.deepEqual(initialAttrs(index.byType.get('Add')), {});
   assert.equal(initialAttrs(index.byType.get('Const')).dtype, 'float32');
+  assert.deepEqual(initialAttrs(index.byType.get('Variable')),
+                   {shape: [3, 3, 1, 1], initializer: 'glorot_uniform'});
+});
+
+test('a data file (path attribute) is typed as text; training categories have titles', () => {
+  assert.equal(widget('Dataset', 'file').widget, 'string');
+  assert.deepEqual(parseAttrInput(widget('Dataset', 'file'), 'data/x.npy'),
+                   {ok: true, value: 'data/x.npy'});
+  const titles = index.groups.map((g) => g.title);
+  for (const t of ['Elementwise math', 'Arrays, MatMul and reductions', 'Variables and updates',
+                   'Data']) assert.ok(titles.includes(t), t);
 });
 
 test('fresh ids are snake case and unique', () => {

@@ -9,8 +9,12 @@
 export const DTYPES = ['float16', 'bfloat16', 'float32', 'float64', 'int32', 'int64'];
 
 /* Palette order of the categories the runtime uses; unknown ones follow, sorted. */
-const CATEGORY_ORDER = ['nn', 'generic', 'check'];
-const CATEGORY_TITLES = {nn: 'Convolutions', generic: 'Tensors and arithmetic', check: 'Checks'};
+const CATEGORY_ORDER = ['nn', 'math', 'array', 'state', 'data', 'generic', 'check'];
+const CATEGORY_TITLES = {
+  nn: 'Convolutions, pooling and losses', math: 'Elementwise math',
+  array: 'Arrays, MatMul and reductions', state: 'Variables and updates', data: 'Data',
+  generic: 'Constants and inputs', check: 'Checks',
+};
 
 export function categoryTitle(c) {
   return CATEGORY_TITLES[c] || (c ? c[0].toUpperCase() + c.slice(1) : 'Other');
@@ -60,7 +64,7 @@ export function searchBlocks(index, query) {
 /**
  * The widget of one catalogue attribute: {name, widget, kind, options?, length?, default,
  * hasDefault, required, doc}. widget is one of enum, bool, dtype, int_list, shape, int,
- * float, string, tensor, file.
+ * float, string, tensor, file (a `path` attribute, a data file of any format, gets string).
  */
 export function attrWidget(attr) {
   const w = {
@@ -76,6 +80,7 @@ export function attrWidget(attr) {
   if (attr.kind === 'dtype') w.options = DTYPES.slice();
   if (attr.kind === 'bool') w.options = [true, false];
   if (attr.kind === 'int_list') w.length = attr.length || 0;
+  if (attr.kind === 'path') w.widget = 'string'; /* any data file: typed, not picked from .npy */
   return w;
 }
 
@@ -196,6 +201,10 @@ export function initialAttrs(entry) {
     attrs.dtype = 'float32';
     attrs.shape = [1, 5, 5, 1];
     attrs.value = 1;
+  }
+  if (entry && entry.type === 'Variable') { /* a 3x3 filter, drawn as Keras would */
+    attrs.shape = [3, 3, 1, 1];
+    attrs.initializer = 'glorot_uniform';
   }
   return attrs;
 }
