@@ -3,15 +3,17 @@
  * per-session state (a stream, a cuDNN handle, a cuBLAS handle made on first use and the
  * algorithm cache, see cuda_ctx.h).
  *
- * The library links the CUDA runtime and cuDNN but never assumes a GPU: on a machine with the
- * toolkit and no driver or no device, cudaGetDeviceCount fails (cudaErrorNoDevice,
- * cudaErrorInsufficientDriver, ...) and the probe returns 0 with that text, so everything
- * runs on the CPU. Every CUDA and cuDNN call is checked and becomes BF_EDEVICE with the
- * library's own error string (STYLE R6).
+ * The library links the CUDA runtime and cuDNN (cuBLAS is loaded when a MatMul first runs on
+ * a GPU) but never assumes a GPU: on a machine with the toolkit and no driver or no device,
+ * cudaGetDeviceCount fails (cudaErrorNoDevice, cudaErrorInsufficientDriver, ...) and the probe
+ * returns 0 with that text, so everything runs on the CPU. Every CUDA, cuDNN and cuBLAS call is
+ * checked and becomes BF_EDEVICE with the library's own error string (STYLE R6).
  */
+#define _GNU_SOURCE /* dladdr */
 #include "device.h"
 #include "cuda_ctx.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +94,7 @@ static void cuda_session_free(bf_device *dev, void *stream, void *device_ctx) {
     if (stream) (void)cudaStreamSynchronize((cudaStream_t)stream);
     if (c) {
         if (c->cudnn) (void)cudnnDestroy(c->cudnn);
-        if (c->cublas) (void)cublasDestroy(c->cublas);
+        if (c->cublas && c->blas.destroy) (void)c->blas.destroy(c->cublas);
         pthread_mutex_destroy(&c->lock);
         bf_free(c->cache);
         bf_free(c);
@@ -145,21 +147,74 @@ static bf_status cuda_session_init(bf_device *dev, const bf_config *cfg, void **
     return BF_OK;
 }
 
-cublasStatus_t bf_cuda_ctx_cublas(bf_cuda_ctx *c, cublasHandle_t *out) {
-    *out = NULL;
-    if (!c->cublas) {
-        cublasHandle_t h = NULL;
-        cublasStatus_t s = cublasCreate(&h);
-        if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);
-        if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetStream(h, c->stream);
-        if (s != CUBLAS_STATUS_SUCCESS) {
-            if (h) (void)cublasDestroy(h);
-            return s;
+/* Set the function pointer at `fn` (of size `size`) to symbol `name` of `lib`. */
+static bool load_sym(void *lib, const char *name, void *fn, size_t size) {
+    void *p = dlsym(lib, name);
+    if (!p || size != sizeof p) return false;
+    memcpy(fn, &p, size);
+    return true;
+}
+
+#define LOAD(field, name) load_sym(lib, name, &api.field, sizeof api.field)
+
+/* Load libcublas and its functions into c->blas. */
+static bf_status load_cublas(bf_cuda_ctx *c, bf_error *err) {
+    char name[64], path[1024];
+    snprintf(name, sizeof name, "libcublas.so.%d", CUBLAS_VER_MAJOR);
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) { /* beside the CUDA runtime we were linked with */
+        Dl_info info;
+        void *sym = NULL;
+        cudaError_t (*probe)(int *) = cudaGetDeviceCount;
+        memcpy(&sym, &probe, sizeof sym);
+        if (dladdr(sym, &info) && info.dli_fname && strrchr(info.dli_fname, '/')) {
+            int dir = (int)(strrchr(info.dli_fname, '/') - info.dli_fname);
+            snprintf(path, sizeof path, "%.*s/%s", dir, info.dli_fname, name);
+            lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         }
-        c->cublas = h;
     }
-    *out = c->cublas;
-    return CUBLAS_STATUS_SUCCESS;
+    if (!lib) {
+        const char *why = dlerror();
+        return bf_err(err, BF_EDEVICE, "cublas", "cannot load %s for MatMul on the GPU: %s",
+                      name, why ? why : "not found");
+    }
+    bf_cublas_api api;
+    memset(&api, 0, sizeof api);
+    if (!LOAD(create, "cublasCreate_v2") || !LOAD(destroy, "cublasDestroy_v2") ||
+        !LOAD(set_stream, "cublasSetStream_v2") || !LOAD(set_math_mode, "cublasSetMathMode") ||
+        !LOAD(status_string, "cublasGetStatusString") || !LOAD(sgemm, "cublasSgemm_v2") ||
+        !LOAD(dgemm, "cublasDgemm_v2") || !LOAD(gemm_ex, "cublasGemmEx"))
+        /* the library stays loaded: see cuda_ctx.h */
+        return bf_err(err, BF_EDEVICE, "cublas", "%s lacks a function MatMul needs", name);
+    api.lib = lib;
+    c->blas = api;
+    return BF_OK;
+}
+#undef LOAD
+
+bf_status bf_cuda_ctx_cublas(bf_cuda_ctx *c, bf_error *err) {
+    if (c->cublas) return BF_OK;
+    if (!c->blas.lib) {
+        bf_status st = load_cublas(c, err);
+        if (st) return st;
+    }
+    cublasHandle_t h = NULL;
+    const char *what = "cublasCreate";
+    cublasStatus_t s = c->blas.create(&h);
+    if (s == CUBLAS_STATUS_SUCCESS) {
+        what = "cublasSetMathMode";
+        s = c->blas.set_math_mode(h, CUBLAS_PEDANTIC_MATH);
+    }
+    if (s == CUBLAS_STATUS_SUCCESS) {
+        what = "cublasSetStream";
+        s = c->blas.set_stream(h, c->stream);
+    }
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        if (h) (void)c->blas.destroy(h);
+        return bf_err(err, BF_EDEVICE, "cublas", "%s: %s", what, c->blas.status_string(s));
+    }
+    c->cublas = h;
+    return BF_OK;
 }
 
 static const bf_device_ops cuda_ops = {

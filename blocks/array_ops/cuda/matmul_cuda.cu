@@ -10,8 +10,9 @@
  *                     with ta, [k, m] row-major is op(A), so CUBLAS_OP_T, ld m;
  *   result c: column-major [n, m] with ld n, which is row-major [m, n].
  *
- * Numbers: float32 runs cublasSgemm and float64 cublasDgemm with the handle in
- * CUBLAS_PEDANTIC_MATH (bf_cuda_ctx_cublas): plain FMA arithmetic, no TF32, no emulation, so
+ * cuBLAS is loaded when a session first runs a MatMul on the GPU (bf_cuda_ctx_cublas: dlopen,
+ * not linked, see cuda_ctx.h). Numbers: float32 runs cublasSgemm and float64 cublasDgemm with
+ * the handle in CUBLAS_PEDANTIC_MATH: plain FMA arithmetic, no TF32, no emulation, so
  * the result differs from the CPU's GEMM only by the order of the k additions (about
  * k * 2^-24 relative at worst). float16 and bfloat16 run cublasGemmEx with float computation:
  * the operands are exact in float, products are summed in float and the result is rounded
@@ -24,10 +25,6 @@
 
 #include <limits.h>
 #include <stdio.h>
-
-static bf_status cublas_fail(bf_error *err, cublasStatus_t s, const char *what) {
-    return bf_err(err, BF_EDEVICE, "cublas", "%s: %s", what, cublasGetStatusString(s));
-}
 
 /* The arguments of the column-major cuBLAS call that computes the row-major product: first
  * operand b, second operand a (tests/cuda/test_pool_cuda_emu.cu checks them on the host). */
@@ -66,38 +63,38 @@ extern "C" bf_status bf_matmul_cuda(int64_t m, int64_t n, int64_t k, bool ta, bo
 
     const gemm_args g = row_major_gemm((int)m, (int)n, (int)k, ta, tb);
 
-    bf_status rc = BF_OK;
-    const char *what = "cublasCreate";
-    const char *name = "?";
+    const char *what = "cublasSetStream", *name = "?";
     pthread_mutex_lock(&ctx->lock);
-    cublasHandle_t h = NULL;
-    cublasStatus_t s = bf_cuda_ctx_cublas(ctx, &h);
-    if (s == CUBLAS_STATUS_SUCCESS) {
-        what = "cublasSetStream";
-        s = cublasSetStream(h, stream);
+    bf_status rc = bf_cuda_ctx_cublas(ctx, err);
+    if (rc != BF_OK) {
+        pthread_mutex_unlock(&ctx->lock);
+        return rc;
     }
+    const bf_cublas_api *api = &ctx->blas;
+    cublasHandle_t h = ctx->cublas;
+    cublasStatus_t s = api->set_stream(h, stream);
     if (s == CUBLAS_STATUS_SUCCESS) {
         if (dt == BF_DTYPE_F32) {
             const float one = 1.0f, zero = 0.0f;
             what = name = "cublasSgemm";
-            s = cublasSgemm(h, g.op1, g.op2, g.m, g.n, g.k, &one, (const float *)b, g.ld1,
-                            (const float *)a, g.ld2, &zero, (float *)c, g.ldc);
+            s = api->sgemm(h, g.op1, g.op2, g.m, g.n, g.k, &one, (const float *)b, g.ld1,
+                           (const float *)a, g.ld2, &zero, (float *)c, g.ldc);
         } else if (dt == BF_DTYPE_F64) {
             const double one = 1.0, zero = 0.0;
             what = name = "cublasDgemm";
-            s = cublasDgemm(h, g.op1, g.op2, g.m, g.n, g.k, &one, (const double *)b, g.ld1,
-                            (const double *)a, g.ld2, &zero, (double *)c, g.ldc);
+            s = api->dgemm(h, g.op1, g.op2, g.m, g.n, g.k, &one, (const double *)b, g.ld1,
+                           (const double *)a, g.ld2, &zero, (double *)c, g.ldc);
         } else {
             const float one = 1.0f, zero = 0.0f;
             const cudaDataType_t t = dt == BF_DTYPE_F16 ? CUDA_R_16F : CUDA_R_16BF;
             what = name = "cublasGemmEx";
-            s = cublasGemmEx(h, g.op1, g.op2, g.m, g.n, g.k, &one, b, t, g.ld1, a, t, g.ld2, &zero,
-                             c, t, g.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+            s = api->gemm_ex(h, g.op1, g.op2, g.m, g.n, g.k, &one, b, t, g.ld1, a, t, g.ld2,
+                             &zero, c, t, g.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         }
     }
     pthread_mutex_unlock(&ctx->lock);
     if (s != CUBLAS_STATUS_SUCCESS) {
-        rc = cublas_fail(err, s, what);
+        rc = bf_err(err, BF_EDEVICE, "cublas", "%s: %s", what, api->status_string(s));
     } else if (ex->note && ex->note_size) {
         snprintf(ex->note, ex->note_size, "%s%s%s (%s)", name,
                  dt == BF_DTYPE_F16 ? " float16" : dt == BF_DTYPE_BF16 ? " bfloat16" : "",
