@@ -93,12 +93,14 @@ bf_status bf_pool_desc_run_cpu(const bf_node *node, const bf_tensor *const *in,
                                bf_tensor *const *out, const bf_exec *ex, bf_error *err);
 /* The GPU (bf_pool_cuda): every float dtype and geometry; integers stay on the CPU. */
 const char *bf_pool_desc_gpu_unsupported(const bf_node *node, const bf_port_info *in);
+size_t bf_pool_desc_workspace_cuda(const bf_node *node, const bf_port_info *in,
+                                   const bf_port_info *out, const bf_exec *ex);
 bf_status bf_pool_desc_run_cuda(const bf_node *node, const bf_tensor *const *in,
                                 bf_tensor *const *out, const bf_exec *ex, bf_error *err);
 
 #define BF_POOL_BLOCK_FUNCTIONS                                                               \
     .infer = bf_pool_desc_infer, .workspace_cpu = bf_pool_desc_workspace_cpu,                 \
     .run_cpu = bf_pool_desc_run_cpu, .gpu_unsupported = bf_pool_desc_gpu_unsupported,         \
-    .run_cuda = bf_pool_desc_run_cuda
+    .workspace_cuda = bf_pool_desc_workspace_cuda, .run_cuda = bf_pool_desc_run_cuda
 
 #endif /* BF_POOL_COMMON_H */

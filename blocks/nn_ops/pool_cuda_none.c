@@ -11,3 +11,8 @@ bf_status bf_pool_cuda(bf_pool_op op, const bf_pool_geom *g, bf_dtype dt, const 
     (void)op, (void)g, (void)dt, (void)a, (void)b, (void)out, (void)lowest, (void)ex;
     return bf_err(err, BF_EUNSUPPORTED, "no_gpu", "this library was built without CUDA");
 }
+
+size_t bf_pool_cuda_workspace(bf_pool_op op, const bf_pool_geom *g, bf_dtype dt) {
+    (void)op, (void)g, (void)dt;
+    return 0;
+}

@@ -49,6 +49,14 @@ bf_status bf_pool_cuda(bf_pool_op op, const bf_pool_geom *g, bf_dtype dt, const 
                        const void *b, void *out, double lowest, const bf_exec *ex,
                        bf_error *err);
 
+/*
+ * Device scratch bytes bf_pool_cuda wants in ex->workspace for this case: AvgPoolGrad through
+ * cuDNN hands it a buffer of the input's size as the forward input, which cuDNN's average
+ * backward requires but does not read (TensorFlow does the same); 0 otherwise. With less,
+ * bf_pool_cuda runs our own kernel instead.
+ */
+size_t bf_pool_cuda_workspace(bf_pool_op op, const bf_pool_geom *g, bf_dtype dt);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,8 +14,9 @@
  *    2^31 elements.
  *  MaxPool then clamps its output to the dtype's lowest finite value (fmax, so a NaN becomes
  *  it too): TF starts every max there, so a window of -inf or NaN alone gives that value.
- *  AvgPoolGrad gives cuDNN dy as the forward output and dx as the forward input: cuDNN's
- *  average backward reads neither (TensorFlow hands it uninitialised buffers there).
+ *  AvgPoolGrad gives cuDNN dy as the forward output and a scratch buffer of the input's size
+ *  (ex->workspace, bf_pool_cuda_workspace) as the forward input: cuDNN's average backward
+ *  wants both but reads neither (TensorFlow hands it uninitialised buffers there).
  * Our own kernels run everything else, and always MaxPoolGrad: cuDNN's max backward sends a
  * window's gradient to one of its maxima without saying which (its CUDNN_POOLING_MAX mode is
  * not even deterministic), while TF sends it to the first maximum in row-major window order,
@@ -298,10 +299,16 @@ static const char *cudnn_declines(bf_pool_op op, const bf_pool_geom *g, bf_dtype
     return NULL;
 }
 
-/* Run op through cuDNN. BF_EUNSUPPORTED (with *why) sends the caller to our kernels. */
+extern "C" size_t bf_pool_cuda_workspace(bf_pool_op op, const bf_pool_geom *g, bf_dtype dt) {
+    if (op != BF_POOL_AVG_GRAD || cudnn_declines(op, g, dt)) return 0;
+    return (size_t)(g->n * g->h * g->w * g->c) * bf_dtype_size(dt);
+}
+
+/* Run op through cuDNN (`scratch`: AvgPoolGrad's unread forward input). BF_EUNSUPPORTED (with
+ * *why) sends the caller to our kernels. */
 static bf_status run_cudnn(bf_cuda_ctx *c, bf_pool_op op, const bf_pool_geom *g, bf_dtype dt,
-                           const void *a, void *out, cudaStream_t stream, const char **why,
-                           bf_error *err) {
+                           const void *a, void *out, void *scratch, cudaStream_t stream,
+                           const char **why, bf_error *err) {
     cudnnDataType_t data = dt == BF_DTYPE_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
     cudnnTensorFormat_t fmt = g->nchw ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
     cudnnPoolingMode_t mode =
@@ -335,7 +342,8 @@ static bf_status run_cudnn(bf_cuda_ctx *c, bf_pool_op op, const bf_pool_geom *g,
         const void *zero = dt == BF_DTYPE_F64 ? (const void *)&d0 : (const void *)&f0;
         if (op == BF_POOL_AVG_GRAD) {
             what = "cudnnPoolingBackward";
-            s = cudnnPoolingBackward(c->cudnn, pd, one, yd, a, yd, a, xd, out, zero, xd, out);
+            s = cudnnPoolingBackward(c->cudnn, pd, one, yd, a, yd, a, xd, scratch, zero, xd,
+                                     out);
         } else {
             what = "cudnnPoolingForward";
             s = cudnnPoolingForward(c->cudnn, pd, one, xd, a, zero, yd, out);
@@ -383,9 +391,12 @@ extern "C" bf_status bf_pool_cuda(bf_pool_op op, const bf_pool_geom *g, bf_dtype
         if (!stream) stream = c->stream;
     }
     const char *why = c ? cudnn_declines(op, g, dt) : "no cuDNN handle";
+    const size_t scratch = why ? 0 : bf_pool_cuda_workspace(op, g, dt);
+    if (!why && scratch && (!ex->workspace || ex->workspace_size < scratch))
+        why = "workspace smaller than planned";
     if (!why) {
         pthread_mutex_lock(&c->lock);
-        bf_status rc = run_cudnn(c, op, g, dt, a, out, stream, &why, err);
+        bf_status rc = run_cudnn(c, op, g, dt, a, out, ex->workspace, stream, &why, err);
         pthread_mutex_unlock(&c->lock);
         if (rc == BF_OK && op == BF_POOL_MAX) {
             const i64 total = g->n * g->oh * g->ow * g->c;
