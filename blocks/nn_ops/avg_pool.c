@@ -11,6 +11,8 @@
  * depth is refused as TF refuses it. float16/bfloat16 are averaged in float32 and rounded
  * once (TF sums in the half type).
  * Gradient (nn_grad.py _AvgPoolGrad): AvgPoolGrad(Const(shape of value), dy), same attrs.
+ * GPU (nn_ops/cuda/pool_cuda.cu): cuDNN (average excluding padding) for float32/float64 with
+ * symmetric pads, our own kernel otherwise (TF's SAME with an odd pad total, halves).
  */
 #include "pool_common.h"
 

@@ -12,6 +12,8 @@
  * the input with SAME padding, GetBroadcastSize), this block keeps the forward count, so it
  * stays the exact gradient of AvgPool. float16/bfloat16 in float32.
  * Gradient (nn_grad.py _AvgPoolGradGrad): of grad, AvgPool(dy) with the same attrs.
+ * GPU (nn_ops/cuda/pool_cuda.cu): cuDNN (average excluding padding) for float32/float64 with
+ * symmetric pads, our own kernel otherwise.
  */
 #include "pool_common.h"
 

@@ -14,6 +14,9 @@
  * never takes a NaN, and so does this block. float16/bfloat16 pool in float32 (exact: the
  * result is an element); int32 and int64 pool as integers.
  * Gradient (nn_grad.py _MaxPoolGrad): MaxPoolGrad(orig_input, orig_output, dy), same attrs.
+ * GPU (nn_ops/cuda/pool_cuda.cu): cuDNN for float32/float64 with symmetric pads (its output
+ * clamped to the lowest value, as TF starts a max there), our own kernel otherwise (TF's SAME
+ * with an odd pad total, halves, over depth); integers on the CPU.
  */
 #include "pool_common.h"
 

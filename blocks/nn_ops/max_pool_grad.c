@@ -12,6 +12,9 @@
  * NaN send the gradient to the earliest element), and reads orig_output only for its shape,
  * which must be MaxPool's output shape, as grad's must. Pooling over depth has no gradient
  * (TF: "not yet supported on the depth dimension"). float16/bfloat16 in float32.
+ * GPU (nn_ops/cuda/pool_cuda.cu): always our own kernel, with this same first-maximum rule:
+ * cuDNN's max backward gives a tied window's gradient to one of its maxima without saying
+ * which, and after a Relu windows of zeros tie all the time.
  */
 #include "pool_common.h"
 
