@@ -368,6 +368,11 @@ static void load_block(loader *L, bf_context *ctx, const cJSON *jb, int index) {
                     k->string, n ? names : "none");
             continue;
         }
+        if (b->inputs[port].text || b->inputs[port].src_block == -2) {
+            problem(L, BF_ESCHEMA, "duplicate_port", id, k->string, NULL,
+                    "input \"%.40s\" is given twice", p3, k->string);
+            continue;
+        }
         if (!cJSON_IsString(k) || !k->valuestring[0]) {
             problem(L, BF_ESCHEMA, "bad_link", id, k->string, NULL,
                     "an input names its source as \"block\" or \"block:port\" (one string)",

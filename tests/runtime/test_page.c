@@ -290,6 +290,11 @@ START_TEST(bad_and_duplicate_ids) {
                     "[1]}},{\"id\":\"q\",\"type\":\"RandomNormal\",\"attrs\":{\"shape\":[1]}},"
                     "{\"id\":\"r\",\"type\":\"RandomNormal\",\"attrs\":{\"shape\":[1]}}]}",
                BF_ESCHEMA, "duplicate_id", "r", "", "", "/blocks/2/id");
+    /* an input given twice (JSON allows repeated keys; the fuzzer found the first one leaked) */
+    expect_one(HEAD "\"blocks\":[{\"id\":\"r\",\"type\":\"RandomNormal\",\"attrs\":{\"shape\":"
+                    "[1]}},{\"id\":\"i\",\"type\":\"Identity\",\"inputs\":{\"input\":\"r\","
+                    "\"input\":\"r\"}}]}",
+               BF_ESCHEMA, "duplicate_port", "i", "input", "", "/blocks/1/inputs/input");
 }
 END_TEST
 
