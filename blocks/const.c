@@ -117,7 +117,7 @@ static bf_status init(bf_node *node, bf_error *err) {
     return st;
 }
 
-static void fini(bf_node *node) {
+void bf_const_fini(bf_node *node) {
     bf_tensor_free(node->state);
     node->state = NULL;
 }
@@ -131,8 +131,8 @@ static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info
     return BF_OK;
 }
 
-static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
-                         const bf_exec *ex, bf_error *err) {
+bf_status bf_const_run_cpu(const bf_node *node, const bf_tensor *const *in,
+                           bf_tensor *const *out, const bf_exec *ex, bf_error *err) {
     (void)in, (void)ex, (void)err;
     const bf_tensor *t = node->state;
     memcpy(out[0]->data, t->data, t->nbytes);
@@ -150,7 +150,7 @@ const bf_block_desc bf_block_const = {
     .attrs = attrs,
     .n_attrs = BF_COUNT(attrs),
     .init = init,
-    .fini = fini,
+    .fini = bf_const_fini,
     .infer = infer,
-    .run_cpu = run_cpu,
+    .run_cpu = bf_const_run_cpu,
 };

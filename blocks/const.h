@@ -15,4 +15,9 @@ bf_status bf_const_tensor(const bf_node *node, const bf_attr_value *dt,
                           const bf_attr_value *shape, const bf_attr_value *value,
                           const bf_attr_value *file, bf_tensor **out, bf_error *err);
 
+/* The block's state is that tensor: free it (fini), and copy it to output 0 (run_cpu). */
+void bf_const_fini(bf_node *node);
+bf_status bf_const_run_cpu(const bf_node *node, const bf_tensor *const *in,
+                           bf_tensor *const *out, const bf_exec *ex, bf_error *err);
+
 #endif /* BF_CONST_H */

@@ -165,24 +165,11 @@ static bf_status init(bf_node *node, bf_error *err) {
     return BF_OK;
 }
 
-static void fini(bf_node *node) {
-    bf_tensor_free(node->state);
-    node->state = NULL;
-}
-
 static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info *out,
                        bf_error *err) {
     (void)in, (void)err;
     const bf_tensor *t = node->state;
     bf_port_set(&out[0], t->dtype, t->rank, t->dims); /* no value: it changes every step */
-    return BF_OK;
-}
-
-static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_tensor *const *out,
-                         const bf_exec *ex, bf_error *err) {
-    (void)in, (void)ex, (void)err;
-    const bf_tensor *t = node->state;
-    memcpy(out[0]->data, t->data, t->nbytes);
     return BF_OK;
 }
 
@@ -237,8 +224,8 @@ const bf_block_desc bf_block_variable = {
     .attrs = attrs,
     .n_attrs = BF_COUNT(attrs),
     .init = init,
-    .fini = fini,
+    .fini = bf_const_fini,
     .infer = infer,
-    .run_cpu = run_cpu,
+    .run_cpu = bf_const_run_cpu, /* its value is its state, as a Const's */
     .state = &state,
 };
