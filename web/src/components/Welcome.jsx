@@ -6,7 +6,8 @@ export default function Welcome({pages, onOpen, onNew, ready}) {
     <div className="welcome">
       <h1>blockflow editor</h1>
       <p>A page is a graph of blocks: tensors flow along the wires, and each block computes
-        TensorFlow's convolution or gradient on them. Open a page to see it, change an
+        one of TensorFlow's operations on them (a convolution, its gradients, a loss...). Open
+        a page to see it, change an
         attribute and watch the shapes update, then <b>Run</b> it and inspect any block's output.</p>
       {!ready && <p className="err">Connecting to the server…</p>}
       <h2>Open a page</h2>
