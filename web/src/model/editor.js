@@ -45,6 +45,23 @@ export const INITIAL = {
 const frame = typeof requestAnimationFrame === 'function'
   ? (f) => requestAnimationFrame(f) : (f) => setTimeout(f, 0);
 
+/** The ids of `ids` that are blocks of `page`. */
+function existing(ids, page) {
+  const have = new Set((page.blocks || []).map((b) => b.id));
+  return ids.filter((id) => have.has(id));
+}
+
+/** The selection after `edits`: renamed blocks keep their place in it, removed ones leave. */
+export function followSelection(selected, edits, after) {
+  let sel = selected;
+  for (const e of edits) {
+    if (e.op === 'rename_block') sel = sel.map((id) => (id === e.id ? e.new_id : id));
+  }
+  sel = existing(sel, after);
+  return sel.length === selected.length && sel.every((id, i) => id === selected[i])
+    ? selected : sel;
+}
+
 export class Editor {
   /** `api`: an Api (api.js) or a stand-in; `schedule(f)`: when to apply queued run events. */
   constructor(api, {schedule = frame} = {}) {
@@ -166,20 +183,25 @@ export class Editor {
     this.set({check: await this.api.open(d.name)});
   }
 
-  /** Apply `edits` (their result is `next`, when already known), record them for undo. */
+  /**
+   * Apply `edits` (their result is `next`, when already known), record them for undo. The
+   * selection follows renamed blocks and drops removed ones. False when the edits cannot
+   * apply (the message says why; nothing changed).
+   */
   change(edits, {key = null, next = null, record = true} = {}) {
     const before = this.state.page;
-    if (!before || !edits.length) return;
+    if (!before || !edits.length) return false;
     let after;
     try {
       after = next || applyEdits(before, edits);
     } catch (e) {
-      this.say('error', e.message);
-      return;
+      this.say('error', e.message.replace(/^edit \d+: /, 'Refused: '));
+      return false;
     }
-    this.set({page: after, dirty: true});
+    const selBefore = this.state.selected;
+    this.set({page: after, dirty: true, selected: followSelection(selBefore, edits, after)});
     if (edits.some((e) => e.op !== 'set_ui')) this.gate.stale();
-    if (record) this.history.push(before, after, key);
+    if (record) this.history.push(before, after, key, Date.now(), selBefore);
     this.syncHistory();
     this.queue.enqueue(edits).then((ck) => { if (ck) this.set({check: ck}); }).catch((e) => {
       if (e instanceof ApiError && e.status === 422) {
@@ -193,6 +215,14 @@ export class Editor {
         this.say('error', e.message);
       }
     });
+    return true;
+  }
+
+  /** Rename block `id` to `newId`; it stays selected under its new id, or, when the id is
+   * refused, under its old one. */
+  renameBlock(id, newId) {
+    if (!newId || newId === id) return false;
+    return this.change([{op: 'rename_block', id, new_id: newId}]);
   }
 
   async save(overwrite = false) {
@@ -328,16 +358,20 @@ export class Editor {
     if (edits.length) this.change(edits, {key});
   }
 
+  /** Undo the last step; the selection goes back to what it was before that step. */
   undo() {
     const s = this.history.undo();
     if (!s) return;
+    s.selectionAfter = this.state.selected;
     this.change(diffPages(this.state.page, s.before), {next: s.before, record: false});
+    if (s.selection) this.select(existing(s.selection, s.before));
   }
 
   redo() {
     const s = this.history.redo();
     if (!s) return;
     this.change(diffPages(this.state.page, s.after), {next: s.after, record: false});
+    if (s.selectionAfter) this.select(existing(s.selectionAfter, s.after));
   }
 
   copy() {
