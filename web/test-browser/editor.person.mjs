@@ -19,7 +19,9 @@
 // Screenshots go to BF_SCREENSHOTS (default build/editor-person-screenshots). Exit 77 without
 // Chromium. ITEMS=1,2 runs only those items.
 import assert from 'node:assert/strict';
-import {mod, runItems, startWorld, until} from './person.mjs';
+import {writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {mod, npyBytes, runItems, startWorld, until} from './person.mjs';
 
 const P = (name, blocks, outputs) => ({format: 'blockflow.page', version: 1, name, blocks,
                                        outputs});
@@ -33,6 +35,22 @@ const w = await startWorld('editor-person-screenshots', (w) => {
     {id: 'add', type: 'Add', inputs: {x: 'a', y: 'b'}, ui: {x: 420, y: 150}},
     {id: 'out', type: 'Identity', inputs: {input: 'add'}, ui: {x: 780, y: 150}},
   ], ['out']));
+  w.writePage('badattr', P('badattr', [
+    {id: 'x', type: 'Const', ui: {x: 0, y: 0}, attrs: {dtype: 'float32', shape: [1, 5, 5, 1], value: 1}},
+    {id: 'w', type: 'Const', ui: {x: 0, y: 200}, attrs: {dtype: 'float32', shape: [3, 3, 1, 1], value: 1}},
+    {id: 'conv', type: 'Conv2D', inputs: {input: 'x', filter: 'w'}, ui: {x: 380, y: 100},
+     attrs: {strides: [1, 1, 1, 1], padding: 'SAMEE'}},
+  ], ['conv']));
+  w.writePage('failing', P('failing', [
+    {id: 'c', type: 'Const', ui: {x: 0, y: 0}, attrs: {file: 'missing.npy'}},
+    {id: 'id1', type: 'Identity', inputs: {input: 'c'}, ui: {x: 380, y: 0}},
+  ], ['id1']));
+  writeFileSync(join(w.pages, 'ones.npy'), npyBytes([2, 2], [1, 1, 1, 1]));
+  w.writePage('unfed', P('unfed', [
+    {id: 'ph', type: 'Placeholder', ui: {x: 0, y: 0}, attrs: {dtype: 'float32', shape: [2, 2]}},
+    c2('k', 4, 0, 200),
+    {id: 'id2', type: 'Identity', inputs: {input: 'ph'}, ui: {x: 380, y: 100}},
+  ], ['id2']));
 });
 const {page} = w;
 const ui = (p, id) => p.blocks.find((b) => b.id === id).ui;
@@ -159,5 +177,95 @@ await runItems(w, {
     await page.keyboard.press(`${mod}+Shift+z`);
     await w.block('plus').waitFor();
     await w.save('basic', (p) => p.blocks.some((b) => b.id === 'plus'));
+  },
+
+  /* 5. padding "SAMEE" in the file: shown as invalid; VALID replaces it; saved; it runs */
+  5: async () => {
+    await w.open('badattr');
+    await w.block('conv').click();
+    const sel = page.locator('#attr-conv-padding');
+    await sel.waitFor();
+    assert.equal(await sel.inputValue(), 'SAMEE', 'the widget shows the value the file holds');
+    assert.match(await page.getByTestId('attr-conv-padding').textContent(), /invalid|not one of/);
+    assert.ok(await page.getByTestId('attr-conv-padding').evaluate((e) => e.classList.contains('bad')));
+    await w.shot('5-invalid-shown');
+    const errors0 = w.consoleErrors.length;
+    await sel.selectOption('VALID');
+    await until('the shapes once the page loads', async () =>
+      /float32\[1,3,3,1\]/.test(await w.block('conv').textContent()));
+    assert.equal(await sel.inputValue(), 'VALID');
+    await page.locator('.topbar .dirty').waitFor();
+    await w.save('badattr', (p) => p.blocks[2].attrs.padding === 'VALID');
+    await page.locator('button[data-action="run"]').click();
+    await page.getByTestId('run-state').filter({hasText: 'finished'}).waitFor();
+    assert.deepEqual(w.consoleErrors.slice(errors0), [], 'no error in the console');
+    await w.shot('5-repaired-and-run');
+    await page.reload();
+    await w.open('badattr');
+    await w.block('conv').click();
+    assert.equal(await page.locator('#attr-conv-padding').inputValue(), 'VALID');
+  },
+
+  /* 6. a refused run's problems go once the attribute is fixed; an edit clears the statuses
+   * of the blocks it invalidates, not the others' */
+  6: async () => {
+    await w.open('failing');
+    await page.getByRole('tab', {name: /Problems/}).click();
+    await page.locator('button[data-action="run"]').click();
+    await page.getByTestId('problems').filter({hasText: 'missing.npy'}).waitFor();
+    await w.block('c').click();
+    await page.locator('#attr-c-file').selectOption('ones.npy');
+    await page.getByTestId('no-problems').waitFor();
+    await w.save('failing');
+    await page.locator('button[data-action="run"]').click();
+    await page.getByTestId('run-state').filter({hasText: 'finished'}).waitFor();
+    /* a run that fails as it runs (a Placeholder nobody fed), then the fix (its user is
+     * wired to a constant instead) */
+    await w.open('unfed');
+    await page.getByRole('tab', {name: /Problems/}).click();
+    await page.locator('button[data-action="run"]').click();
+    await page.getByTestId('problems').filter({hasText: /not fed/}).waitFor();
+    await w.block('id2').click();
+    await page.getByLabel('Wire input from').selectOption('k');
+    await page.getByTestId('no-problems').waitFor();
+    await w.shot('6-problems-cleared');
+    await page.locator('button[data-action="run"]').click();
+    await page.getByTestId('run-state').filter({hasText: 'finished'}).waitFor();
+    await w.save('unfed');
+    /* statuses */
+    await w.open('basic');
+    await page.locator('button[data-action="run"]').click();
+    await page.getByTestId('run-state').filter({hasText: 'finished'}).waitFor();
+    const ids = w.readPage('basic').blocks.map((b) => b.id);
+    const sum = ids.find((id) => !['a', 'b', 'c', 'out'].includes(id));
+    await page.getByTestId('run-out').filter({hasText: 'done'}).waitFor();
+    await page.getByTestId('run-b').waitFor();
+    await w.block('a').click();
+    await page.locator('#attr-a-value').fill('5');
+    await page.locator('#attr-a-value').press('Enter');
+    await until('a, its users and out lose their status', async () =>
+      (await page.getByTestId('run-a').count()) === 0 &&
+      (await page.getByTestId(`run-${sum}`).count()) === 0 &&
+      (await page.getByTestId('run-out').count()) === 0);
+    assert.equal(await page.getByTestId('run-b').count(), 1, 'b keeps its status');
+    await w.shot('6-statuses-invalidated');
+    await w.save('basic');
+  },
+
+  /* 7. the Output tab of a page that never ran */
+  7: async () => {
+    await w.open('badattr');
+    await w.block('x').click();
+    await page.getByRole('tab', {name: /Output/}).click();
+    const text = await page.locator('.tab-body').textContent();
+    assert.ok(!/Teach tab/.test(text), `the Output tab says: ${text}`);
+    assert.match(text, /not run yet/);
+    /* and after an edit, still not "Teach" */
+    await page.locator('#attr-x-value').fill('2');
+    await page.locator('#attr-x-value').press('Enter');
+    await page.locator('.topbar .dirty').waitFor();
+    assert.ok(!/Teach tab/.test(await page.locator('.tab-body').textContent()));
+    await w.shot('7-output-never-run');
+    await w.save('badattr');
   },
 });

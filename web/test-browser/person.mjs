@@ -11,6 +11,20 @@ import {CHROMIUM, launchChromium, makeShot, requireBrowser, screenshotDir, start
 
 export const mod = process.platform === 'darwin' ? 'Meta' : 'Control';
 
+/** A float32 .npy file's bytes (C order) of `shape` holding `data`. */
+export function npyBytes(shape, data) {
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
+  while ((10 + header.length + 1) % 64) header += ' ';
+  header += '\n';
+  const head = Buffer.alloc(10);
+  head.write('\x93NUMPY', 0, 'latin1');
+  head[6] = 1; head[7] = 0;
+  head.writeUInt16LE(header.length, 8);
+  const body = Buffer.alloc(data.length * 4);
+  data.forEach((v, i) => body.writeFloatLE(v, i * 4));
+  return Buffer.concat([head, Buffer.from(header, 'latin1'), body]);
+}
+
 /** Poll `fn` until it returns a truthy value (its value), or fail after `ms`. */
 export async function until(what, fn, ms = 10000) {
   const end = Date.now() + ms;

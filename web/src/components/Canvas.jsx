@@ -4,6 +4,7 @@
 import React, {useCallback, useEffect, useMemo, useRef, useState} from 'react';
 import {Background, Controls, ReactFlow, useReactFlow} from '@xyflow/react';
 import {pageToGraph} from '../model/page.js';
+import {listProblems} from '../model/runState.js';
 import {panToShow} from '../model/viewport.js';
 import BlockNode from './BlockNode.jsx';
 import WireEdge from './WireEdge.jsx';
@@ -20,7 +21,8 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
   const dragRef = useRef(null);
   const [selEdges, setSelEdges] = useState([]);
   const graph = useMemo(() => pageToGraph(page, index, check,
-                                          {status: run ? run.status : null}),
+                                          {status: run ? run.status : null,
+                                           problems: listProblems(check, run)}),
                         [page, index, check, run]);
   /* React Flow's measured size of each block, carried on the nodes we pass: a node object
    * without `measured` is taken for a new node, unmeasured until the next frame, and a fit
