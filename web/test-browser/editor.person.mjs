@@ -46,6 +46,9 @@ const w = await startWorld('editor-person-screenshots', (w) => {
     {id: 'id1', type: 'Identity', inputs: {input: 'c'}, ui: {x: 380, y: 0}},
   ], ['id1']));
   writeFileSync(join(w.pages, 'ones.npy'), npyBytes([2, 2], [1, 1, 1, 1]));
+  w.writePage('a-rather-long-page-name-for-the-header', P('long', [
+    c2('a_block_with_a_rather_long_identifier', 1, 0, 0),
+  ], []));
   w.writePage('unfed', P('unfed', [
     {id: 'ph', type: 'Placeholder', ui: {x: 0, y: 0}, attrs: {dtype: 'float32', shape: [2, 2]}},
     c2('k', 4, 0, 200),
@@ -250,6 +253,82 @@ await runItems(w, {
     assert.equal(await page.getByTestId('run-b').count(), 1, 'b keeps its status');
     await w.shot('6-statuses-invalidated');
     await w.save('basic');
+  },
+
+  /* 9. toasts: say what happened, go away, stay off the colour scale */
+  9: async () => {
+    await w.open('basic');
+    await page.getByLabel('Search blocks').fill('Const');
+    await page.locator('.palette-item[data-type="Const"]').press('Enter');
+    const added = await w.message(/Added Const/).textContent();
+    assert.ok(!/wire its inputs/.test(added), `a Const has no inputs to wire: ${added}`);
+    await w.shot('9-const-added');
+    const newId = (await page.getByTestId('block-id').inputValue());
+    await w.clickPane();
+    await w.block(newId).click();
+    await page.keyboard.press(`${mod}+c`);
+    await w.message(/Copied 1 block/).waitFor();
+    await page.keyboard.press(`${mod}+v`);
+    await w.message(/Pasted 1 block/).waitFor();
+    const t0 = Date.now();
+    await until('the toast gone', async () => (await page.getByTestId('message').count()) === 0, 9000);
+    console.log(`ok - the toast went away after ${Date.now() - t0} ms`);
+    /* a run's toast and the Output tab's colour scale */
+    await page.keyboard.press('Delete');
+    await page.keyboard.press('Delete');
+    await w.block('out').click();
+    await page.locator('button[data-action="run"]').click();
+    await page.getByTestId('run-state').filter({hasText: 'finished'}).waitFor();
+    await page.getByRole('tab', {name: /Output/}).click();
+    await page.locator('.colorbar').waitFor();
+    const toast = await page.getByTestId('message').boundingBox();
+    const bar = await page.locator('.colorbar').boundingBox();
+    assert.ok(toast, 'the run\'s toast shows');
+    const meets = toast.x < bar.x + bar.width && bar.x < toast.x + toast.width &&
+                  toast.y < bar.y + bar.height && bar.y < toast.y + toast.height;
+    assert.ok(!meets, 'the toast does not cover the colour scale');
+    await w.shot('9-toast-and-colour-scale');
+    await w.save('basic');
+  },
+
+  /* 10. the header stays one line at 1280 px and 1920 px, whatever is selected */
+  10: async () => {
+    for (const [width, height] of [[1280, 720], [1920, 1080]]) {
+      await page.setViewportSize({width, height});
+      await w.open('a-rather-long-page-name-for-the-header');
+      assert.equal(await page.locator('.topbar .dirty').count(), 0, 'no ● on a page just opened');
+      const head = page.locator('header.topbar');
+      const h0 = (await head.boundingBox()).height;
+      await w.block('a_block_with_a_rather_long_identifier').click();
+      await page.locator('button[data-action="runTo"]').filter({hasText: 'a_block'}).waitFor();
+      const h1 = (await head.boundingBox()).height;
+      assert.ok(h0 <= 44 && h1 === h0, `header ${h0} px, ${h1} px with a block selected`);
+      const cut = await head.evaluate((el, wd) => [...el.querySelectorAll('button, select, .ws, .run-state')]
+        .filter((b) => b.getBoundingClientRect().right > wd || b.getBoundingClientRect().bottom > el.getBoundingClientRect().bottom)
+        .map((b) => b.textContent), width);
+      assert.deepEqual(cut, [], `nothing of the header is cut at ${width} px`);
+      /* the block's title row holds its long id inside the block */
+      const blk = await w.box('a_block_with_a_rather_long_identifier');
+      const type = await w.block('a_block_with_a_rather_long_identifier').locator('.block-type').boundingBox();
+      assert.ok(type.x + type.width <= blk.x + blk.width, 'the type stays inside the block');
+      await w.shot(`10-header-${width}`);
+    }
+    await page.setViewportSize({width: 1440, height: 900});
+  },
+
+  /* 12. a problem does not make its block taller */
+  12: async () => {
+    await w.open('basic');
+    await w.block('out').click();
+    const h0 = (await w.box('out')).height;
+    await page.getByRole('button', {name: 'Disconnect input'}).click();
+    await page.getByTestId('problems-out').waitFor();
+    const h1 = (await w.box('out')).height;
+    assert.ok(Math.abs(h1 - h0) < 1, `the block was ${h0} px tall, ${h1} px with its problem`);
+    await w.shot('12-problem-marked');
+    await w.clickPane();
+    await page.keyboard.press(`${mod}+z`);
+    await until('the problem gone', async () => (await page.getByTestId('problems-out').count()) === 0);
   },
 
   /* 7. the Output tab of a page that never ran */

@@ -4,7 +4,7 @@
 // by its title, Shift+drag a selection box, right-click, type), with the checks on the page
 // file on disk and after a reload. Items run one after another; a failing item is reported
 // and the others still run; ITEMS=1,4 runs some of them.
-import {readFileSync, rmSync, writeFileSync} from 'node:fs';
+import {readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {CHROMIUM, launchChromium, makeShot, requireBrowser, screenshotDir, startServer,
         tempPages} from './harness.mjs';
@@ -48,6 +48,7 @@ export async function until(what, fn, ms = 10000) {
 export async function startWorld(name, setup, viewport = {width: 1440, height: 900}) {
   requireBrowser(CHROMIUM, 'chromium');
   const SHOTS = screenshotDir(name);
+  for (const f of readdirSync(SHOTS)) if (f.endsWith('.png')) rmSync(join(SHOTS, f));
   const {tmp, pages} = tempPages('bf-person-');
   const file = (n) => join(pages, `${n}.json`);
   const w = {

@@ -89,3 +89,24 @@ test('run events wait for the next frame and are applied together', async () => 
   assert.equal(ed.state.run.status.a.ms, 49);
   assert.match(ed.state.message.text, /finished in 7\.00 ms/);
 });
+
+test('the selection follows a rename, leaves removed blocks, and comes back on undo', async () => {
+  const {followSelection} = await import('../src/model/editor.js');
+  const after = {blocks: [{id: 'x'}, {id: 'b'}]};
+  assert.deepEqual(followSelection(['a', 'b', 'c'],
+                                   [{op: 'rename_block', id: 'a', new_id: 'x'}], after), ['x', 'b']);
+  const same = ['b'];
+  assert.equal(followSelection(same, [], after), same, 'unchanged: the same array');
+  const {ed} = await opened();
+  ed.select(['b']);
+  assert.equal(ed.renameBlock('b', 'a'), false, 'the id is taken: refused');
+  assert.deepEqual(ed.state.selected, ['b']);
+  assert.match(ed.state.message.text, /used by another block/);
+  assert.equal(ed.renameBlock('b', 'c'), true);
+  assert.deepEqual(ed.state.selected, ['c']);
+  ed.select([]);
+  ed.undo();
+  assert.deepEqual(ed.state.selected, ['b'], 'undo selects the block it brings back');
+  ed.redo();
+  assert.deepEqual(ed.state.selected, [], 'redo restores the selection after the step');
+});

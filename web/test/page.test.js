@@ -114,3 +114,14 @@ test('a block added without a drop point goes to a free cell, clear of every blo
     assert.ok(Math.abs(b.ui.x - p.x) >= 340 || Math.abs(b.ui.y - p.y) >= 140, b.id);
   }
 });
+
+test('samePage: key order, an empty outputs list and empty inputs do not count', async () => {
+  const {samePage} = await import('../src/model/page.js');
+  const a = {format: 'blockflow.page', version: 1, name: 'n', outputs: [],
+             blocks: [{id: 'x', type: 'Const', ui: {x: 0, y: 1}, attrs: {dtype: 'float32'}}]};
+  const b = {format: 'blockflow.page', version: 1, name: 'n',
+             blocks: [{type: 'Const', id: 'x', attrs: {dtype: 'float32'}, inputs: {}, ui: {y: 1, x: 0}}]};
+  assert.ok(samePage(a, b));
+  assert.ok(!samePage(a, {...b, name: 'm'}));
+  assert.ok(!samePage(a, {...a, blocks: [{...a.blocks[0], ui: {x: 1, y: 1}}]}));
+});

@@ -72,3 +72,19 @@ test('messages of terminal events', () => {
   assert.equal(runMessage(ev('block_started')), null);
   assert.equal(runMessage({...ev('run_finished'), kind: 'explain'}), null);
 });
+
+test('an edit drops the statuses of the blocks it touches and of those downstream', async () => {
+  const {invalidateRun} = await import('../src/model/runState.js');
+  const page = {blocks: [{id: 'a'}, {id: 'b'}, {id: 's', inputs: {x: 'a', y: 'b'}},
+                         {id: 'o', inputs: {input: 's:z'}}]};
+  const run = {id: 'r', state: 'failed', error: {message: 'x'},
+               status: {a: {state: 'finished'}, b: {state: 'finished'}, s: {state: 'finished'},
+                        o: {state: 'failed'}}};
+  const r = invalidateRun(run, [{op: 'set_attr', block: 'a', attr: 'value', value: 5}], page);
+  assert.deepEqual(Object.keys(r.status), ['b']);
+  assert.equal(r.stale, true);
+  assert.deepEqual(listProblems(null, r), [], 'a stale failed run lists no problems');
+  assert.equal(invalidateRun(run, [{op: 'set_ui', block: 'a', ui: {x: 1}}], page), run,
+               'a move changes no result');
+  assert.equal(invalidateRun(null, [{op: 'remove_block', id: 'a'}], page), null);
+});

@@ -4,7 +4,7 @@
  * table (model/actions.js). The state and every operation live in the Editor; this file only
  * wires them to the components.
  */
-import React, {useEffect, useMemo} from 'react';
+import React, {useCallback, useEffect, useMemo} from 'react';
 import {ReactFlowProvider} from '@xyflow/react';
 import {Api, connectEvents} from '../api.js';
 import {Editor} from '../model/editor.js';
@@ -18,6 +18,7 @@ import Inspector from './Inspector.jsx';
 import BottomPanel from './BottomPanel.jsx';
 import Dialog from './Dialog.jsx';
 import Welcome from './Welcome.jsx';
+import Toast from './Toast.jsx';
 
 /** The one editor of this tab (exported for components that need it outside props). */
 export const editor = new Editor(new Api());
@@ -56,6 +57,7 @@ export default function App() {
   }, [doc, dirty]);
 
   const problems = useMemo(() => listProblems(check, run), [check, run]);
+  const dismiss = useCallback(() => ed.dismissMessage(), [ed]);
   const selectedBlock = page && selected.length === 1
     ? page.blocks.find((b) => b.id === selected[0]) : null;
 
@@ -95,13 +97,7 @@ export default function App() {
           onWire={(t, p, s) => ed.wireFrom(t, p, s)}
         />
       </div>
-      {message && (
-        <div className={`toast toast-${message.kind}`} role="status" aria-live="polite"
-             data-testid="message">
-          {message.text}
-          <button className="link" onClick={() => ed.dismissMessage()} aria-label="Dismiss">×</button>
-        </div>
-      )}
+      <Toast message={message} onDismiss={dismiss} />
       {dialog && (
         <Dialog dialog={dialog} doc={doc} pages={pages} onClose={() => ed.setDialog(null)}
                 onPageAction={(a, n, to) => ed.pageAction(a, n, to)} />

@@ -8,20 +8,31 @@ import {Handle, Position} from '@xyflow/react';
 const STATE_TEXT = {cached: 'reused', running: 'running…', finished: 'done', failed: 'failed',
                     cancelled: 'cancelled'};
 
+const problemText = (p) => `${p.port ? `${p.port}: ` : p.attr ? `${p.attr}: ` : ''}${p.message}`;
+
 function BlockNode({data, selected}) {
   const {block, entry, problems, ports, status, isOutput} = data;
   const inputs = entry ? entry.inputs : [];
   const outputs = entry ? entry.outputs : [{name: 'output'}];
   const portProblem = (port) => problems.find((p) => p.port === port);
-  const blockProblems = problems.filter((p) => !p.port || !inputs.some((i) => i.name === p.port));
   const cls = ['block', selected ? 'selected' : '', problems.length ? 'has-problem' : '',
                status ? `st-${status.state}` : ''].join(' ');
   return (
     <div className={cls} data-testid={`block-${block.id}`} data-state={status ? status.state : ''}>
       <div className="block-head">
-        <span className="block-id">{block.id}</span>
+        <span className="block-id" title={block.id}>{block.id}</span>
         <span className="block-type">{block.type}</span>
         {isOutput && <span className="badge" title="an output of the page (saved by blockflow run)">output</span>}
+        {/* problems: a mark in the title row (the block never grows and covers the one below);
+          * the messages on pointing, in the Problems list and, for a port, on the port */}
+        {problems.length > 0 && (
+          <span className="block-warn" data-testid={`problems-${block.id}`} role="img"
+                aria-label={`${problems.length} problem${problems.length > 1 ? 's' : ''}`}
+                title={problems.map(problemText).join('\n')}>
+            ⚠{problems.length > 1 ? ` ${problems.length}` : ''}
+            <span className="sr-only">{problems.map(problemText).join('; ')}</span>
+          </span>
+        )}
       </div>
       <div className="ports">
         <div className="ins">
@@ -55,7 +66,8 @@ function BlockNode({data, selected}) {
         </div>
       </div>
       {status && (
-        <div className="block-run" data-testid={`run-${block.id}`}>
+        <div className="block-run" data-testid={`run-${block.id}`}
+             title={status.message || STATE_TEXT[status.state] || status.state}>
           <span className={`dot dot-${status.state}`} />
           {STATE_TEXT[status.state] || status.state}
           {status.state === 'finished' && (
@@ -64,15 +76,6 @@ function BlockNode({data, selected}) {
           {status.state === 'failed' && <span className="err"> · {status.message}</span>}
         </div>
       )}
-      {problems.length > 0 && (
-        <div className="block-problems" data-testid={`problems-${block.id}`}>
-          {problems.slice(0, 2).map((p, i) => (
-            <div key={i}>⚠ {p.port ? <b>{p.port}: </b> : p.attr ? <b>{p.attr}: </b> : null}{p.message}</div>
-          ))}
-          {problems.length > 2 && <div>… {problems.length - 2} more</div>}
-        </div>
-      )}
-      {blockProblems.length === 0 && null}
     </div>
   );
 }

@@ -19,8 +19,8 @@ export default function TopBar({editor, state}) {
         </select>
       </label>
       {doc && (
-        <span className="docname" data-testid="docname">
-          {doc.name}.json
+        <span className="docname" data-testid="docname" title={`${doc.name}.json`}>
+          <span className="docname-text">{doc.name}.json</span>
           {dirty && <span className="dirty" title="unsaved changes" aria-label="unsaved changes"> ●</span>}
         </span>
       )}

@@ -16,7 +16,7 @@
 import {ApiError} from '../api.js';
 import {Gate, JobEvents, addGradients as addGradientsCall} from '../api/teach.js';
 import {indexCatalog, initialAttrs, freshId} from './catalog.js';
-import {applyEdits, copyBlocks, diffPages, emptyPage, pasteBlocks, freeSpot,
+import {applyEdits, copyBlocks, diffPages, emptyPage, pasteBlocks, freeSpot, samePage,
         sourcePort} from './page.js';
 import {History} from './history.js';
 import {EditQueue} from './batch.js';
@@ -172,7 +172,7 @@ export class Editor {
         ? api.check(name, this.state.page) : api.edits(name, edits)));
       this.history.clear();
       this.set({doc: {name, revision: got.revision}, page: held, check: ck, detached,
-                dirty: JSON.stringify(held) !== JSON.stringify(got.page), selected: [],
+                dirty: !samePage(held, got.page), selected: [],
                 run: null});
       this.syncHistory();
       this.say('info', `Opened ${name}.`);
@@ -326,8 +326,11 @@ export class Editor {
                ui: {x: Math.round(at.x), y: Math.round(at.y)}};
     this.change([e]);
     this.select([id]);
-    this.say('info', `Added ${type} "${id}": wire its inputs (drag from an output dot to an ` +
-                     'input dot, or pick each input\'s source under Ports, on the right).');
+    this.say('info', entry.inputs.length
+      ? `Added ${type} "${id}": wire its inputs (drag from an output dot to an input dot, or ` +
+        'pick each input\'s source under Ports, on the right).'
+      : `Added ${type} "${id}": set its attributes on the right, and wire its output to the ` +
+        'blocks it feeds.');
   }
 
   connect({source, sourceHandle, target, targetHandle}, opts = {}) {
@@ -417,6 +420,7 @@ export class Editor {
     const {page: next, ids} = pasteBlocks(page, this.clipboard, {x: minX + 60, y: minY + 60});
     this.change(diffPages(page, next), {next});
     this.select(ids);
+    this.say('info', `Pasted ${ids.length} block${ids.length > 1 ? 's' : ''}: ${ids.join(', ')}.`);
   }
 
   /* ---- runs ------------------------------------------------------------------------- */

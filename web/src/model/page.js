@@ -171,6 +171,31 @@ function sameJson(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
+/** JSON text with the keys of every object sorted: equal for equal values, whatever order. */
+export function canonicalJson(x) {
+  return JSON.stringify(x, (k, v) => (v && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.keys(v).sort().map((key) => [key, v[key]])) : v));
+}
+
+/* a page as the server's session writes it: no empty outputs list, inputs or attrs */
+function normalPage(p) {
+  const q = {...p};
+  if (Array.isArray(q.outputs) && !q.outputs.length) delete q.outputs;
+  q.blocks = (q.blocks || []).map((b) => {
+    const c = {...b};
+    for (const k of ['inputs', 'attrs']) {
+      if (c[k] && typeof c[k] === 'object' && !Object.keys(c[k]).length) delete c[k];
+    }
+    return c;
+  });
+  return q;
+}
+
+/** Whether two pages say the same (key order, empty lists and objects aside). */
+export function samePage(a, b) {
+  return canonicalJson(normalPage(a)) === canonicalJson(normalPage(b));
+}
+
 /**
  * Apply one batch of server edits to a copy of `page`, as the server does (remove_block
  * also drops the wires from the removed block; rename_block makes wires and outputs
