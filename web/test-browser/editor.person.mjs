@@ -49,6 +49,15 @@ const w = await startWorld('editor-person-screenshots', (w) => {
   w.writePage('a-rather-long-page-name-for-the-header', P('long', [
     c2('a_block_with_a_rather_long_identifier', 1, 0, 0),
   ], []));
+  w.writePage('mix', P('mix', [
+    {id: 'f', type: 'Const', ui: {x: 0, y: 0}, attrs: {dtype: 'float32', shape: [2], value: 1}},
+    {id: 'i', type: 'Const', ui: {x: 0, y: 200}, attrs: {dtype: 'int32', shape: [2], value: 1}},
+    {id: 'img', type: 'Const', ui: {x: 0, y: 400},
+     attrs: {dtype: 'float32', shape: [1, 2, 2, 1], value: 1}},
+    {id: 's', type: 'Add', inputs: {x: 'f'}, ui: {x: 420, y: 60}},
+    {id: 'cv', type: 'Conv2D', inputs: {input: 'img'}, ui: {x: 420, y: 360},
+     attrs: {strides: [1, 1, 1, 1], padding: 'SAME'}},
+  ], ['s']));
   w.writePage('unfed', P('unfed', [
     {id: 'ph', type: 'Placeholder', ui: {x: 0, y: 0}, attrs: {dtype: 'float32', shape: [2, 2]}},
     c2('k', 4, 0, 200),
@@ -329,6 +338,36 @@ await runItems(w, {
     await w.clickPane();
     await page.keyboard.press(`${mod}+z`);
     await until('the problem gone', async () => (await page.getByTestId('problems-out').count()) === 0);
+  },
+
+  /* 13. a wire of the wrong dtype is refused the same way into Add and into Conv2D */
+  13: async () => {
+    await w.open('mix');
+    const wire = async (from, to, port) => {
+      const a = await w.block(from).locator('[data-handleid="out:output"]').boundingBox();
+      const b = await w.block(to).locator(`[data-handleid="in:${port}"]`).boundingBox();
+      await page.mouse.move(a.x + a.width / 2, a.y + a.height / 2);
+      await page.mouse.down();
+      for (let k = 1; k <= 15; k++) {
+        await page.mouse.move(a.x + (b.x - a.x) * k / 15 + a.width / 2, a.y + (b.y - a.y) * k / 15 + a.height / 2);
+      }
+      await page.mouse.up();
+    };
+    for (const [to, port] of [['cv', 'filter'], ['s', 'y']]) {
+      await wire('i', to, port);
+      await w.message(/Wire refused/).waitFor();
+      const text = await page.getByTestId('message').textContent();
+      assert.match(text, /int32/, `the reason names the dtype: ${text}`);
+      await w.shot(`13-refused-into-${to}`);
+      await page.getByRole('button', {name: 'Dismiss'}).click();
+      const sp = await w.sessionPage('mix');
+      assert.ok(!(sp.blocks.find((b) => b.id === to).inputs || {})[port], `no wire into ${to}.${port}`);
+      assert.equal(await page.getByTestId(`wire-${to}.${port}`).count(), 0);
+    }
+    /* a wire of the right dtype goes in */
+    await wire('f', 's', 'y');
+    await page.getByTestId('wire-s.y').waitFor();
+    await w.save('mix', (p) => p.blocks.find((b) => b.id === 's').inputs.y === 'f');
   },
 
   /* 7. the Output tab of a page that never ran */

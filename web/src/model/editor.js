@@ -333,19 +333,40 @@ export class Editor {
         'blocks it feeds.');
   }
 
-  connect({source, sourceHandle, target, targetHandle}, opts = {}) {
-    const {page: p, index, check} = this.state;
+  /**
+   * A new wire. One rule for every block: a wire whose dtype the block refuses is refused
+   * with the reason, whether the catalogue says so at once (a port that never takes int32)
+   * or only the check of the page with the wire does (Add's two inputs must agree): the page
+   * with the wire is checked first (POST .../check, nothing changes), then connected.
+   */
+  async connect({source, sourceHandle, target, targetHandle}, opts = {}) {
+    const {page: p, index, check, doc} = this.state;
     const sp = sourceHandle.replace(/^out:/, '');
     const tp = targetHandle.replace(/^in:/, '');
     const verdict = checkWire(p, index, check, source, sp, target, tp);
     if (!verdict.ok) {
       this.say('error', `Wire refused: ${verdict.reason}`);
-      return;
+      return false;
     }
     const entry = index.byType.get(p.blocks.find((b) => b.id === source).type);
     const first = entry && entry.outputs[0] && entry.outputs[0].name === sp;
-    this.change([{op: 'connect', block: target, port: tp,
-                  source: first ? source : `${source}:${sp}`}], opts);
+    const edit = {op: 'connect', block: target, port: tp,
+                  source: first ? source : `${source}:${sp}`};
+    if (doc && this.api.check) {
+      try {
+        if (this.queue) await this.queue.idle();
+        const ck = await this.api.check(doc.name, applyEdits(this.state.page, [edit]));
+        const bad = (ck.problems || []).find((q) => q.block === target && q.port === tp &&
+                                                    /dtype/.test(q.code || ''));
+        if (bad) {
+          this.say('error', `Wire refused: ${bad.message}`);
+          return false;
+        }
+      } catch (e) {
+        /* no answer (or the page changed under the wire): the edit itself will tell */
+      }
+    }
+    return this.change([edit], opts);
   }
 
   /** Remove blocks `ids` (their wires go with them) and cut `wires`, as one undo step. */
