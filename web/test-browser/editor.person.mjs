@@ -58,6 +58,17 @@ const w = await startWorld('editor-person-screenshots', (w) => {
     {id: 'cv', type: 'Conv2D', inputs: {input: 'img'}, ui: {x: 420, y: 360},
      attrs: {strides: [1, 1, 1, 1], padding: 'SAME'}},
   ], ['s']));
+  const vals = (n, f) => Array.from({length: n}, (_, i) => f(i));
+  w.writePage('grids', P('grids', [
+    {id: 'wq', type: 'Const', ui: {x: 0, y: 300},
+     attrs: {dtype: 'float32', shape: [3, 3, 1, 2], value: vals(18, (i) => Number((0.05524 + i * 0.0131).toFixed(6)))}},
+    {id: 'img', type: 'Const', ui: {x: 0, y: 0},
+     attrs: {dtype: 'float32', shape: [1, 4, 4, 1], value: vals(16, (i) => Number((0.055240 * (i + 1)).toFixed(6)))}},
+    {id: 'k', type: 'Const', ui: {x: 0, y: 150},
+     attrs: {dtype: 'float32', shape: [3, 3, 1, 1], value: vals(9, (i) => Number((-0.012345 * (i + 1)).toFixed(6)))}},
+    {id: 'conv', type: 'Conv2D', inputs: {input: 'img', filter: 'k'}, ui: {x: 400, y: 60},
+     attrs: {strides: [1, 1, 1, 1], padding: 'VALID'}},
+  ], ['conv']));
   w.writePage('unfed', P('unfed', [
     {id: 'ph', type: 'Placeholder', ui: {x: 0, y: 0}, attrs: {dtype: 'float32', shape: [2, 2]}},
     c2('k', 4, 0, 200),
@@ -368,6 +379,57 @@ await runItems(w, {
     await wire('f', 's', 'y');
     await page.getByTestId('wire-s.y').waitFor();
     await w.save('mix', (p) => p.blocks.find((b) => b.id === 's').inputs.y === 'f');
+  },
+
+  /* 14. the open page is in the address bar: a reload (and Back) reopen it */
+  14: async () => {
+    await w.open('basic');
+    assert.match(page.url(), /[?&]page=basic\b/);
+    await page.reload();
+    await page.getByTestId('docname').filter({hasText: 'basic.json'}).waitFor();
+    await w.block('out').waitFor();
+    await w.shot('14-reloaded');
+    await w.open('mix');
+    assert.match(page.url(), /[?&]page=mix\b/);
+    await page.goBack();
+    await page.getByTestId('docname').filter({hasText: 'basic.json'}).waitFor();
+    assert.ok(!/token=/.test(page.url()), 'the token stays out of the address bar');
+  },
+
+  /* 11. numbers fit their cells: the Teach tab's grids and a constant's value grid, at
+   * 1280x720 and 1920x1080; an unwired [3,3,1,2] constant is not called NHWC */
+  11: async () => {
+    for (const [width, height] of [[1280, 720], [1920, 1080]]) {
+      await page.setViewportSize({width, height});
+      await w.open('grids');
+      await w.block('wq').click();
+      const grid = page.getByTestId('const-grid');
+      await grid.waitFor();
+      const head = await grid.locator('h3').textContent();
+      assert.ok(!/NHWC/.test(head), `the grid's title: ${head}`);
+      assert.equal(await grid.locator('table').count(), 2, 'one 3x3 table per last-axis index');
+      assert.equal(await grid.locator('table').first().locator('tr').count(), 3);
+      const over = await grid.evaluate((g) => [...g.querySelectorAll('input')]
+        .filter((i) => i.scrollWidth > i.clientWidth + 1).map((i) => i.value));
+      assert.deepEqual(over, [], 'every value fits its box');
+      await w.shot(`11-const-grid-${width}`);
+      await w.block('conv').click();
+      await page.locator('button[data-action="run"]').click();
+      await page.getByTestId('run-state').filter({hasText: 'finished'}).waitFor();
+      await page.getByTestId('teach-tab').click();
+      await page.getByTestId('terms-table').waitFor();
+      await until('the grids drawn', async () => (await page.locator('.gridmap rect').count()) > 9);
+      const cut = await page.evaluate(() => [...document.querySelectorAll('.gridmap g')].flatMap((g) => {
+        const r = g.querySelector('rect'), t = g.querySelector('text');
+        if (!r || !t) return [];
+        const a = r.getBoundingClientRect(), b = t.getBoundingClientRect();
+        return b.left < a.left - 0.5 || b.right > a.right + 0.5 ? [t.textContent] : [];
+      }));
+      assert.deepEqual(cut, [], 'every number inside its cell');
+      assert.ok(await page.locator('.gridmap text.cell-text').count() > 0, 'numbers are shown');
+      await w.shot(`11-teach-grids-${width}`);
+    }
+    await page.setViewportSize({width: 1440, height: 900});
   },
 
   /* 7. the Output tab of a page that never ran */

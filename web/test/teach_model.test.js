@@ -109,7 +109,7 @@ test('a small constant gets a grid per slice, laid out as it is wired', async ()
                           attrs: {data_format: 'NCHW'}}]};
   assert.equal(constLayout(page, 'w'), 'HWCM');
   assert.equal(constLayout(page, 'x'), 'NCHW');
-  assert.equal(constLayout(page, 'y'), 'NHWC');
+  assert.equal(constLayout(page, 'y'), null, 'nothing says: no layout name');
   const g = constGrid([1, 2, 3, 3], 1, 'NCHW');
   assert.equal(g.values.length, 18);
   assert.deepEqual(g.tables.map((t) => t.label), ['batch 0, channel 0', 'batch 0, channel 1']);
@@ -180,4 +180,25 @@ test('padded taps of a filter gradient: on x, times out_backprop; two at one cel
   /* a cell read by several taps (other layouts, other shapes) keeps them all, in order */
   const two = ringTapsOnSlice([...taps, {...taps[1], tap: 3}], sliceSpec([2, 6, 6, 1], 'NHWC', {0: 0}));
   assert.deepEqual(two.cells[1].taps.map((t) => t.tap), [1, 3]);
+});
+
+test('a grid without a layout uses the two axes with the most elements', async () => {
+  const {widestAxes, sliceSpec} = await import('../src/model/tensor.js');
+  assert.deepEqual(widestAxes([3, 3, 1, 2]), {rows: 0, cols: 1});
+  assert.deepEqual(widestAxes([1, 5, 5, 1]), {rows: 1, cols: 2});
+  const spec = sliceSpec([3, 3, 1, 2], {rows: 0, cols: 1}, {3: 1});
+  assert.equal(spec.slice, ':,:,0,1');
+  assert.equal(spec.height, 3);
+  assert.equal(spec.width, 3);
+});
+
+test('numbers shortened to fit a cell', async () => {
+  const {fitNumber} = await import('../src/model/tensor.js');
+  assert.equal(fitNumber(0.05524, 8), '0.05524');
+  assert.equal(fitNumber(0.05524, 5), '0.055');
+  assert.equal(fitNumber(123456.7, 4), '1e5');
+  assert.equal(fitNumber(-0.000123456, 7), '-0.0001');
+  assert.equal(fitNumber(-0.000123456, 6), '-1e-4');
+  assert.equal(fitNumber(3, 1), '3');
+  assert.equal(fitNumber(-123456789, 3), null);
 });

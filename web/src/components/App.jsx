@@ -23,6 +23,31 @@ import Toast from './Toast.jsx';
 /** The one editor of this tab (exported for components that need it outside props). */
 export const editor = new Editor(new Api());
 
+/* The open page is in the address bar (?page=NAME): a reload, a bookmark or a link opens it
+ * again; Back and Forward move between the pages opened. */
+const pageInUrl = () => new URLSearchParams(location.search).get('page');
+editor.onOpened = (name) => {
+  if (name === pageInUrl()) return;
+  const u = new URL(location.href);
+  if (name) u.searchParams.set('page', name);
+  else u.searchParams.delete('page');
+  history.pushState(null, '', u.pathname + u.search + u.hash);
+};
+
+function useUrlPage(ed) {
+  useEffect(() => {
+    const first = pageInUrl();
+    if (first) ed.openPage(first);
+    const onPop = () => {
+      const name = pageInUrl();
+      const doc = ed.state.doc;
+      if (name && (!doc || doc.name !== name)) ed.openPage(name);
+    };
+    window.addEventListener('popstate', onPop);
+    return () => window.removeEventListener('popstate', onPop);
+  }, [ed]);
+}
+
 /** The keyboard: the action a key names, unless a text field keeps the key for itself. */
 function useActionKeys(ed) {
   useEffect(() => {
@@ -48,6 +73,7 @@ export default function App() {
 
   useEffect(() => ed.start(connectEvents), [ed]);
   useActionKeys(ed);
+  useUrlPage(ed);
 
   useEffect(() => {
     document.title = doc ? `${dirty ? '● ' : ''}${doc.name} - blockflow` : 'blockflow editor';

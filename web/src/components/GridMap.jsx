@@ -4,7 +4,7 @@
  * Enter picks the element under it (as a click does). Highlighted cells carry data-index and
  * data-value, so what is lit can be read back from the page. */
 import React, {useState} from 'react';
-import {cellIndex, colorScale, fmt, windowValue} from '../model/tensor.js';
+import {cellIndex, colorScale, fitNumber, fmt, windowValue} from '../model/tensor.js';
 
 export default function GridMap({name, shape, spec, values, min, max, cells = [], picked,
                                  onPick, onHover, tone = 'a', caption}) {
@@ -17,6 +17,9 @@ export default function GridMap({name, shape, spec, values, min, max, cells = []
   const lit = new Map(cells.map((c) => [`${c.row},${c.col}`, c]));
   const pickedKey = picked ? `${picked.row},${picked.col}` : null;
   const showText = size >= 26;
+  /* the characters a cell holds (11 px monospace: 6.7 px each, 3 px of margin a side); a
+   * number is shortened to fit, or left to the tooltip */
+  const chars = Math.floor((size - 6) / 6.7);
   const pick = (r, c) => onPick && onPick(cellIndex(shape, spec, r, c));
   const onKey = (e) => {
     const cur = cursor || {r: 0, c: 0};
@@ -52,9 +55,9 @@ export default function GridMap({name, shape, spec, values, min, max, cells = []
           <title>{`${name}[${idx.join(', ')}] = ${fmt(v)}${hl ? ` (term ${hl.term + 1})` : ''}`}</title>
           <rect x={x} y={y} width={size} height={size} fill={`rgb(${R},${G},${B})`}
                 stroke="#fff" strokeWidth="1" />
-          {showText && (
+          {showText && fitNumber(v, chars) !== null && (
             <text x={x + size / 2} y={y + size / 2 + 4} textAnchor="middle"
-                  className="cell-text" fill={dark ? '#fff' : '#111'}>{fmt(v)}</text>
+                  className="cell-text" fill={dark ? '#fff' : '#111'}>{fitNumber(v, chars)}</text>
           )}
           {hl && <rect x={x + 2} y={y + 2} width={size - 4} height={size - 4}
                        className={`lit lit-${tone}`} />}

@@ -75,6 +75,7 @@ export class Editor {
     this.gate = new Gate();           /* page runs and teaching jobs, in turn */
     this.schedule = schedule;
     this.pendingEvents = [];
+    this.onOpened = () => {}; /* the page `name` is open (App puts it in the address bar) */
   }
 
   get state() { return this.store.get(); }
@@ -176,6 +177,7 @@ export class Editor {
                 run: null});
       this.syncHistory();
       this.say('info', `Opened ${name}.`);
+      this.onOpened(name);
     } catch (e) {
       this.say('error', e.message);
     }
@@ -307,7 +309,10 @@ export class Editor {
       } else if (action === 'delete') {
         await api.deletePage(name);
         await this.refreshLists();
-        if (isOpen()) this.set({doc: null, page: null, check: null, run: null});
+        if (isOpen()) {
+          this.set({doc: null, page: null, check: null, run: null});
+          this.onOpened(null);
+        }
         this.say('info', `Deleted ${name}.json.`);
       }
     } catch (e) {

@@ -192,7 +192,7 @@ export function constLayout(page, id) {
       if (port === 'input' || port === 'out_backprop') return tensorLayout(b.type, b.attrs, port);
     }
   }
-  return 'NHWC';
+  return null; /* nothing says: the grid shows plain axes (widestAxes) */
 }
 
 /**

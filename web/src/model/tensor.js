@@ -38,7 +38,9 @@ export function sliceSpec(shape, layout, picks = {}) {
   let rows = -1;
   let cols = -1;
   let named = [];
-  if (r === 4 && LAYOUTS4[layout]) {
+  if (layout && typeof layout === 'object' && r >= 2) {
+    ({rows, cols} = layout); /* explicit axes (a constant whose layout nothing says) */
+  } else if (r === 4 && LAYOUTS4[layout]) {
     ({rows, cols} = LAYOUTS4[layout]);
     named = LAYOUTS4[layout].picks;
   } else if (r >= 2) {
@@ -121,6 +123,38 @@ export function colorScale(min, max) {
 }
 
 /** Numbers for people: 4 significant digits, exponent when tiny or huge. */
+/**
+ * `v` written in at most `chars` characters (fewer significant digits first, then the
+ * exponent form), or null when it cannot be: for numbers in small cells.
+ */
+export function fitNumber(v, chars) {
+  const full = fmt(v);
+  if (full.length <= chars) return full;
+  if (typeof v !== 'number' || !Number.isFinite(v)) return null;
+  for (let p = 5; p >= 1; p--) {
+    const t = String(Number(v.toPrecision(p)));
+    if (t.length <= chars) return t;
+  }
+  for (let p = 2; p >= 0; p--) {
+    const t = v.toExponential(p).replace('e+', 'e');
+    if (t.length <= chars) return t;
+  }
+  return null;
+}
+
+/** The two axes to lay out as rows and columns when no layout is known: the pair holding the
+ * most elements (the earliest on a tie), e.g. [3,3,1,2] -> 0 and 1, [1,5,5,1] -> 1 and 2. */
+export function widestAxes(shape) {
+  let best = null;
+  for (let a = 0; a < shape.length; a++) {
+    for (let b = a + 1; b < shape.length; b++) {
+      const n = shape[a] * shape[b];
+      if (!best || n > best.n) best = {rows: a, cols: b, n};
+    }
+  }
+  return best ? {rows: best.rows, cols: best.cols} : null;
+}
+
 export function fmt(v) {
   if (v === null || v === undefined) return 'NaN/Inf';
   if (typeof v !== 'number') return String(v);
