@@ -57,8 +57,12 @@ export class Api {
   close(name) { return this.req('POST', this.page(name) + '/close'); }
   edits(name, edits) { return this.req('POST', this.page(name) + '/edits', edits); }
   check(name, page) { return this.req('POST', this.page(name) + '/check', page); }
-  run(name, fetchIds) {
-    return this.req('POST', this.page(name) + '/run', fetchIds ? {fetch: fetchIds} : {});
+  /** Run the page: `fetchIds` (null: its outputs), `feeds` {placeholder id: base64 .npy}. */
+  run(name, fetchIds, feeds) {
+    const body = {};
+    if (fetchIds) body.fetch = fetchIds;
+    if (feeds && Object.keys(feeds).length) body.feeds = feeds;
+    return this.req('POST', this.page(name) + '/run', body);
   }
   cancel(runId) { return this.req('POST', `/api/runs/${runId}/cancel`); }
   tensorUrl(runId, spec, view, slice) {

@@ -69,6 +69,12 @@ const w = await startWorld('editor-person-screenshots', (w) => {
     {id: 'conv', type: 'Conv2D', inputs: {input: 'img', filter: 'k'}, ui: {x: 400, y: 60},
      attrs: {strides: [1, 1, 1, 1], padding: 'VALID'}},
   ], ['conv']));
+  w.writePage('fwd', P('fwd', [
+    {id: 'x', type: 'Const', ui: {x: 0, y: 0}, attrs: {dtype: 'float32', shape: [1, 5, 5, 1], value: vals(25, (i) => i + 1)}},
+    {id: 'w', type: 'Const', ui: {x: 0, y: 200}, attrs: {dtype: 'float32', shape: [3, 3, 1, 1], value: 1}},
+    {id: 'conv', type: 'Conv2D', inputs: {input: 'x', filter: 'w'}, ui: {x: 380, y: 100},
+     attrs: {strides: [1, 1, 1, 1], padding: 'SAME'}},
+  ], ['conv']));
   w.writePage('unfed', P('unfed', [
     {id: 'ph', type: 'Placeholder', ui: {x: 0, y: 0}, attrs: {dtype: 'float32', shape: [2, 2]}},
     c2('k', 4, 0, 200),
@@ -430,6 +436,70 @@ await runItems(w, {
       await w.shot(`11-teach-grids-${width}`);
     }
     await page.setViewportSize({width: 1440, height: 900});
+  },
+
+  /* 8. Add gradient blocks: clear of the others, the gradients are outputs; a Run before
+   * dy is fed computes what it can and says what it skipped; dy fed from a grid; Run */
+  8: async () => {
+    await w.open('fwd');
+    await w.block('conv').click();
+    await page.getByTestId('teach-tab').click();
+    await page.getByTestId('add-gradients').click();
+    await w.block('conv_grad_filter').waitFor();
+    await w.block('conv_grad_input').waitFor();
+    await w.settle();
+    /* the view moved to show them */
+    const pane = await page.locator('.react-flow').boundingBox();
+    for (const id of ['conv_grad_filter', 'conv_grad_input', 'conv_dy']) {
+      const b = await w.box(id);
+      assert.ok(b.x >= pane.x && b.x + b.width <= pane.x + pane.width &&
+                b.y >= pane.y && b.y + b.height <= pane.y + pane.height, `${id} is in view`);
+    }
+    const boxes = await page.evaluate(() => [...document.querySelectorAll('.react-flow__node')]
+      .map((n) => ({id: n.getAttribute('data-id'), r: n.getBoundingClientRect().toJSON()})));
+    const meet = [];
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const a = boxes[i].r, b = boxes[j].r;
+        if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) meet.push(`${boxes[i].id}/${boxes[j].id}`);
+      }
+    }
+    assert.deepEqual(meet, [], 'no block lies on another');
+    const sp = await w.sessionPage('fwd');
+    assert.ok(['conv_grad_filter', 'conv_grad_input'].every((g) => sp.outputs.includes(g)),
+              `the gradients are outputs: ${sp.outputs}`);
+    await w.shot('8-gradients-added');
+    /* Run before dy is fed: conv computes, the gradients are skipped, dy is marked */
+    await page.locator('button[data-action="run"]').click();
+    await page.getByTestId('run-state').filter({hasText: 'finished'}).waitFor();
+    await page.getByTestId('run-conv').filter({hasText: /done|reused/}).waitFor();
+    await w.message(/kipped conv_grad_filter/).waitFor();
+    await page.getByRole('tab', {name: /Problems/}).click();
+    await page.getByTestId('problems').filter({hasText: /conv_grad_filter was not computed/}).waitFor();
+    await page.getByTestId('problems-conv_dy').waitFor();
+    await w.shot('8-partial-run');
+    /* feed dy: every cell 1 */
+    await w.block('conv_dy').click();
+    await page.getByTestId('feed-state').filter({hasText: 'Not fed'}).waitFor();
+    await page.getByLabel('Value for every cell').fill('1');
+    await page.getByTestId('feed-panel').getByRole('button', {name: 'Fill', exact: true}).click();
+    await page.getByTestId('feed-grid').click();
+    await page.getByTestId('feed-state').filter({hasText: 'Fed float32[1,5,5,1]'}).waitFor();
+    await w.shot('8-dy-fed');
+    await page.locator('button[data-action="run"]').click();
+    await page.getByTestId('run-conv_grad_filter').filter({hasText: 'done'}).waitFor();
+    await page.getByTestId('run-state').filter({hasText: 'finished'}).waitFor();
+    /* dW of a SAME 3x3 filter over 1..25 with dy = 1: the centre weight sums all pixels */
+    const r = await page.evaluate(async () => {
+      const runs = document.querySelector('[data-testid="run-state"]');
+      return runs ? runs.textContent : '';
+    });
+    assert.match(r, /finished/);
+    await w.save('fwd', (p) => p.outputs.includes('conv_grad_filter') && p.outputs.includes('conv_grad_input'));
+    await w.block('conv_grad_filter').click();
+    await page.getByRole('tab', {name: /Output/}).click();
+    await page.locator('.summary').filter({hasText: '325'}).waitFor();
+    await w.shot('8-gradient-output');
   },
 
   /* 7. the Output tab of a page that never ran */

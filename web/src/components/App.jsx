@@ -101,7 +101,7 @@ export default function App() {
                 onRemoveBlocks={(ids, wires) => ed.removeBlocks(ids, wires)}
                 onDisconnect={(w) => ed.disconnect(w)}
                 onMove={(moves, key) => ed.moveBlocks(moves, key)}
-                onDropBlock={(type, pos) => ed.addBlock(type, pos)}
+                onDropBlock={(type, pos) => ed.addBlock(type, pos)} reveal={state.reveal}
               />
             </ReactFlowProvider>
           ) : (
@@ -120,7 +120,8 @@ export default function App() {
           run={run} onChange={(edits, opts) => ed.change(edits, opts)}
           onEditValue={(edits, opts) => ed.editValue(edits, opts)}
           onRename={(id, to) => ed.renameBlock(id, to)} onRefreshFiles={() => ed.refreshLists()}
-          onWire={(t, p, s) => ed.wireFrom(t, p, s)}
+          onWire={(t, p, s) => ed.wireFrom(t, p, s)} feeds={state.feeds}
+          onFeed={(id, bytes, info) => ed.setFeed(id, bytes, info)}
         />
       </div>
       <Toast message={message} onDismiss={dismiss} />

@@ -13,7 +13,7 @@ const nodeTypes = {block: BlockNode};
 const edgeTypes = {wire: WireEdge};
 
 export default function Canvas({page, index, check, run, selected, onSelect, onConnect,
-                                onRemoveBlocks, onDisconnect, onMove, onDropBlock}) {
+                                onRemoveBlocks, onDisconnect, onMove, onDropBlock, reveal}) {
   const flow = useReactFlow();
   /* {id: {x, y}} of the blocks being dragged (all the selected ones move together), shown
    * over the page's positions until the drop turns them into one set_ui edit batch */
@@ -62,6 +62,27 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
     return () => cancelAnimationFrame(frame);
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [page.name, page.blocks.length === 0]);
+
+  /* Blocks the editor asks to show (gradient blocks added beside the page): framed once
+   * React Flow has measured them, never zooming in further than the person had. */
+  useEffect(() => {
+    if (!reveal || !reveal.ids.length) return undefined;
+    let frame = 0, tries = 0;
+    const attempt = () => {
+      const ready = reveal.ids.every((id) => {
+        const n = flow.getInternalNode(id);
+        return n && n.measured && n.measured.width > 0;
+      });
+      if (ready || ++tries > 120) {
+        flow.fitView({nodes: reveal.ids.map((id) => ({id})), padding: 0.15,
+                      maxZoom: flow.getViewport().zoom});
+        return;
+      }
+      frame = requestAnimationFrame(attempt);
+    };
+    frame = requestAnimationFrame(attempt);
+    return () => cancelAnimationFrame(frame);
+  }, [reveal, flow]);
 
   /* The one selected block is panned back into view, zoom and framing kept, when it leaves
    * the canvas because the canvas shrank (a taller tab in the panel under it, the splitter,

@@ -9,6 +9,7 @@ import {wireCandidates} from '../model/wires.js';
 import AttrField from './AttrField.jsx';
 import DocToggle from './DocToggle.jsx';
 import ConstGrid from './ConstGrid.jsx';
+import FeedPanel from './FeedPanel.jsx';
 
 function TextCommit({label, value, onCommit, multiline, testid}) {
   /* The draft belongs to one field and one value. React reuses this component when the panel
@@ -52,7 +53,7 @@ function WireSelect({page, index, check, block, port, source, onWire}) {
 }
 
 export default function Inspector({page, index, check, block, files, onChange, onRename,
-                                   onRefreshFiles, onEditValue, onWire}) {
+                                   onRefreshFiles, onEditValue, onWire, feeds, onFeed}) {
   if (!page || !index) {
     return <aside className="inspector" aria-label="Inspector"><h2>Inspector</h2>
       <p className="muted">Open a page to see its blocks here.</p></aside>;
@@ -123,6 +124,10 @@ export default function Inspector({page, index, check, block, files, onChange, o
       ))}
       {block.type === 'Const' && <ConstGrid page={page} block={block}
                                             onEditValue={onEditValue || onChange} />}
+      {entry && entry.feedable && onFeed && (
+        <FeedPanel key={`${block.id}:${JSON.stringify(block.attrs || {})}`} block={block}
+                   feed={feeds && feeds[block.id]} onFeed={(bytes, info) => onFeed(block.id, bytes, info)} />
+      )}
       {info && (
         <>
           <h3>Ports</h3>

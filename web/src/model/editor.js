@@ -23,6 +23,9 @@ import {EditQueue} from './batch.js';
 import {checkWire} from './wires.js';
 import {createStore} from './store.js';
 import {invalidateRun, reduceRunEvents, runMessage} from './runState.js';
+import {planRun} from './runPlan.js';
+import {placeGradients} from './gradients.js';
+import {toBase64} from './npy.js';
 
 export const INITIAL = {
   index: null,      /* the catalogue, indexed (catalog.js) */
@@ -41,6 +44,8 @@ export const INITIAL = {
   canRedo: false,
   hasClipboard: false,
   detached: false,  /* the file does not load: no server session, edits checked one by one */
+  feeds: {},        /* Placeholder id -> {dtype, shape, source, name}: what the editor feeds */
+  reveal: null,     /* {ids, at}: blocks the canvas should bring into view */
 };
 
 const frame = typeof requestAnimationFrame === 'function'
@@ -76,6 +81,8 @@ export class Editor {
     this.schedule = schedule;
     this.pendingEvents = [];
     this.onOpened = () => {}; /* the page `name` is open (App puts it in the address bar) */
+    this.feedData = new Map();  /* Placeholder id -> {b64, sent}: sent once per session */
+    this.feedRetry = false;
   }
 
   get state() { return this.store.get(); }
@@ -85,6 +92,8 @@ export class Editor {
   dismissMessage() { this.set({message: null}); }
   setDialog(dialog) { this.set({dialog}); }
   select(ids) { this.set({selected: ids}); }
+  /** Ask the canvas to bring blocks `ids` into view (new blocks placed off screen). */
+  reveal(ids) { this.set({reveal: {ids, at: Date.now()}}); }
   syncHistory() {
     this.set({canUndo: this.history.canUndo(), canRedo: this.history.canRedo()});
   }
@@ -127,6 +136,17 @@ export class Editor {
   onEvent(ev) {
     if (ev.kind) this.jobEvents.push(ev);
     else if (/^run_(finished|failed|cancelled)$/.test(ev.type)) this.gate.running = false;
+    /* the server forgot a feed (its session closed meanwhile): send them all again, once */
+    const e = ev.type === 'run_failed' && ev.error;
+    const doc = this.state.doc;
+    if (e && e.code === 'missing_feed' && this.feedData.has(e.block) && !this.feedRetry &&
+        doc && ev.page === doc.name) {
+      this.feedRetry = true;
+      for (const f of this.feedData.values()) f.sent = false;
+      const upTo = this.state.run && this.state.run.upTo;
+      setTimeout(() => this.startRun(upTo || null), 0);
+      return;
+    }
     this.pendingEvents.push(ev);
     if (this.pendingEvents.length === 1) this.schedule(() => this.flushEvents());
   }
@@ -141,6 +161,9 @@ export class Editor {
     for (const ev of evs) {
       const m = runMessage(ev);
       if (m && doc && ev.page === doc.name) message = {...m, at: Date.now()};
+      if (m && ev.type === 'run_finished' && run && run.skipped && run.skipped.length) {
+        message.text += ` Skipped ${run.skipped.map((k) => k.output).join(', ')}: see Problems.`;
+      }
     }
     this.set({run, message});
   }
@@ -172,7 +195,8 @@ export class Editor {
       this.queue = new EditQueue((edits) => (this.state.detached
         ? api.check(name, this.state.page) : api.edits(name, edits)));
       this.history.clear();
-      this.set({doc: {name, revision: got.revision}, page: held, check: ck, detached,
+      this.feedData = new Map();
+      this.set({doc: {name, revision: got.revision}, page: held, check: ck, detached, feeds: {},
                 dirty: !samePage(held, got.page), selected: [],
                 run: null});
       this.syncHistory();
@@ -461,10 +485,22 @@ export class Editor {
     try {
       await this.queue.idle();
       if (!this.api.client) this.say('info', 'Waiting for the event connection...');
-      const res = await this.gate.run(() => this.api.run(d.name, upTo ? [upTo] : null));
+      /* a partial run: outputs below a problem (or an unfed Placeholder) are left out */
+      const {page, index, check} = this.state;
+      const plan = upTo ? {fetch: [upTo], skipped: []}
+        : planRun(page, index, check, (id) => this.feedData.has(id));
+      const feeds = {};
+      for (const [id, f] of this.feedData) if (!f.sent) feeds[id] = f.b64;
+      const res = await this.gate.run(() => this.api.run(d.name, plan.fetch, feeds));
+      for (const id of Object.keys(feeds)) this.feedData.get(id).sent = true;
+      const skipped = plan.fetch ? plan.skipped : [];
       this.set((s) => ({run: s.run && s.run.id === res.run_id
-        ? {...s.run, upTo: upTo || null}
-        : {id: res.run_id, state: 'running', status: {}, upTo: upTo || null}}));
+        ? {...s.run, upTo: upTo || null, skipped}
+        : {id: res.run_id, state: 'running', status: {}, upTo: upTo || null, skipped}}));
+      if (skipped.length) {
+        this.say('info', `Running ${plan.fetch.length} of ${page.outputs.length} outputs; ` +
+                         `skipped ${skipped.map((k) => `${k.output} (${k.reason})`).join('; ')}.`);
+      }
     } catch (e) {
       if (e instanceof ApiError && e.body.problems) {
         this.set({run: {id: null, state: 'failed', status: {}, error: e.body.error,
@@ -472,6 +508,20 @@ export class Editor {
       }
       this.say('error', `Run refused: ${e.message}`);
     }
+  }
+
+  /**
+   * Feed Placeholder `id` with `bytes` (a .npy file's) described by `info` ({dtype, shape,
+   * source: 'grid'|'upload'|'file', name?}). It goes with the next run (once: the server's
+   * session keeps it); what depends on the Placeholder computes again.
+   */
+  setFeed(id, bytes, info) {
+    this.feedData.set(id, {b64: toBase64(bytes), sent: false});
+    this.feedRetry = false;
+    this.set((s) => ({feeds: {...s.feeds, [id]: info},
+                      run: invalidateRun(s.run, [{op: 'feed', block: id}], s.page)}));
+    this.say('ok', `${id} will be fed ${info.dtype}[${info.shape.join(',')}] ` +
+                   `(${info.name || info.source}) with the next run.`);
   }
 
   async cancelRun() {
@@ -489,10 +539,13 @@ export class Editor {
       this.gate.stale();
       const res = await addGradientsCall(this.api, d.name, id);
       const sess = await this.api.getPage(d.name, true);
-      const after = sess.session_page || before;
-      this.set({page: after, check: res.page, dirty: true});
-      this.history.push(before, after, null);
+      const held = sess.session_page || before;
+      this.set({page: held, check: res.page, dirty: true});
+      /* clear of the other blocks, and the gradients are outputs: one undo step in all */
+      this.change(placeGradients(held, id, res.created), {record: false});
+      this.history.push(before, this.state.page, null, Date.now(), this.state.selected);
       this.syncHistory();
+      this.reveal([id, ...res.created.blocks]);
       const g = res.created.gradients || {};
       this.say('ok', `Added ${res.created.blocks.join(', ')}: ${Object.entries(g).map(([k, v]) =>
         `${v} is d/d${k}`).join(', ')}; ${res.created.dy} is the incoming gradient dy.`);

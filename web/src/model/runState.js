@@ -87,6 +87,11 @@ export function runMessage(ev) {
  */
 export function listProblems(check, run) {
   const out = [...((check && check.problems) || [])];
+  /* outputs a partial run left out, and why */
+  for (const k of (run && !run.stale && run.skipped) || []) {
+    out.push({severity: 'warning', code: 'skipped', block: k.block,
+              message: `output ${k.output} was not computed: ${k.reason}`});
+  }
   if (run && run.state === 'failed' && !run.stale) {
     for (const [b, s] of Object.entries(run.status || {})) {
       if (s.state === 'failed') {
@@ -108,6 +113,7 @@ function touched(e) {
   switch (e.op) {
     case 'add_block': case 'remove_block': return [e.id];
     case 'rename_block': return [e.id, e.new_id];
+    case 'feed': return [e.block]; /* not a server edit: a new feed of a Placeholder */
     case 'connect': case 'disconnect': case 'set_attr': case 'set_device': return [e.block];
     default: return []; /* set_ui, set_outputs, set_name, set_description change no result */
   }
