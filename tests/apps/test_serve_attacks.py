@@ -224,7 +224,7 @@ class TestPreAuth(Case):
 
 
 class TestEvents(Case):
-    """Fault 2: a reader that keeps up is never dropped; queues are bounded in total."""
+    """Fault 2: a reader that keeps up is never dropped."""
     extra = ("--max-ws-queue", "65536", "--max-ws-total", "262144")
 
     def test_reader_that_keeps_up_is_not_dropped(self):
@@ -264,6 +264,12 @@ class TestEvents(Case):
                           (got["finished"], runs))
         self.assertEqual(got["finished"], runs)
         self.assertEqual(self.health()["ws_dropped"], dropped)
+
+
+
+class TestEventsTotal(Case):
+    """Fault 2: sockets that do not read are bounded together, not only each one."""
+    extra = ("--max-ws-queue", "4M", "--max-ws-total", "256K")
 
     def test_non_readers_bounded_in_total(self):
         before = self.health()["ws_dropped"]
