@@ -8,6 +8,7 @@
 #include "graph.h"
 #include "xml.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,9 @@ static int on_start(void *user, const char *name, const enu_xml_attr *a, int n, 
         if (save && !strcmp(save, "binary")) {
             const char *pos = attr(a, n, "binary-pos");
             char *e;
+            errno = 0;
             long long v = pos ? strtoll(pos, &e, 10) : -1;
-            if (!pos || !*pos || *e || v < 0) {
+            if (!pos || !*pos || *e || v < 0 || errno == ERANGE) {
                 snprintf(err, errsz, "block \"%.60s\" pin \"%s\": a binary value needs a "
                          "binary-pos of 0 or more (got \"%.30s\")", b->id, pin, pos ? pos : "");
                 return -1;

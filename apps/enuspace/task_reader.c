@@ -8,6 +8,7 @@
 #include "graph.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +47,9 @@ static int read_pin(enu_graph *g, enu_block *b, const cJSON *e, bool output, cha
     if (save && !strcmp(save, "binary")) {
         const char *pos = str(e, "pin-binary-pos");
         char *end;
+        errno = 0;
         long long v = pos ? strtoll(pos, &end, 10) : -1;
-        if (!pos || !*pos || *end || v < 0) {
+        if (!pos || !*pos || *end || v < 0 || errno == ERANGE) {
             snprintf(err, errsz, "block \"%.60s\" pin \"%s\": a binary value needs a "
                      "pin-binary-pos of 0 or more (got \"%.30s\")", b->id, name, pos ? pos : "");
             return -1;
