@@ -107,6 +107,16 @@ int cli_import(int argc, char **argv) {
     if (dot && dot != name) *dot = '\0';
     o.page_name = name;
     o.data_dir = data_dir;
+    /* the .npy files are named after the page written: OUT.<block>.npy */
+    char prefix[300] = "";
+    if (out) {
+        const char *ob = strrchr(out, '/');
+        snprintf(prefix, sizeof prefix, "%s", ob ? ob + 1 : out);
+        char *od = strrchr(prefix, '.');
+        if (od && od != prefix) *od = '\0';
+        strncat(prefix, ".", sizeof prefix - strlen(prefix) - 1);
+        o.file_prefix = prefix;
+    }
 
     size_t page_len = 0, dat_len = 0;
     unsigned char *page = slurp(page_path, IMPORT_MAX_BYTES, &page_len), *dat = NULL;
@@ -164,7 +174,15 @@ int cli_import(int argc, char **argv) {
         goto done;
     }
     if (out) {
+        struct stat od;
         const char *slash = strrchr(out, '/');
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) + 1 : 1, slash ? out : ".");
+        if (stat(dir, &od) != 0 || !S_ISDIR(od.st_mode)) {
+            fprintf(stderr, "blockflow import: cannot write %s: no folder %s\n", out, dir);
+            rc = EXIT_OUTPUT;
+            goto done;
+        }
         int dir_len = slash ? (int)(slash - out + 1) : 0;
         for (int i = 0; i < r.n_files && rc == EXIT_OK; i++) {
             char path[4096];

@@ -41,6 +41,7 @@ typedef struct conv {
     cJSON *blocks, *report, *r_mapped, *r_dropped, *r_unsup, *r_dat, *r_lits, *r_notes,
         *r_placeholders;
     enu_idmap ph;       /* "id\x1fport" -> placeholder string index */
+    enu_idmap fnames;   /* .npy file names taken */
     enu_file *files;
     int n_files, cap_files;
     char *err;
@@ -169,10 +170,25 @@ static int put_value(conv *c, cJSON *attrs, const char *id, const enu_value *v) 
     }
     enu_file *f = &c->files[c->n_files];
     memset(f, 0, sizeof(*f));
-    size_t n = strlen(id) + 5;
-    f->name = malloc(n);
-    if (!f->name) return oom(c);
-    snprintf(f->name, n, "%s.npy", id);
+    /* prefix + id with [A-Za-z0-9._-] only, numbered when two ids give one name */
+    char base[160], name[200];
+    const char *pre = c->o->file_prefix ? c->o->file_prefix : "";
+    size_t k = 0;
+    for (const char *q = pre; *q && k < 60; q++) base[k++] = *q;
+    for (const unsigned char *q = (const unsigned char *)id; *q && k < 120; q++)
+        base[k++] = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+                            (*q >= '0' && *q <= '9') || *q == '.' || *q == '-' || *q == '_'
+                        ? (char)*q : '_';
+    base[k] = '\0';
+    if (base[0] == '.') base[0] = '_';
+    snprintf(name, sizeof name, "%s.npy", base);
+    for (int i = 2; enu_idmap_get(&c->fnames, name) >= 0; i++)
+        snprintf(name, sizeof name, "%s_%d.npy", base, i);
+    f->name = strdup(name);
+    if (!f->name || !enu_idmap_put(&c->fnames, f->name, 1)) {
+        free(f->name);
+        return oom(c);
+    }
     if (enu_npy_bytes(v, &f->data, &f->size)) {
         free(f->name);
         return oom(c);
@@ -1067,6 +1083,7 @@ done:
     enu_idmap_free(&c.ids);
     enu_idmap_free(&c.used);
     enu_idmap_free(&c.ph);
+    enu_idmap_free(&c.fnames);
     enu_graph_free(&g);
     if (r) {
         free(out->page_json);

@@ -27,13 +27,15 @@ typedef struct enu_options {
     int max_depth;            /* deepest XML/brace nesting (default 64) */
     int inline_limit;         /* arrays up to this many elements are written inline, larger
                                  ones as .npy files beside the page (default 100) */
+    const char *file_prefix;  /* put before the .npy files' names ("page."): pages that share
+                                 a folder keep their files apart; NULL for none */
 } enu_options;
 
 /* Fill `o` with the defaults. */
 void enu_options_init(enu_options *o);
 
 typedef struct enu_file {
-    char *name;               /* file name, relative to the page (no folders) */
+    char *name;               /* file name beside the page: [A-Za-z0-9._-], no leading '.' */
     unsigned char *data;      /* the .npy bytes */
     size_t size;
 } enu_file;
