@@ -1044,6 +1044,11 @@ void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
         srv_json(res, 200, print(o));
         return;
     }
+    if (n == 2 && !strcmp(what, "import")) { /* an enuSpace page (import_routes.c) */
+        if (post) srv_import(app, req, res);
+        else goto method;
+        return;
+    }
     if (n == 2 && !strcmp(what, "blocks")) {
         if (!get) goto method;
         char *text = NULL;

@@ -287,6 +287,9 @@ bool srv_run_cancel(srv_run *r);
 const bf_tensor *srv_run_tensor(srv_run *r, const char *block, const char *port,
                                 const char **why);
 
+/* import_routes.c: POST /api/import, an enuSpace page into the pages folder. */
+void srv_import(srv_app *app, const srv_request *req, srv_response *res);
+
 /* ---- JSON answers shared by router.c and runs.c -------------------------------------------- */
 /* res <- status with {"error": {"code", "message", and the fields of e that are set}}. */
 void srv_error(srv_response *res, int status, const char *code, const char *fmt, ...);
