@@ -91,9 +91,11 @@ export async function startWorld(name, setup, viewport = {width: 1440, height: 9
   w.open = async (n) => {
     await page.getByLabel('Open a page').selectOption(n);
     await page.getByTestId('docname').filter({hasText: `${n}.json`}).waitFor();
+    /* the blocks the server's session holds (unsaved edits included), else the file's */
+    const held = await w.sessionPage(n).catch(() => null) || w.readPage(n);
     await until(`${n}'s blocks`, async () => (await page.locator('.react-flow__node').count()) ===
-      w.readPage(n).blocks.length && (await page.locator('.react-flow__viewport').count()) > 0);
-    if (w.readPage(n).blocks.length) await page.locator('.canvas[data-fitted]').waitFor();
+      held.blocks.length && (await page.locator('.react-flow__viewport').count()) > 0);
+    if (held.blocks.length) await page.locator('.canvas[data-fitted]').waitFor();
     await w.settle();
   };
   /** Wait for the canvas to stop moving (the fit after opening) and the edits to land. */

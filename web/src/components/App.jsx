@@ -19,6 +19,7 @@ import BottomPanel from './BottomPanel.jsx';
 import Dialog from './Dialog.jsx';
 import Welcome from './Welcome.jsx';
 import Toast from './Toast.jsx';
+import ContextMenu from './ContextMenu.jsx';
 
 /** The one editor of this tab (exported for components that need it outside props). */
 export const editor = new Editor(new Api());
@@ -56,7 +57,12 @@ function useActionKeys(ed) {
        * none, so Ctrl+Z there undoes the page edit the list just made */
       const typing = /^(INPUT|TEXTAREA)$/.test((e.target && e.target.tagName) || '') ||
                      !!(e.target && e.target.isContentEditable);
-      const a = actionForKey(e, typing);
+      /* where the key was pressed: the canvas (or nothing focused), a block, elsewhere */
+      const t = e.target;
+      const where = !t || t === document.body ? 'canvas'
+        : t.closest && t.closest('.react-flow__node') ? 'node'
+        : t.closest && t.closest('.react-flow') ? 'canvas' : 'other';
+      const a = actionForKey(e, typing, undefined, where);
       if (!a) return;
       e.preventDefault();
       if (a.enabled(ed.state)) a.perform(ed);
@@ -84,8 +90,14 @@ export default function App() {
 
   const problems = useMemo(() => listProblems(check, run), [check, run]);
   const dismiss = useCallback(() => ed.dismissMessage(), [ed]);
+  const onMenu = useCallback((m) => ed.openMenu(m), [ed]);
+  const onRename = useCallback((id) => ed.startRename(id), [ed]);
+  const onView = useCallback((v) => { ed.view = v; }, [ed]);
+  const setTab = useCallback((t) => ed.setTab(t), [ed]);
   const selectedBlock = page && selected.length === 1
     ? page.blocks.find((b) => b.id === selected[0]) : null;
+  const selection = useMemo(() => (page && selected.length > 1
+    ? page.blocks.filter((b) => selected.includes(b.id)) : null), [page, selected]);
 
   return (
     <div className="app">
@@ -102,6 +114,7 @@ export default function App() {
                 onDisconnect={(w) => ed.disconnect(w)}
                 onMove={(moves, key) => ed.moveBlocks(moves, key)}
                 onDropBlock={(type, pos) => ed.addBlock(type, pos)} reveal={state.reveal}
+                onMenu={onMenu} onRename={onRename} onView={onView}
               />
             </ReactFlowProvider>
           ) : (
@@ -113,6 +126,7 @@ export default function App() {
             index={index} onSelect={(id) => ed.select(id ? [id] : [])}
             onRunTo={(id) => ed.startRun(id)} events={ed.jobEvents} gate={ed.gate}
             docName={doc && doc.name} check={check} onAddGradients={(id) => ed.addGradients(id)}
+            tab={state.tab} setTab={setTab}
           />
         </div>
         <Inspector
@@ -122,9 +136,11 @@ export default function App() {
           onRename={(id, to) => ed.renameBlock(id, to)} onRefreshFiles={() => ed.refreshLists()}
           onWire={(t, p, s) => ed.wireFrom(t, p, s)} feeds={state.feeds}
           onFeed={(id, bytes, info) => ed.setFeed(id, bytes, info)}
+          selection={selection} editor={ed} state={state} renaming={state.renaming}
         />
       </div>
       <Toast message={message} onDismiss={dismiss} />
+      {state.menu && <ContextMenu editor={ed} state={state} menu={state.menu} />}
       {dialog && (
         <Dialog dialog={dialog} doc={doc} pages={pages} onClose={() => ed.setDialog(null)}
                 onPageAction={(a, n, to) => ed.pageAction(a, n, to)} />

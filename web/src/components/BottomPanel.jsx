@@ -12,8 +12,8 @@ import {isTeachable} from '../model/teach.js';
 const storage = () => { try { return window.localStorage; } catch { return null; } };
 
 export default function BottomPanel({api, page, problems, run, selectedBlock, index, onSelect,
-                                     onRunTo, events, gate, docName, check, onAddGradients}) {
-  const [tab, setTab] = useState('problems');
+                                     onRunTo, events, gate, docName, check, onAddGradients,
+                                     tab, setTab}) {
   const teachable = selectedBlock && isTeachable(selectedBlock.type);
   const shown = tab === 'teach' && !teachable ? 'output' : tab;
   const errors = problems.filter((p) => p.severity !== 'warning').length;

@@ -2,7 +2,7 @@
  * dtype and shape they carry (WireEdge), drop target of the palette. Selection, moves,
  * deletions and new wires are turned into edits by App. */
 import React, {useCallback, useEffect, useMemo, useRef, useState} from 'react';
-import {Background, Controls, ReactFlow, useReactFlow} from '@xyflow/react';
+import {Background, Controls, MiniMap, ReactFlow, useReactFlow} from '@xyflow/react';
 import {pageToGraph} from '../model/page.js';
 import {listProblems} from '../model/runState.js';
 import {panToShow} from '../model/viewport.js';
@@ -10,10 +10,14 @@ import BlockNode from './BlockNode.jsx';
 import WireEdge from './WireEdge.jsx';
 
 const nodeTypes = {block: BlockNode};
+/* the minimap's blocks: red with a problem, green done, grey otherwise */
+const minimapColor = (n) => (n.data.problems.length ? '#e57373'
+  : n.data.status && n.data.status.state === 'finished' ? '#81c784' : '#b0bec5');
 const edgeTypes = {wire: WireEdge};
 
 export default function Canvas({page, index, check, run, selected, onSelect, onConnect,
-                                onRemoveBlocks, onDisconnect, onMove, onDropBlock, reveal}) {
+                                onRemoveBlocks, onDisconnect, onMove, onDropBlock, reveal,
+                                onMenu, onRename, onView}) {
   const flow = useReactFlow();
   /* {id: {x, y}} of the blocks being dragged (all the selected ones move together), shown
    * over the page's positions until the drop turns them into one set_ui edit batch */
@@ -51,7 +55,7 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
                     held.every((n) => want.has(n.id) && n.measured && n.measured.width > 0);
       if (ready || ++tries > 300) { /* about 5 s of frames: fit what there is */
         fitted.current = page.name;
-        flow.fitView({padding: 0.2, maxZoom: 1.1});
+        flow.fitView({padding: 0.2, maxZoom: 1.1, minZoom: 0.02});
         /* for the browser tests: the view is framed */
         if (pane.current) pane.current.dataset.fitted = 'yes';
         return;
@@ -172,6 +176,48 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
     setSelEdges([]);
   }, [page, onRemoveBlocks, onDisconnect]);
 
+  /* the editor's view of the canvas: measured sizes (tidy up) and fitting the whole page */
+  useEffect(() => {
+    if (!onView) return undefined;
+    onView({
+      sizes: () => new Map(flow.getNodes().filter((n) => n.measured && n.measured.width)
+        .map((n) => [n.id, {width: n.measured.width, height: n.measured.height}])),
+      fit: () => requestAnimationFrame(() => flow.fitView({padding: 0.1, maxZoom: 1.1,
+                                                           minZoom: 0.02})),
+    });
+    return () => onView(null);
+  }, [flow, onView]);
+
+  /* right-click menus: a block (selected first; one of several selected: the selection's
+   * menu), a wire, the empty canvas (with the flow position, to paste there) */
+  const onNodeContextMenu = useCallback((e, node) => {
+    e.preventDefault();
+    const many = selected.length > 1 && selected.includes(node.id);
+    if (!many) onSelect([node.id]);
+    onMenu({kind: many ? 'blocks' : 'block', id: node.id, x: e.clientX, y: e.clientY});
+  }, [selected, onSelect, onMenu]);
+  const onEdgeContextMenu = useCallback((e, edge) => {
+    e.preventDefault();
+    const i = edge.id.lastIndexOf('.');
+    onMenu({kind: 'wire', wire: {block: edge.id.slice(0, i), port: edge.id.slice(i + 1)},
+            x: e.clientX, y: e.clientY});
+  }, [onMenu]);
+  const onPaneContextMenu = useCallback((e) => {
+    e.preventDefault();
+    /* a wire's label (drawn over the canvas, not in the wire's element) is the wire's too */
+    const label = e.target && e.target.closest && e.target.closest('.wire-label');
+    if (label) {
+      const id = label.getAttribute('data-testid').replace(/^wire-/, '');
+      const i = id.lastIndexOf('.');
+      onMenu({kind: 'wire', wire: {block: id.slice(0, i), port: id.slice(i + 1)},
+              x: e.clientX, y: e.clientY});
+      return;
+    }
+    onMenu({kind: 'pane', x: e.clientX, y: e.clientY,
+            at: flow.screenToFlowPosition({x: e.clientX, y: e.clientY})});
+  }, [flow, onMenu]);
+  const onNodeDoubleClick = useCallback((e, node) => onRename(node.id), [onRename]);
+
   const onDrop = useCallback((e) => {
     e.preventDefault();
     const type = e.dataTransfer.getData('application/blockflow-type');
@@ -181,19 +227,27 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
   }, [flow, onDropBlock]);
 
   return (
-    <div className="canvas" ref={pane} onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move'; }}
+    <div className="canvas" ref={pane}
+         onContextMenu={(e) => { if (e.target.closest && e.target.closest('.wire-label')) onPaneContextMenu(e); }}
+         onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move'; }}
          onDrop={onDrop} data-testid="canvas">
       <ReactFlow
         nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes}
         onNodesChange={onNodesChange} onEdgesChange={onEdgesChange} onConnect={onConnect}
         onDelete={onDelete} nodeDragThreshold={0}
         deleteKeyCode={['Delete', 'Backspace']} multiSelectionKeyCode={['Shift', 'Meta', 'Control']}
-        minZoom={0.2} maxZoom={2.5} proOptions={{hideAttribution: true}}
+        minZoom={0.02} maxZoom={2.5} proOptions={{hideAttribution: true}}
         onPaneClick={() => { onSelect([]); setSelEdges([]); }}
+        onNodeContextMenu={onNodeContextMenu} onEdgeContextMenu={onEdgeContextMenu}
+        onPaneContextMenu={onPaneContextMenu} onSelectionContextMenu={onPaneContextMenu}
+        onNodeDoubleClick={onNodeDoubleClick} zoomOnDoubleClick={false}
+        onlyRenderVisibleElements={page.blocks.length > 150}
         fitView
       >
         <Background gap={20} size={1} />
         <Controls />
+        <MiniMap pannable zoomable ariaLabel="Minimap of the page" nodeStrokeWidth={2}
+                 nodeColor={minimapColor} style={{width: 160, height: 110}} />
       </ReactFlow>
       {page.blocks.length === 0 && (
         <div className="empty-hint">This page is empty. Drag a block from the left, e.g.

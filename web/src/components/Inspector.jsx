@@ -2,7 +2,7 @@
  * documentation, device, every attribute as a widget built from the catalogue, whether it is
  * an output of the page, and its ports' inferred dtypes and shapes. Without one: the page's
  * name and description, and how to get started. */
-import React, {useState} from 'react';
+import React, {useEffect, useRef, useState} from 'react';
 import {attrWidgets} from '../model/catalog.js';
 import {parseSource} from '../model/page.js';
 import {wireCandidates} from '../model/wires.js';
@@ -10,8 +10,14 @@ import AttrField from './AttrField.jsx';
 import DocToggle from './DocToggle.jsx';
 import ConstGrid from './ConstGrid.jsx';
 import FeedPanel from './FeedPanel.jsx';
+import SelectionSummary from './SelectionSummary.jsx';
 
-function TextCommit({label, value, onCommit, multiline, testid}) {
+function TextCommit({label, value, onCommit, multiline, testid, focusKey}) {
+  /* focusKey changes (a double-click on the block, the menu's Rename): focus, text selected */
+  const ref = useRef(null);
+  useEffect(() => {
+    if (focusKey && ref.current) { ref.current.focus(); ref.current.select(); }
+  }, [focusKey]);
   /* The draft belongs to one field and one value. React reuses this component when the panel
    * switches between the page's fields and a block's (the page's description box becomes the
    * block's id box), and when the value changes under it (undo, a rename): the draft then
@@ -29,9 +35,12 @@ function TextCommit({label, value, onCommit, multiline, testid}) {
   const commit = () => {
     if (v !== (value || '') && onCommit(v) === false) setDraft({field, text: value || ''});
   };
-  const props = {value: v, 'aria-label': label, 'data-testid': testid,
+  const props = {value: v, 'aria-label': label, 'data-testid': testid, ref,
                  onChange: (e) => setDraft({field, text: e.target.value}), onBlur: commit,
-                 onKeyDown: (e) => { if (e.key === 'Enter' && !multiline) commit(); }};
+                 onKeyDown: (e) => {
+                   if (e.key === 'Enter' && !multiline) commit();
+                   if (e.key === 'Escape') { setDraft({field, text: value || ''}); e.currentTarget.blur(); }
+                 }};
   return multiline ? <textarea rows={4} {...props} /> : <input type="text" {...props} />;
 }
 
@@ -53,10 +62,14 @@ function WireSelect({page, index, check, block, port, source, onWire}) {
 }
 
 export default function Inspector({page, index, check, block, files, onChange, onRename,
-                                   onRefreshFiles, onEditValue, onWire, feeds, onFeed}) {
+                                   onRefreshFiles, onEditValue, onWire, feeds, onFeed,
+                                   selection, editor, state, renaming}) {
   if (!page || !index) {
     return <aside className="inspector" aria-label="Inspector"><h2>Inspector</h2>
       <p className="muted">Open a page to see its blocks here.</p></aside>;
+  }
+  if (!block && selection && selection.length > 1) {
+    return <SelectionSummary editor={editor} state={state} blocks={selection} />;
   }
   if (!block) {
     return (
@@ -96,6 +109,7 @@ export default function Inspector({page, index, check, block, files, onChange, o
       </DocToggle>}
       <label className="field">Block id
         <TextCommit label="Block id" value={block.id} testid="block-id"
+                    focusKey={renaming && renaming.id === block.id ? renaming.at : null}
                     onCommit={(id) => onRename(block.id, id)} />
       </label>
       <label className="field">Device

@@ -4,6 +4,13 @@
 import React, {useState} from 'react';
 import {searchBlocks} from '../model/catalog.js';
 
+/* a long type name wraps at its words (Depthwise|Conv2d|Native|Backprop|Filter), whole:
+ * two names that share their first 20 letters must read differently */
+function breakable(type) {
+  const parts = type.split(/(?<=[a-z0-9])(?=[A-Z])/);
+  return parts.map((p, i) => <React.Fragment key={i}>{i > 0 && <wbr />}{p}</React.Fragment>);
+}
+
 export default function Palette({index, disabled, onAdd}) {
   const [q, setQ] = useState('');
   const [info, setInfo] = useState(null);
@@ -22,14 +29,14 @@ export default function Palette({index, disabled, onAdd}) {
               <div key={b.type} className="palette-item-row">
                 <button
                   className="palette-item" draggable={!disabled} disabled={disabled}
-                  data-type={b.type} title={b.synopsis}
+                  data-type={b.type} title={`${b.type}: ${b.synopsis}`}
                   onDragStart={(e) => {
                     e.dataTransfer.setData('application/blockflow-type', b.type);
                     e.dataTransfer.effectAllowed = 'move';
                   }}
                   onClick={() => onAdd(b.type)}
                 >
-                  {b.type}
+                  {breakable(b.type)}
                 </button>
                 <button className="info" aria-label={`About ${b.type}`}
                         aria-expanded={info === b.type}

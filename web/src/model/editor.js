@@ -16,8 +16,9 @@
 import {ApiError} from '../api.js';
 import {Gate, JobEvents, addGradients as addGradientsCall} from '../api/teach.js';
 import {indexCatalog, initialAttrs, freshId} from './catalog.js';
-import {applyEdits, copyBlocks, diffPages, emptyPage, pasteBlocks, freeSpot, samePage,
-        sourcePort} from './page.js';
+import {applyEdits, copyBlocks, diffPages, emptyPage, pasteBlocks, freeSpot, freeSpotNear,
+        layout, pasteOffset, samePage, sourcePort} from './page.js';
+import {tidyLayout} from './tidy.js';
 import {History} from './history.js';
 import {EditQueue} from './batch.js';
 import {checkWire} from './wires.js';
@@ -46,6 +47,9 @@ export const INITIAL = {
   detached: false,  /* the file does not load: no server session, edits checked one by one */
   feeds: {},        /* Placeholder id -> {dtype, shape, source, name}: what the editor feeds */
   reveal: null,     /* {ids, at}: blocks the canvas should bring into view */
+  tab: 'problems',  /* the tab of the panel under the canvas: problems, output, teach */
+  renaming: null,   /* {id, at}: the Inspector puts the focus in the block's id field */
+  menu: null,       /* the right-click menu: {kind: block|wire|pane, id?, x, y, at?: flow pos} */
 };
 
 const frame = typeof requestAnimationFrame === 'function'
@@ -349,7 +353,7 @@ export class Editor {
     const {page: p, index} = this.state;
     const entry = index && index.byType.get(type);
     if (!p || !entry) return;
-    const at = position || freeSpot(p);
+    const at = position ? freeSpotNear(p, position) : freeSpot(p);
     const id = freshId(type, new Set(p.blocks.map((b) => b.id)));
     const e = {op: 'add_block', id, type, attrs: initialAttrs(entry),
                ui: {x: Math.round(at.x), y: Math.round(at.y)}};
@@ -462,15 +466,81 @@ export class Editor {
     this.say('info', `Copied ${sel.length} block${sel.length > 1 ? 's' : ''}.`);
   }
 
-  paste() {
+  /** Paste the clipboard: beside the originals, or at `at` (flow coordinates), in free space. */
+  paste(at = null) {
     const page = this.state.page;
     if (!this.clipboard || !page) return;
-    const minX = Math.min(...this.clipboard.blocks.map((b) => (b.ui || {}).x || 0));
-    const minY = Math.min(...this.clipboard.blocks.map((b) => (b.ui || {}).y || 0));
-    const {page: next, ids} = pasteBlocks(page, this.clipboard, {x: minX + 60, y: minY + 60});
+    const {page: next, ids} = pasteBlocks(page, this.clipboard,
+                                          pasteOffset(page, this.clipboard, at));
     this.change(diffPages(page, next), {next});
     this.select(ids);
     this.say('info', `Pasted ${ids.length} block${ids.length > 1 ? 's' : ''}: ${ids.join(', ')}.`);
+  }
+
+  /* ---- selection, layout, menus ------------------------------------------------------ */
+  selectAll() {
+    const p = this.state.page;
+    if (p) this.select(p.blocks.map((b) => b.id));
+  }
+
+  /** Move the selected blocks by (dx, dy); repeated presses are one undo step. */
+  nudge(dx, dy) {
+    const {page, selected} = this.state;
+    if (!page || !selected.length) return;
+    const pos = layout(page);
+    const moves = {};
+    for (const id of selected) {
+      const p = pos.get(id);
+      if (p) moves[id] = {x: p.x + dx, y: p.y + dy};
+    }
+    this.moveBlocks(moves, 'nudge');
+  }
+
+  /** Copies of blocks `ids` (the selection), offset and clear of the others, selected. */
+  duplicate(ids = this.state.selected) {
+    const page = this.state.page;
+    if (!page || !ids.length) return;
+    const frag = copyBlocks(page, ids, {keepInputs: true}); /* the copies read the same inputs */
+    const {page: next, ids: made} = pasteBlocks(page, frag, pasteOffset(page, frag));
+    this.change(diffPages(page, next), {next});
+    this.select(made);
+    this.say('info', `Duplicated ${ids.length} block${ids.length > 1 ? 's' : ''}: ${made.join(', ')}.`);
+  }
+
+  deleteSelected(ids = this.state.selected) {
+    if (ids.length) this.removeBlocks(ids);
+  }
+
+  /** Select block `id` and put the focus in its id field (double-click, the menu's Rename). */
+  startRename(id) {
+    this.select([id]);
+    this.set({renaming: {id, at: Date.now()}});
+  }
+
+  setTab(tab) { this.set({tab}); }
+
+  /** Explain a convolution's numbers: its Teach tab. */
+  explain(id) {
+    this.select([id]);
+    this.set({tab: 'teach'});
+  }
+
+  openMenu(menu) { this.set({menu}); }
+  closeMenu() { if (this.state.menu) this.set({menu: null}); }
+
+  /** Tidy up: a layered layout (dagre) of the selection, or of the page, as one undo step. */
+  tidy(ids = null) {
+    const page = this.state.page;
+    if (!page) return;
+    const sizes = this.view && this.view.sizes ? this.view.sizes() : new Map();
+    const only = ids && ids.length > 1 ? ids : null;
+    this.moveBlocks(tidyLayout(page, sizes, only));
+    if (this.view && this.view.fit) this.view.fit();
+    this.say('info', only ? `Tidied ${only.length} blocks.` : 'Tidied the page.');
+  }
+
+  fitView() {
+    if (this.view && this.view.fit) this.view.fit();
   }
 
   /* ---- runs ------------------------------------------------------------------------- */

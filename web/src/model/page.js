@@ -97,6 +97,50 @@ export function freeSpot(page) {
   }
 }
 
+const clearOf = (taken, x, y, w = BLOCK_W, h = BLOCK_H) =>
+  taken.every((p) => x + w <= p.x || p.x + BLOCK_W <= x || y + h <= p.y || p.y + BLOCK_H <= y);
+
+/**
+ * The free spot nearest `at` (a drop point) for a new block: `at` itself when no block is
+ * there, else the closest position, on rings of 20 px steps around it, whose block-sized box
+ * meets no other block.
+ */
+export function freeSpotNear(page, at) {
+  const taken = [...layout(page).values()];
+  const x0 = Math.round(at.x), y0 = Math.round(at.y);
+  if (clearOf(taken, x0, y0)) return {x: x0, y: y0};
+  for (let r = 1; r < 400; r++) {
+    let best = null;
+    for (let i = -r; i <= r; i++) {
+      for (const [dx, dy] of [[i, -r], [i, r], [-r, i], [r, i]]) {
+        const x = x0 + dx * 20, y = y0 + dy * 20;
+        const d = dx * dx + dy * dy;
+        if ((!best || d < best.d) && clearOf(taken, x, y)) best = {x, y, d};
+      }
+    }
+    if (best) return {x: best.x, y: best.y};
+  }
+  return {x: x0, y: y0};
+}
+
+/**
+ * How far to move a clipboard fragment for a paste: at least 40 px right and down of the
+ * originals, then further down in 40 px steps until none of its blocks meets a block of the
+ * page (pasting twice does not stack the copies).
+ */
+export function pasteOffset(page, fragment, at = null) {
+  const taken = [...layout(page).values()];
+  const pos = [...layout({blocks: fragment.blocks}).values()];
+  /* `at`: the fragment's top-left goes there (a paste where the menu was opened) */
+  const x0 = at ? Math.round(at.x - Math.min(...pos.map((p) => p.x))) : 40;
+  const y0 = at ? Math.round(at.y - Math.min(...pos.map((p) => p.y))) : 0;
+  for (let k = at ? 0 : 1; k < 500; k++) {
+    const off = {x: x0, y: y0 + 40 * k};
+    if (pos.every((p) => clearOf(taken, p.x + off.x, p.y + off.y))) return off;
+  }
+  return {x: x0, y: y0 + 40};
+}
+
 /** Problems of a check answer indexed by block: Map(id -> [problem]); page-wide under "". */
 export function problemsByBlock(check) {
   const m = new Map();
@@ -354,13 +398,14 @@ export function diffPages(a, b) {
 
 /**
  * The blocks `ids` of `page` as a clipboard fragment: the blocks with their wires among
- * themselves (wires from outside are left out, since a paste elsewhere cannot keep them).
+ * themselves (wires from outside are left out, since a paste elsewhere cannot keep them;
+ * `keepInputs` keeps them, for a duplicate on the same page).
  */
-export function copyBlocks(page, ids) {
+export function copyBlocks(page, ids, {keepInputs = false} = {}) {
   const set = new Set(ids);
   const blocks = (page.blocks || []).filter((b) => set.has(b.id)).map((b) => {
     const c = clone(b);
-    if (c.inputs) {
+    if (c.inputs && !keepInputs) {
       for (const [port, src] of Object.entries(c.inputs)) {
         if (!set.has(parseSource(src).block)) delete c.inputs[port];
       }
