@@ -71,6 +71,7 @@ export async function startWorld(name, setup, viewport = {width: 1440, height: 9
   page.on('console', (m) => { if (m.type() === 'error') w.consoleErrors.push(m.text()); });
   page.on('pageerror', (e) => w.consoleErrors.push(String(e)));
   w.shot = makeShot(page, SHOTS);
+  if (process.env.BF_TRACE) page.on('response', (r) => { if (/api/.test(r.url())) console.log('HTTP', r.status(), r.request().method(), r.url().replace(w.origin, ''), (r.request().postData() || '').slice(0, 120)); });
   w.block = (id) => page.getByTestId(`block-${id}`);
   w.message = (re) => page.getByTestId('message').filter({hasText: re});
   w.api = async (method, path, body) => {

@@ -29,18 +29,27 @@ export default function TensorView({api, run, block, index, onRunTo, gate, room 
   useEffect(() => { if (block) setLayout(defaultLayout(block.type, block.attrs)); },
             // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
             [block && block.id, block && JSON.stringify(block.attrs)]);
+  /* answers of an earlier block's or port's request (it may come back after this one's
+   * started) are dropped: a 404 of "b:output" must not hide block b's tensor */
+  const portOk = outputs.includes(port);
   useEffect(() => {
     setSummary(null); setWin(null); setErr(null);
-    if (!ready || !spec) return;
-    api.tensor(run.id, spec, 'summary').then(setSummary).catch((e) => setErr(e));
+    if (!ready || !spec || !portOk) return undefined;
+    let live = true;
+    api.tensor(run.id, spec, 'summary').then((x) => live && setSummary(x))
+      .catch((e) => live && setErr(e));
+    return () => { live = false; };
   // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
-  }, [ready, run && run.id, spec]);
+  }, [ready, run && run.id, spec, portOk]);
 
   const sl = useMemo(() => (summary ? sliceSpec(summary.shape, layout, picks) : null),
                      [summary, layout, picks]);
   useEffect(() => {
-    if (!sl || !summary) return;
-    api.tensor(run.id, spec, 'values', sl.slice).then(setWin).catch((e) => setErr(e));
+    if (!sl || !summary) return undefined;
+    let live = true;
+    api.tensor(run.id, spec, 'values', sl.slice).then((x) => live && setWin(x))
+      .catch((e) => live && setErr(e));
+    return () => { live = false; };
   // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   }, [sl && sl.slice, summary]);
 
