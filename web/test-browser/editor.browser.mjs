@@ -150,8 +150,8 @@ try {
   await page.keyboard.press(`${mod}+s`);
   await page.getByTestId('message').filter({hasText: 'Saved'}).waitFor();
   assert.equal(await page.locator('.topbar .dirty').count(), 0, 'no unsaved mark after saving');
-  await page.reload();
-  await page.getByRole('button', {name: 'filter_grad_same'}).click();
+  await page.reload(); /* the open page is in the address bar: it opens again */
+  await page.getByTestId('docname').filter({hasText: 'filter_grad_same.json'}).waitFor();
   await page.getByTestId('block-identity').waitFor();
   await label('identity.input').filter({hasText: 'float32[2,2,1,1]'}).waitFor();
   await page.getByTestId('block-dw').click();

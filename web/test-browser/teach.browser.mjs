@@ -52,7 +52,9 @@ async function select(id) {
 }
 
 async function openTeach(pageName, block) {
-  await page.goto(`http://127.0.0.1:${port}/`);
+  /* the welcome screen: the editor's folder (the server serves it under a path of its own)
+   * without ?page= (which would reopen the page open now) */
+  await page.goto(new URL('./', page.url()).href);
   await page.getByRole('button', {name: pageName}).click();
   await page.getByTestId(`block-${block}`).waitFor();
   await select(block);
