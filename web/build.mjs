@@ -12,7 +12,7 @@ mkdirSync(join(out, 'assets'), {recursive: true});
 await build({
   entryPoints: {main: join(here, 'src/main.jsx')},
   bundle: true,
-  minify: true,
+  minify: !process.env.BF_NO_MINIFY, /* BF_NO_MINIFY=1: readable names for a profile */
   sourcemap: false,
   target: ['chrome100', 'firefox100'],
   format: 'iife',

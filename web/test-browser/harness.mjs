@@ -42,12 +42,13 @@ export function tempPages(prefix) {
 }
 
 /**
- * Start `blockflow serve` on an ephemeral port over `pages` with `token`; resolves to
+ * Start `blockflow serve` on an ephemeral port over `pages` with `token` (serving the editor
+ * built in `web`, by default web/dist); resolves to
  * {server, port, stderr()} once it prints its port (30 s at most).
  */
-export async function startServer(pages, token) {
+export async function startServer(pages, token, web = WEB) {
   const server = spawn(BINARY, ['serve', '--listen', '127.0.0.1:0', '--pages', pages,
-                                '--token', token, '--web', WEB, '--threads', '2'],
+                                '--token', token, '--web', web, '--threads', '2'],
                        {stdio: ['ignore', 'pipe', 'pipe']});
   let err = '';
   server.stderr.on('data', (d) => { err += d; });

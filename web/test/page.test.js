@@ -125,3 +125,33 @@ test('samePage: key order, an empty outputs list and empty inputs do not count',
   assert.ok(!samePage(a, {...b, name: 'm'}));
   assert.ok(!samePage(a, {...a, blocks: [{...a.blocks[0], ui: {x: 1, y: 1}}]}));
 });
+
+test('applyEdits never changes the page it is given, and shares the blocks it does not edit', async () => {
+  const {applyEdits} = await import('../src/model/page.js');
+  const freeze = (x) => { if (x && typeof x === 'object') { Object.values(x).forEach(freeze); Object.freeze(x); } return x; };
+  const page = freeze({name: 'p', outputs: ['c'], blocks: [
+    {id: 'a', type: 'Const', attrs: {value: 1}, ui: {x: 0, y: 0}},
+    {id: 'b', type: 'Const', attrs: {value: 2}},
+    {id: 'c', type: 'Add', inputs: {x: 'a', y: 'b'}},
+    {id: 'd', type: 'Neg', inputs: {x: 'c'}},
+    {id: 'e', type: 'Neg', inputs: {x: 'b'}},
+  ]});
+  const before = JSON.stringify(page);
+  const q = applyEdits(page, [
+    {op: 'set_ui', block: 'a', ui: {x: 5, y: 5}},
+    {op: 'remove_block', id: 'b'},
+    {op: 'set_attr', block: 'd', attr: 'k', value: 3},
+    {op: 'rename_block', id: 'c', new_id: 'sum'},
+    {op: 'connect', block: 'e', port: 'x', source: 'a'},
+    {op: 'add_block', id: 'f', type: 'Neg'},
+    {op: 'disconnect', block: 'sum', port: 'x'},
+  ]);
+  assert.equal(JSON.stringify(page), before, 'the input page is unchanged');
+  assert.deepEqual(q.blocks.map((b) => b.id), ['a', 'sum', 'd', 'e', 'f']);
+  assert.deepEqual(q.blocks[1].inputs, undefined, 'y went with b, x was cut');
+  assert.deepEqual(q.blocks[2].inputs, {x: 'sum'});
+  assert.deepEqual(q.outputs, ['sum']);
+  const r = applyEdits(page, [{op: 'set_attr', block: 'a', attr: 'value', value: 9}]);
+  assert.equal(r.blocks[1], page.blocks[1], 'an untouched block is the same object');
+  assert.notEqual(r.blocks[0], page.blocks[0]);
+});

@@ -3,20 +3,46 @@
  * did (cached, running, finished with device, kernel and milliseconds, failed), and every
  * problem the check or the run found, on the port it concerns. */
 import React, {memo} from 'react';
-import {Handle, Position} from '@xyflow/react';
+import {Handle, Position, useStore} from '@xyflow/react';
 
 const STATE_TEXT = {cached: 'reused', running: 'running…', finished: 'done', failed: 'failed',
                     cancelled: 'cancelled'};
 
 const problemText = (p) => `${p.port ? `${p.port}: ` : p.attr ? `${p.attr}: ` : ''}${p.message}`;
 
+/* Below this zoom a block's text cannot be read: it is drawn as a plain box of the same
+ * size with its ports' dots (wires still meet them), which is what lets a 500-block page
+ * draw, pan and zoom quickly. */
+export const FAR_ZOOM = 0.4;
+const farSelector = (s) => s.transform[2] < FAR_ZOOM;
+
+function FarBlock({block, inputs, outputs, cls, status}) {
+  const rows = Math.max(inputs.length, outputs.length, 1);
+  return (
+    <div className={`${cls} block-far`} data-testid={`block-${block.id}`}
+         data-state={status ? status.state : ''} style={{height: 30 + rows * 19}}>
+      <div className="block-head"><span className="block-id">{block.id}</span></div>
+      {inputs.map((p, i) => (
+        <Handle key={p.name} type="target" position={Position.Left} id={`in:${p.name}`}
+                style={{top: 39 + i * 19}} />
+      ))}
+      {outputs.map((p, i) => (
+        <Handle key={p.name} type="source" position={Position.Right} id={`out:${p.name}`}
+                style={{top: 39 + i * 19}} />
+      ))}
+    </div>
+  );
+}
+
 function BlockNode({data, selected}) {
   const {block, entry, problems, ports, status, isOutput} = data;
+  const far = useStore(farSelector);
   const inputs = entry ? entry.inputs : [];
   const outputs = entry ? entry.outputs : [{name: 'output'}];
   const portProblem = (port) => problems.find((p) => p.port === port);
   const cls = ['block', selected ? 'selected' : '', problems.length ? 'has-problem' : '',
                status ? `st-${status.state}` : ''].join(' ');
+  if (far) return <FarBlock block={block} inputs={inputs} outputs={outputs} cls={cls} status={status} />;
   return (
     <div className={cls} data-testid={`block-${block.id}`} data-state={status ? status.state : ''}>
       <div className="block-head">

@@ -1,11 +1,12 @@
 /* Canvas.jsx - the page as a React Flow graph: blocks (BlockNode), wires labelled with the
  * dtype and shape they carry (WireEdge), drop target of the palette. Selection, moves,
  * deletions and new wires are turned into edits by App. */
-import React, {useCallback, useEffect, useMemo, useRef, useState} from 'react';
+import React, {useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState} from 'react';
 import {Background, Controls, MiniMap, ReactFlow, useReactFlow} from '@xyflow/react';
-import {pageToGraph} from '../model/page.js';
+import {layout, pageToGraph} from '../model/page.js';
+import {createGraphCache, stableEdges, stableNodes} from '../model/stableGraph.js';
 import {listProblems} from '../model/runState.js';
-import {panToShow} from '../model/viewport.js';
+import {frameAll, panToShow} from '../model/viewport.js';
 import BlockNode from './BlockNode.jsx';
 import WireEdge from './WireEdge.jsx';
 
@@ -14,6 +15,8 @@ const nodeTypes = {block: BlockNode};
 const minimapColor = (n) => (n.data.problems.length ? '#e57373'
   : n.data.status && n.data.status.state === 'finished' ? '#81c784' : '#b0bec5');
 const edgeTypes = {wire: WireEdge};
+/* from this many blocks on, only what is in view is drawn */
+const BIG = 150;
 
 export default function Canvas({page, index, check, run, selected, onSelect, onConnect,
                                 onRemoveBlocks, onDisconnect, onMove, onDropBlock, reveal,
@@ -24,6 +27,7 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
   const [drag, setDrag] = useState(null);
   const dragRef = useRef(null);
   const [selEdges, setSelEdges] = useState([]);
+  const [measuredAt, setMeasuredAt] = useState(0);
   const graph = useMemo(() => pageToGraph(page, index, check,
                                           {status: run ? run.status : null,
                                            problems: listProblems(check, run)}),
@@ -32,13 +36,15 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
    * without `measured` is taken for a new node, unmeasured until the next frame, and a fit
    * (the controls' button) in that window after a re-check or a run framed nothing. */
   const sizes = useRef(new Map());
-  const nodes = graph.nodes.map((n) => ({
-    ...n,
-    position: drag && drag[n.id] ? drag[n.id] : n.position,
-    selected: selected.includes(n.id),
-    measured: sizes.current.get(n.id),
-  }));
-  const edges = graph.edges.map((e) => ({...e, selected: selEdges.includes(e.id)}));
+  /* the same objects for the blocks and wires that did not change (stableGraph.js) */
+  const cache = useRef(null);
+  if (!cache.current) cache.current = createGraphCache();
+  const nodes = useMemo(() => stableNodes(cache.current, graph.nodes, {
+    override: drag, selected, sizes: sizes.current, initial: {width: 240, height: 70},
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- sizes.current is read as it is now
+  }), [graph, drag, selected, measuredAt]);
+  const edges = useMemo(() => stableEdges(cache.current, graph.edges, selEdges),
+                        [graph, selEdges]);
 
   /* Fit the view once per opened page, once React Flow holds exactly this page's blocks and
    * has measured them all. Fitting earlier (on a timer, or on "nodes initialized" right after
@@ -51,8 +57,11 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
     let frame = 0, tries = 0;
     const attempt = () => {
       const held = flow.getNodes();
+      /* a big page draws only the blocks in view: those outside are never measured, and
+       * their estimated size (initialWidth/Height) frames them well enough */
+      const big = want.size > BIG;
       const ready = held.length === want.size &&
-                    held.every((n) => want.has(n.id) && n.measured && n.measured.width > 0);
+                    held.every((n) => want.has(n.id) && (big || (n.measured && n.measured.width > 0)));
       if (ready || ++tries > 300) { /* about 5 s of frames: fit what there is */
         fitted.current = page.name;
         flow.fitView({padding: 0.2, maxZoom: 1.1, minZoom: 0.02});
@@ -112,7 +121,7 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
   }, [keepSelectedInView]);
 
   const onNodesChange = useCallback((changes) => {
-    let sel = null, moving = null, dropped = null;
+    let sel = null, moving = null, dropped = null, measuredNow = false;
     for (const c of changes) {
       if (c.type === 'position') {
         /* while dragging: positions to show; at the drop (dragging false, with the final
@@ -128,6 +137,7 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
       } else if (c.type === 'dimensions' && c.dimensions) {
         const before = sizes.current.get(c.id);
         sizes.current.set(c.id, c.dimensions);
+        measuredNow = true;
         /* after React Flow has stored the new size */
         if (before && selected.length === 1 && c.id === selected[0])
           requestAnimationFrame(keepSelectedInView);
@@ -138,6 +148,7 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
       }
       /* removals come once, blocks and wires together, through onDelete below */
     }
+    if (measuredNow) setMeasuredAt((n) => n + 1);
     if (moving) {
       dragRef.current = moving;
       setDrag(moving);
@@ -226,12 +237,20 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
     onDropBlock(type, {x: pos.x - 90, y: pos.y - 30});
   }, [flow, onDropBlock]);
 
+  /* the first view frames the whole page from its saved positions, before any block is
+   * measured (the fit above then corrects it): a big page is never drawn at full size */
+  const [startView, setStartView] = useState(null);
+  useLayoutEffect(() => {
+    const el = pane.current;
+    if (el && !startView) setStartView(frameAll(layout(page), el.clientWidth, el.clientHeight));
+  }, [page, startView]);
+
   return (
     <div className="canvas" ref={pane}
          onContextMenu={(e) => { if (e.target.closest && e.target.closest('.wire-label')) onPaneContextMenu(e); }}
          onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move'; }}
          onDrop={onDrop} data-testid="canvas">
-      <ReactFlow
+      {startView && <ReactFlow
         nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes}
         onNodesChange={onNodesChange} onEdgesChange={onEdgesChange} onConnect={onConnect}
         onDelete={onDelete} nodeDragThreshold={0}
@@ -241,14 +260,14 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
         onNodeContextMenu={onNodeContextMenu} onEdgeContextMenu={onEdgeContextMenu}
         onPaneContextMenu={onPaneContextMenu} onSelectionContextMenu={onPaneContextMenu}
         onNodeDoubleClick={onNodeDoubleClick} zoomOnDoubleClick={false}
-        onlyRenderVisibleElements={page.blocks.length > 150}
-        fitView
+        onlyRenderVisibleElements={page.blocks.length > BIG}
+        defaultViewport={startView}
       >
         <Background gap={20} size={1} />
         <Controls />
         <MiniMap pannable zoomable ariaLabel="Minimap of the page" nodeStrokeWidth={2}
                  nodeColor={minimapColor} style={{width: 160, height: 110}} />
-      </ReactFlow>
+      </ReactFlow>}
       {page.blocks.length === 0 && (
         <div className="empty-hint">This page is empty. Drag a block from the left, e.g.
           <b> Const</b> or <b>RandomNormal</b>, then a <b>Conv2DBackpropFilter</b>, and wire them.</div>

@@ -8,7 +8,10 @@
  * selecting the wire) shows the whole label, and the source block's output row carries the
  * same dtype[shape]. A wire with a problem always shows its label, above the blocks. */
 import React from 'react';
-import {BaseEdge, EdgeLabelRenderer, getBezierPath, useInternalNode} from '@xyflow/react';
+import {BaseEdge, EdgeLabelRenderer, getBezierPath, useInternalNode, useStore} from '@xyflow/react';
+import {FAR_ZOOM} from './BlockNode.jsx';
+
+const farSelector = (s) => s.transform[2] < FAR_ZOOM;
 import {LABEL_H, labelWidth, overlapsNode} from '../model/wires.js';
 
 export default function WireEdge({id, source, target, sourceX, sourceY, targetX, targetY,
@@ -17,11 +20,16 @@ export default function WireEdge({id, source, target, sourceX, sourceY, targetX,
                                         targetPosition});
   const from = useInternalNode(source);
   const to = useInternalNode(target);
+  const far = useStore(farSelector);
   const bad = data && data.problem;
   const text = (data && data.label) || '?';
   const w = labelWidth(text) + 4;
   const covered = overlapsNode(from, lx, ly, w, LABEL_H) || overlapsNode(to, lx, ly, w, LABEL_H);
   const kind = bad ? 'bad' : covered ? 'compact' : '';
+  const stroke = {stroke: bad ? '#c62828' : selected ? '#1565c0' : '#7a8794',
+                  strokeWidth: selected ? 3 : 2};
+  /* zoomed far out: the wire without its label (too small to read) */
+  if (far && !selected) return <BaseEdge id={id} path={path} style={stroke} />;
   return (
     <>
       <BaseEdge id={id} path={path}

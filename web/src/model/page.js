@@ -244,15 +244,29 @@ export function samePage(a, b) {
  * Apply one batch of server edits to a copy of `page`, as the server does (remove_block
  * also drops the wires from the removed block; rename_block makes wires and outputs
  * follow). Throws an Error naming the edit when one cannot apply, like the server's 422.
+ * Blocks the edits do not touch are shared with `page` (copy on write): a view that
+ * compares blocks by identity redraws only the edited ones.
  */
 export function applyEdits(page, edits) {
-  const p = clone(page);
-  p.blocks = p.blocks || [];
-  const find = (id, i) => {
-    const b = p.blocks.find((x) => x.id === id);
-    if (!b) throw new Error(`edit ${i}: no block "${id}" on this page`);
-    return b;
+  const p = {...page, blocks: (page.blocks || []).slice()};
+  const owned = new Set();
+  /* block i, copied (once) before it is changed */
+  const own = (i) => {
+    if (!owned.has(i)) {
+      const b = p.blocks[i];
+      p.blocks[i] = {...b};
+      if (b.inputs) p.blocks[i].inputs = {...b.inputs};
+      if (b.attrs) p.blocks[i].attrs = {...b.attrs};
+      owned.add(i);
+    }
+    return p.blocks[i];
   };
+  const at = (id, i) => {
+    const k = p.blocks.findIndex((x) => x.id === id);
+    if (k < 0) throw new Error(`edit ${i}: no block "${id}" on this page`);
+    return k;
+  };
+  const find = (id, i) => own(at(id, i));
   edits.forEach((e, i) => {
     switch (e.op) {
       case 'add_block': {
@@ -264,17 +278,24 @@ export function applyEdits(page, edits) {
         if (e.device && e.device !== 'auto') b.device = e.device;
         if (e.ui) b.ui = clone(e.ui);
         p.blocks.push(b);
+        owned.add(p.blocks.length - 1);
         break;
       }
       case 'remove_block': {
-        find(e.id, i);
-        p.blocks = p.blocks.filter((x) => x.id !== e.id);
-        for (const b of p.blocks) {
-          for (const [port, src] of Object.entries(b.inputs || {})) {
-            if (parseSource(src).block === e.id) delete b.inputs[port];
+        const k = at(e.id, i);
+        p.blocks.splice(k, 1);
+        /* the owned indices after k moved down by one */
+        const moved = [...owned].filter((j) => j !== k).map((j) => (j > k ? j - 1 : j));
+        owned.clear();
+        for (const j of moved) owned.add(j);
+        p.blocks.forEach((b, j) => {
+          if (!b.inputs || !Object.values(b.inputs).some((src) => parseSource(src).block === e.id)) return;
+          const c = own(j);
+          for (const [port, src] of Object.entries(c.inputs)) {
+            if (parseSource(src).block === e.id) delete c.inputs[port];
           }
-          if (b.inputs && !Object.keys(b.inputs).length) delete b.inputs;
-        }
+          if (!Object.keys(c.inputs).length) delete c.inputs;
+        });
         break;
       }
       case 'rename_block': {
@@ -287,15 +308,17 @@ export function applyEdits(page, edits) {
           const s = parseSource(src);
           return s.block === e.id ? (s.port ? `${e.new_id}:${s.port}` : e.new_id) : src;
         };
-        for (const x of p.blocks) {
-          for (const port of Object.keys(x.inputs || {})) x.inputs[port] = follow(x.inputs[port]);
-        }
+        p.blocks.forEach((x, j) => {
+          if (!x.inputs || !Object.values(x.inputs).some((src) => parseSource(src).block === e.id)) return;
+          const c = own(j);
+          for (const port of Object.keys(c.inputs)) c.inputs[port] = follow(c.inputs[port]);
+        });
         if (p.outputs) p.outputs = p.outputs.map(follow);
         break;
       }
       case 'connect': {
         const b = find(e.block, i);
-        find(parseSource(e.source).block, i);
+        at(parseSource(e.source).block, i);
         b.inputs = {...(b.inputs || {}), [e.port]: e.source};
         break;
       }

@@ -25,3 +25,20 @@ export function panToShow(box, view, w, h, margin = 16) {
   if (dx === 0 && dy === 0) return null;
   return {x: view.x + dx, y: view.y + dy, zoom: z};
 }
+
+/**
+ * The viewport framing `positions` (the page's blocks, Map id -> {x, y}) in a `w` x `h` pane,
+ * each block taken as `size` (an estimate: they are not measured yet), with `padding` (a
+ * fraction of the pane) around, zoomed between minZoom and maxZoom. The canvas starts there,
+ * so a big page is drawn at its final zoom from the first frame.
+ */
+export function frameAll(positions, w, h, {size = {width: 240, height: 90}, padding = 0.1,
+                                          minZoom = 0.02, maxZoom = 1.1} = {}) {
+  const ps = [...positions.values()];
+  if (!ps.length || !(w > 0) || !(h > 0)) return {x: 0, y: 0, zoom: 1};
+  const x0 = Math.min(...ps.map((p) => p.x)), y0 = Math.min(...ps.map((p) => p.y));
+  const x1 = Math.max(...ps.map((p) => p.x + size.width));
+  const y1 = Math.max(...ps.map((p) => p.y + size.height));
+  const zoom = Math.max(minZoom, Math.min(maxZoom, Math.min(w / (x1 - x0), h / (y1 - y0)) / (1 + 2 * padding)));
+  return {x: w / 2 - ((x0 + x1) / 2) * zoom, y: h / 2 - ((y0 + y1) / 2) * zoom, zoom};
+}
