@@ -134,7 +134,7 @@ oom:
     return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
 }
 
-const bf_page *bf_session_page(const bf_session *s) { return s->page; }
+const bf_page *bf_session_page(const bf_session *s) { return s ? s->page : NULL; }
 
 /* ---- results ---------------------------------------------------------------------------- */
 
@@ -202,14 +202,14 @@ uint64_t bf_session_peak_bytes(const bf_session *s) {
 uint64_t bf_session_cached_bytes(const bf_session *s) { return s ? s->cache_used : 0; }
 
 const bf_block_stats *bf_session_block_stats(const bf_session *s, int i) {
-    return i >= 0 && i < s->n ? &s->nodes[i].stats : NULL;
+    return s && i >= 0 && i < s->n ? &s->nodes[i].stats : NULL;
 }
 
 int bf_session_block_output_count(const bf_session *s, int i) {
-    return i >= 0 && i < s->n ? s->nodes[i].pb->desc->n_outputs : 0;
+    return s && i >= 0 && i < s->n ? s->nodes[i].pb->desc->n_outputs : 0;
 }
 
 const char *bf_session_block_output_name(const bf_session *s, int i, int j) {
-    if (i < 0 || i >= s->n || j < 0 || j >= s->nodes[i].pb->desc->n_outputs) return NULL;
+    if (!s || i < 0 || i >= s->n || j < 0 || j >= s->nodes[i].pb->desc->n_outputs) return NULL;
     return s->nodes[i].pb->desc->outputs[j].name;
 }
