@@ -115,6 +115,14 @@ BF_API int bf_error_format(const bf_error *e, char *buf, size_t size);
  */
 BF_API bf_status bf_error_json(const bf_error *e, char **out, bf_error *err);
 
+/*
+ * The check a JSON text from outside passes before it is parsed (the page loader and the
+ * server use it): nesting no deeper than `max_depth` (0: 64), and no NUL in it, neither a raw
+ * 0 byte nor "\u0000" in a string (C strings would silently cut the text there). BF_OK, or
+ * BF_ELIMIT code "too_deep" / BF_EPARSE code "nul_in_string" with the line and column.
+ */
+BF_API bf_status bf_json_check(const char *text, size_t len, int max_depth, bf_error *err);
+
 /* Reset `e` to "no error". Accepts NULL. */
 BF_API void bf_error_clear(bf_error *e);
 
