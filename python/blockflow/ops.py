@@ -59,7 +59,8 @@ class _Op:
         self.lock = threading.Lock()
         self.op = cstr(op)
         # (port name, C name, bf_dtype, numpy dtype) per tensor input
-        self.ports = [(p, cstr(p), _tensor.bf_dtype_of(d), d) for p, d in ports.items()]
+        self.ports = [(p, cstr(p), _tensor.bf_dtype_of(d), d.newbyteorder("="))
+                      for p, d in ports.items()]
         self.opts = new(BfRunOptions)
         lib.bf_run_options_init(ctypes.byref(self.opts))
         self.err = _errors.new_error()
@@ -91,12 +92,15 @@ class _Op:
             # The session takes t, on failure too.
             _errors.check(lib.bf_session_feed_tensor(s, c_port, t, ctypes.byref(err)), err)
         self.keep = arrays  # what the session's feeds read
-        if sum(a.nbytes for a in arrays.values()) >= _INTERRUPTIBLE:
+        nbytes = 0
+        for a in arrays.values():
+            nbytes += a.nbytes
+        if nbytes >= _INTERRUPTIBLE:
             status = Page._run_interruptible(s, self.opts, None, err)
         else:
             status = lib.bf_session_run(s, ctypes.byref(self.opts), None, ctypes.byref(err))
         _errors.check(status, err)
-        return _tensor.take(s, self.op, None)
+        return _tensor.take(s, self.op, None, err)
 
 
 _cache = OrderedDict()
@@ -129,9 +133,9 @@ def _run_op(op, inputs, attrs, device, threads):
                 _errors.DtypeError, "unsupported_dtype",
                 f"numpy dtype {arr.dtype} is not supported", block=op, port=port)
         arrays[port] = arr
-        ports[port] = arr.dtype.newbyteorder("=")
-    key = (op, tuple((k, _freeze(v)) for k, v in attrs.items()),
-           tuple((p, d.str) for p, d in ports.items()), tuple(sizes), device, threads)
+        ports[port] = arr.dtype
+    key = (op, tuple([(k, _freeze(v)) for k, v in attrs.items()]), tuple(ports.items()),
+           tuple(sizes), device, threads)
     with _cache_lock:
         entry = _cache.get(key)
         if entry is not None:
