@@ -16,6 +16,7 @@ lent, not copied) until the next call of its signature, or clear_cache().
                                               padding="SAME")
 
 Keyword-only extras: device ("auto", "cpu", "gpu") and threads (None: one per core).
+Ctrl-C cancels a call whose inputs total 64 MiB or more; a smaller call finishes first.
 Errors raise the same blockflow.Error subclasses as a page would, naming the op's block
 (its id is the op's TensorFlow name, e.g. "Conv2DBackpropFilter") and port.
 """
@@ -38,7 +39,11 @@ __all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input",
 
 _SIZES = ("filter_sizes", "input_sizes")  # int32 shape vectors: Const blocks
 CACHE_SIZE = 64          # op signatures whose session is kept
-_INTERRUPTIBLE = 1 << 22  # inputs of at least this many bytes run where Ctrl-C can cancel
+# Inputs of at least this many bytes run on a helper thread, where Ctrl-C can cancel them
+# (Page.run's way); smaller calls run on the calling thread: handing a run to another thread
+# and back costs two wake-ups, 4 ms on a loaded 2-core machine (bench/RESULTS.md), and a
+# Ctrl-C then waits for the call to end.
+_INTERRUPTIBLE = 64 << 20
 
 
 def _list(v):
