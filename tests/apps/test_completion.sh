@@ -41,5 +41,10 @@ expect "blockflow explain p.json " dw
 expect "blockflow blocks Conv2DBackp" Conv2DBackpropFilter
 expect "blockflow help " run
 expect "blockflow run " p.json
+# blocks laid out on one line (no attributes) are found too
+printf '{"format":"blockflow.page","version":1,"blocks":[{"id":"ph","type":"Placeholder"},{"id":"idn","type":"Identity","inputs":{"input":"ph"}}]}' >q.json
+expect "blockflow run q.json --fetch " ph
+expect "blockflow run q.json --fetch " idn
+expect "blockflow run q.json --set ph." ph.dtype=
 [[ $fail == 0 ]] && echo "bash completion: all cases pass"
 exit $fail

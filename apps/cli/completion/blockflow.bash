@@ -12,14 +12,17 @@ _blockflow_page() { # the first *.json word after the command
     done
 }
 
-_blockflow_ids() { # block ids of page $1
+_blockflow_ids() { # block ids of page $1 (a block is one line, or starts with its "id" line)
     [[ -f $1 ]] || return
-    blockflow fmt "$1" 2>/dev/null | sed -n 's/^      "id": "\(.*\)",$/\1/p'
+    blockflow fmt "$1" 2>/dev/null | sed -n 's/^ *{\{0,1\}"id": "\([^"]*\)".*/\1/p'
 }
 
 _blockflow_type_of() { # the type of block $2 on page $1
-    blockflow fmt "$1" 2>/dev/null |
-        awk -v id="$2" '$0 ~ "^      \"id\": \"" id "\",$" {getline; gsub(/.*"type": "|",?$/, ""); print; exit}'
+    blockflow fmt "$1" 2>/dev/null | awk -v id="$2" '
+        index($0, "\"id\": \"" id "\"") && $0 ~ /^ *\{?"id"/ {
+            if (!index($0, "\"type\":")) getline
+            sub(/.*"type": "/, ""); sub(/".*/, ""); print; exit
+        }'
 }
 
 _blockflow_types() { blockflow blocks 2>/dev/null | awk 'NF && $1 ~ /^[A-Z][A-Za-z0-9]*$/ {print $1}'; }
@@ -31,6 +34,8 @@ _blockflow_attrs() { # attribute names of type $1 (the "attrs" list of the catal
 }
 
 _blockflow() {
+    # under zsh's bashcompinit: bash's 0-based arrays, and no compopt (zsh has none)
+    [[ -n ${ZSH_VERSION-} ]] && setopt localoptions ksharrays && compopt() { :; }
     local cur prev cmd page
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
