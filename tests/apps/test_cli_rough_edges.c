@@ -88,6 +88,12 @@ START_TEST(messages_name_what_they_mean) {
     const char *line = strstr(r.out, "\ny ");
     ck_assert_msg(line && has(line, "?") && !has(line, "[]"), "%s", r.out);
     bf_result_free(&r);
+    /* a syntax error does not claim a depth limit (cJSON's 1000) the page never had (64) */
+    bf_write_file(bf_sp("j.json"), "{\"blocks\": [");
+    r = RUN("check", bf_sp("j.json"));
+    ck_assert_int_eq(r.status, 3);
+    ck_assert_msg(has(r.err, "not valid JSON") && !has(r.err, "1000"), "%s", r.err);
+    bf_result_free(&r);
     /* "fed an int32 tensor" */
     int64_t d[1] = {2};
     double v[2] = {1, 2};
