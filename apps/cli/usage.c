@@ -53,7 +53,8 @@ static const topic topics[] = {
     {"fmt",
      "  fmt PAGE... [--check | --in-place]\n"
      "      print a page in canonical form; --check exits 1 when one is not, --in-place\n"
-     "      rewrites it\n",
+     "      rewrites it; a page with problems (unknown type, bad value) is laid out as\n"
+     "      written, its problems on stderr (--check: exit 3)\n",
      NULL},
     {"blocks", "  blocks [--json] [TYPE]   the block catalogue\n", NULL},
     {"explain",
