@@ -185,7 +185,7 @@ static void store_error(srv_response *res, int rc, const char *name) {
     else if (rc == -ELOOP || rc == -EINVAL)
         srv_error(res, 403, "forbidden", "\"%s\" is not a regular file in the pages folder",
                   name);
-    else srv_error(res, 500, "io", "page \"%s\": %s", name, strerror(-rc));
+    else srv_error(res, 500, "io_error", "page \"%s\": %s", name, strerror(-rc));
 }
 
 static void get_page(srv_app *app, const char *name, const srv_request *req,
@@ -1060,7 +1060,7 @@ void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
         if (!get) goto method;
         char *list = srv_store_list_files_json(&app->store, ".npy");
         if (!list) {
-            srv_error(res, 500, "io", "cannot list the pages folder");
+            srv_error(res, 500, "io_error", "cannot list the pages folder");
             return;
         }
         size_t len = strlen(list);
@@ -1075,7 +1075,7 @@ void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
             if (!get) goto method;
             char *list = srv_store_list_json(&app->store);
             if (!list) {
-                srv_error(res, 500, "io", "cannot list the pages folder");
+                srv_error(res, 500, "io_error", "cannot list the pages folder");
                 return;
             }
             size_t len = strlen(list);

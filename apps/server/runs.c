@@ -261,7 +261,7 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
         else if (rc == -ELOOP || rc == -EINVAL)
             srv_error(res, 403, "forbidden", "\"%s\" is not a regular file in the pages folder",
                       name);
-        else srv_error(res, 500, "io", "cannot read page \"%s\": %s", name, strerror(-rc));
+        else srv_error(res, 500, "io_error", "cannot read page \"%s\": %s", name, strerror(-rc));
         return NULL;
     }
     bf_diags *diags = bf_diags_new();
