@@ -370,10 +370,13 @@ static void emit(void *user, const char *client, const char *json, size_t len) {
 }
 
 static void ws_reply_error(srv_http *h, conn *c, const char *code, const char *message) {
-    cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+    bf_error e = {0};
+    e.status = BF_EINVAL;
+    snprintf(e.code, sizeof(e.code), "%s", code);
+    snprintf(e.message, sizeof(e.message), "%s", message);
+    cJSON *o = cJSON_CreateObject(), *err = srv_error_object(&e);
     cJSON_AddStringToObject(o, "type", "error");
-    cJSON_AddStringToObject(e, "code", code);
-    cJSON_AddStringToObject(e, "message", message);
+    if (err) cJSON_AddItemToObject(o, "error", err);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (s) ws_push(h, c, s, strlen(s));

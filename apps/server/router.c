@@ -424,19 +424,6 @@ static void copy_page(srv_app *app, const char *name, bool move, const srv_reque
 
 /* ---- check --------------------------------------------------------------------------------- */
 
-cJSON *srv_problems_json(const bf_diags *d, const bf_error *e) {
-    cJSON *arr = cJSON_CreateArray();
-    size_t n = d ? bf_diags_count(d) : 0;
-    for (size_t i = 0; arr && i < n + (n == 0 && e && e->status); i++) {
-        char *text = NULL;
-        cJSON *o = bf_error_json(i < n ? bf_diags_at(d, i) : e, &text, NULL) ? NULL
-                                                                             : cJSON_Parse(text);
-        bf_string_free(text);
-        if (o) cJSON_AddItemToArray(arr, o);
-    }
-    return arr;
-}
-
 /*
  * The check answer: bf_session_check_json (every problem, every port's dtype, shape and label).
  * When there is no session (the page did not parse), the problems of the parse and no blocks.

@@ -81,55 +81,6 @@ typedef struct srv_event {
     struct srv_event *next;
 } srv_event;
 
-/* ---- errors as JSON ------------------------------------------------------------------------ */
-
-void srv_response_free(srv_response *r) {
-    free(r->body);
-    r->body = NULL;
-}
-
-void srv_json(srv_response *res, int status, char *json) {
-    free(res->body);
-    res->status = json ? status : 500;
-    res->content_type = "application/json";
-    res->body = json ? json : strdup("{\"error\":{\"code\":\"out_of_memory\",\"message\":"
-                                     "\"out of memory\"}}");
-    res->body_len = res->body ? strlen(res->body) : 0;
-}
-
-static void error_with(srv_response *res, int status, const char *code, const char *message,
-                       const bf_error *e) {
-    cJSON *root = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(root, "error");
-    cJSON_AddStringToObject(err, "code", code);
-    cJSON_AddStringToObject(err, "message", message);
-    if (e) {
-        if (e->block_id[0]) cJSON_AddStringToObject(err, "block", e->block_id);
-        if (e->port[0]) cJSON_AddStringToObject(err, "port", e->port);
-        if (e->attr[0]) cJSON_AddStringToObject(err, "attr", e->attr);
-        if (e->pointer[0]) cJSON_AddStringToObject(err, "pointer", e->pointer);
-        if (e->line) cJSON_AddNumberToObject(err, "line", e->line);
-        if (e->column) cJSON_AddNumberToObject(err, "column", e->column);
-    }
-    char *text = err ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
-    srv_json(res, status, text);
-}
-
-void srv_error(srv_response *res, int status, const char *code, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    error_with(res, status, code, msg, NULL);
-}
-
-void srv_error_bf(srv_response *res, int status, const bf_error *e) {
-    char code[40];
-    snprintf(code, sizeof(code), "%s", e->code[0] ? e->code : bf_status_name(e->status));
-    error_with(res, status, code, e->message[0] ? e->message : bf_strerror(e->status), e);
-}
-
 /* ---- open pages ---------------------------------------------------------------------------- */
 
 srv_page *srv_page_find(srv_app *app, const char *name) {
@@ -154,24 +105,6 @@ static int pages_of(srv_app *app, const char *client) {
     int n = 0;
     for (srv_page *p = app->pages; p; p = p->next) n += !strcmp(p->owner, client);
     return n;
-}
-
-/* An HTTP status for a page that failed to load. */
-static int load_status(bf_status st) {
-    return st == BF_ENOMEM || st == BF_EINTERNAL ? 500 : st == BF_ELIMIT ? 413 : 422;
-}
-
-/*
- * Answer with every problem of a page that did not load: {"error": first, "problems": all}.
- */
-void srv_problems(srv_response *res, int status, const bf_error *first, const bf_diags *d) {
-    srv_error_bf(res, status ? status : load_status(first->status), first);
-    cJSON *root = res->body ? cJSON_Parse(res->body) : NULL;
-    if (!root) return;
-    cJSON_AddItemToObject(root, "problems", srv_problems_json(d, NULL));
-    int code = res->status;
-    srv_json(res, code, cJSON_PrintUnformatted(root));
-    cJSON_Delete(root);
 }
 
 /*
@@ -470,18 +403,12 @@ static void add_run_error(cJSON *o, const srv_run *r) {
     const bf_error *e = bf_diags_errors(r->diags) ? NULL : &r->err;
     for (size_t i = 0; !e && i < bf_diags_count(r->diags); i++)
         if (bf_diags_at(r->diags, i)->status) e = bf_diags_at(r->diags, i);
-    cJSON *err = cJSON_AddObjectToObject(o, "error");
+    bf_error copy = *e;
     /* one code per outcome, wherever the cancel landed (before the start, in a kernel, in
        the scheduler): "cancelled" */
-    cJSON_AddStringToObject(err, "code", r->status == BF_ECANCELED ? "cancelled"
-                                         : e->code[0]              ? e->code
-                                                                   : bf_status_name(e->status));
-    cJSON_AddStringToObject(err, "status", bf_status_name(e->status));
-    cJSON_AddStringToObject(err, "message", e->message);
-    if (e->block_id[0]) cJSON_AddStringToObject(err, "block", e->block_id);
-    if (e->port[0]) cJSON_AddStringToObject(err, "port", e->port);
-    if (e->attr[0]) cJSON_AddStringToObject(err, "attr", e->attr);
-    if (e->pointer[0]) cJSON_AddStringToObject(err, "pointer", e->pointer);
+    if (r->status == BF_ECANCELED) snprintf(copy.code, sizeof(copy.code), "cancelled");
+    cJSON *err = srv_error_object(&copy);
+    if (err) cJSON_AddItemToObject(o, "error", err);
 }
 
 /*

@@ -287,7 +287,9 @@ bool srv_run_cancel(srv_run *r);
 const bf_tensor *srv_run_tensor(srv_run *r, const char *block, const char *port,
                                 const char **why);
 
-/* ---- JSON answers shared by router.c and runs.c -------------------------------------------- */
+/* ---- JSON answers (reply.c, a leaf: every other file uses it) ----------------------------- */
+/* `e` as bf_error_json's object (the one form of an error everywhere), or NULL (no memory). */
+struct cJSON *srv_error_object(const bf_error *e);
 /* res <- status with {"error": {"code", "message", and the fields of e that are set}}. */
 void srv_error(srv_response *res, int status, const char *code, const char *fmt, ...);
 void srv_error_bf(srv_response *res, int status, const bf_error *e);
