@@ -347,6 +347,8 @@ static void ws_push_keyed(srv_http *h, conn *c, const char *json, size_t len, ui
         if (!worst || !worst->q_bytes) break;
         ws_drop(h, worst);
     }
+    h->app->ws_queued = h->ws_bytes;
+    if (h->ws_bytes > h->app->ws_queued_peak) h->app->ws_queued_peak = h->ws_bytes;
 }
 
 static void ws_push(srv_http *h, conn *c, const char *json, size_t len) {

@@ -1022,6 +1022,8 @@ void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
         cJSON_AddNumberToObject(o, "active_runs", app->n_active);
         cJSON_AddNumberToObject(o, "ws_clients", app->ws_clients);
         cJSON_AddNumberToObject(o, "ws_dropped", (double)app->ws_dropped);
+        cJSON_AddNumberToObject(o, "ws_queued", (double)app->ws_queued);
+        cJSON_AddNumberToObject(o, "ws_queued_peak", (double)app->ws_queued_peak);
         cJSON_AddNumberToObject(o, "pages_evicted", (double)app->pages_evicted);
         cJSON_AddNumberToObject(o, "workers", app->n_threads);
         cJSON_AddNumberToObject(o, "connections", app->n_conns);

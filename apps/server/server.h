@@ -157,6 +157,8 @@ struct srv_app {
     bool stopping;
     int ws_clients;        /* WebSocket clients connected (http.c) */
     uint64_t ws_dropped;   /* clients dropped for not reading (http.c) */
+    size_t ws_queued;      /* bytes queued for all WebSocket clients, after the last event */
+    size_t ws_queued_peak; /* the most they held after an event (--max-ws-total bounds it) */
     uint64_t pages_evicted; /* idle open pages closed to make room (--max-memory, ...) */
     int n_conns;           /* TCP connections open (http.c) */
     int n_unauth;          /* of which have not shown the token */
