@@ -434,6 +434,40 @@ class TestClients(Case):
         self.api("POST", "/api/runs/%s/cancel" % j["run_id"])
 
 
+class TestFairScheduling(Case):
+    """Classroom: jobs are taken round-robin across clients, not first come first served."""
+    extra = ("--workers", "1")
+    pages = {"a2": long_page(4), "a3": long_page(4), "b1": teach_page()}
+
+    def test_round_robin_across_clients(self):
+        a = WebSocket(self.srv.port, token=self.srv.token)
+        b = WebSocket(self.srv.port, token=self.srv.token)
+        for w in (a, b):
+            self.addCleanup(w.close)
+        ha, hb = {"X-Blockflow-Client": a.client}, {"X-Blockflow-Client": b.client}
+        st, first, _ = self.api("POST", "/api/pages/long/run", {}, headers=ha)
+        self.assertEqual(st, 202, first)
+        self.assertEqual(a.recv_json(timeout=30)["type"], "run_started")  # a holds the worker
+        ids = {}
+        for name, hdr in (("a2", ha), ("a3", ha), ("b1", hb)):  # b asks last
+            st, j, _ = self.api("POST", "/api/pages/%s/run" % name, {}, headers=hdr)
+            self.assertEqual(st, 202, j)
+            ids[j["run_id"]] = name
+        self.api("POST", "/api/runs/%s/cancel" % first["run_id"])
+        order = []
+        deadline = time.time() + 120 * SLOW
+        while len(order) < 3 and time.time() < deadline:
+            for w in (a, b):
+                try:
+                    ev = w.recv_json(timeout=0.2)
+                except TimeoutError:
+                    continue
+                if ev.get("type") == "run_started" and ev["run_id"] in ids:
+                    order.append(ids[ev["run_id"]])
+        # b's one job goes before a's second: a was served last
+        self.assertEqual(order[:2], ["b1", "a2"], order)
+
+
 class TestSmallOnes(Case):
     """Fault 6: NUL in a file name, one cancel code, temporary files swept, workers = cores."""
     extra = ("--workers", "1")
