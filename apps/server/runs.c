@@ -38,6 +38,7 @@
 
 struct srv_page {
     char name[128];
+    srv_store *store;      /* the folder it was read from: the teacher's, or a student's */
     char owner[64];        /* client id that opened it ("" = anonymous) */
     bf_session *s;
     bool busy;             /* a run is queued or running: the session belongs to a worker */
@@ -51,6 +52,7 @@ enum { RUN_QUEUED, RUN_DONE }; /* queued covers running: the loop cannot tell */
 
 struct srv_run {
     char id[24];
+    char owner[64];        /* the student it belongs to ("" the teacher: classroom.c) */
     char page_name[128];
     char client[64];
     srv_app *app;
@@ -83,9 +85,9 @@ typedef struct srv_event {
 
 /* ---- open pages ---------------------------------------------------------------------------- */
 
-srv_page *srv_page_find(srv_app *app, const char *name) {
+srv_page *srv_page_find(srv_app *app, const srv_store *st, const char *name) {
     for (srv_page *p = app->pages; p; p = p->next)
-        if (!strcmp(p->name, name)) return p;
+        if (p->store == st && !strcmp(p->name, name)) return p;
     return NULL;
 }
 
@@ -97,6 +99,42 @@ const char *srv_page_name(const srv_page *p) { return p->name; }
 void srv_page_changed(srv_page *p) {
     p->gen++;
     p->last_run = NULL;
+}
+
+void srv_page_event(srv_app *app, srv_page *p, const char *type, const char *edits,
+                    size_t edits_len, const char *by) {
+    if (!app->emit_view) return;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", type);
+    cJSON_AddStringToObject(o, "page", p->name);
+    cJSON_AddStringToObject(o, "space", p->store ? p->store->label : "");
+    cJSON_AddNumberToObject(o, "revision", (double)p->gen);
+    cJSON *e = edits ? cJSON_ParseWithLength(edits, edits_len) : NULL;
+    if (e) cJSON_AddItemToObject(o, "edits", e);
+    cJSON_AddStringToObject(o, "by", by ? by : "");
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (text) app->emit_view(app->emit_user, p->store ? p->store->label : "", p->name, false,
+                             text, strlen(text));
+    free(text);
+}
+
+void srv_file_event(srv_app *app, const srv_store *st, const char *name, const char *revision,
+                    const char *by) {
+    if (!app->emit_view) return;
+    bool teacher = !st->label[0];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", teacher ? "teacher_page_saved" : "page_saved");
+    cJSON_AddStringToObject(o, "page", name);
+    cJSON_AddStringToObject(o, "space", st->label);
+    cJSON_AddStringToObject(o, "revision", revision);
+    cJSON_AddStringToObject(o, "by", by ? by : "");
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    /* the teacher's page saved: every student viewing that page, copy or not, is told (their
+       editor offers "update my copy") */
+    if (text) app->emit_view(app->emit_user, st->label, name, teacher, text, strlen(text));
+    free(text);
 }
 
 void srv_page_rename(srv_page *p, const char *to) { snprintf(p->name, sizeof(p->name), "%s", to); }
@@ -170,8 +208,9 @@ bool srv_app_room_for_run(srv_app *app, srv_page *p, srv_response *res) {
     return make_room(app, p, 0, res);
 }
 
-srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_response *res) {
-    srv_page *p = srv_page_find(app, name);
+srv_page *srv_page_open(srv_app *app, srv_store *st, const char *name, const char *client,
+                        srv_response *res) {
+    srv_page *p = srv_page_find(app, st, name);
     if (p) {
         p->last_used = uv_now(app->loop);
         return p;
@@ -186,7 +225,7 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
     if (!make_room(app, NULL, 1, res)) return NULL;
     char *text;
     size_t len;
-    int rc = srv_store_read(&app->store, name, &text, &len);
+    int rc = srv_store_read(st, name, &text, &len);
     if (rc) {
         if (rc == -ENOENT) srv_error(res, 404, "not_found", "no page named \"%s\"", name);
         else if (rc == -EFBIG)
@@ -200,9 +239,9 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
     bf_diags *diags = bf_diags_new();
     bf_error e = {0};
     bf_session *s = NULL;
-    bf_status st = diags ? load_session(app, name, text, len, &s, diags, &e) : BF_ENOMEM;
+    bf_status lst = diags ? load_session(app, name, text, len, &s, diags, &e) : BF_ENOMEM;
     free(text);
-    if (st) {
+    if (lst) {
         if (!diags) e.status = BF_ENOMEM;
         srv_problems(res, 0, &e, diags);
         bf_diags_free(diags);
@@ -217,6 +256,7 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
     }
     snprintf(p->name, sizeof(p->name), "%s", name);
     snprintf(p->owner, sizeof(p->owner), "%s", client);
+    p->store = st;
     p->s = s;
     p->last_used = uv_now(app->loop);
     p->next = app->pages;
@@ -253,6 +293,10 @@ static void idle_cb(uv_timer_t *t) {
 /* ---- runs ---------------------------------------------------------------------------------- */
 
 const char *srv_run_id(const srv_run *r) { return r->id; }
+void srv_run_set_owner(srv_run *r, const char *student) {
+    snprintf(r->owner, sizeof(r->owner), "%s", student ? student : "");
+}
+const char *srv_run_owner(const srv_run *r) { return r->owner; }
 
 srv_run *srv_run_find(srv_app *app, const char *id) {
     for (srv_run *r = app->runs; r; r = r->next)
@@ -559,6 +603,8 @@ static srv_run *run_new(srv_app *app, srv_page *p, const char *client, srv_respo
     snprintf(r->id, sizeof(r->id), "r%llu", (unsigned long long)++app->next_run);
     snprintf(r->page_name, sizeof(r->page_name), "%s", p->name);
     snprintf(r->client, sizeof(r->client), "%s", client);
+    /* a run belongs to whose page it runs: a student's copy, or the teacher's pages ("") */
+    snprintf(r->owner, sizeof(r->owner), "%s", p->store ? p->store->label : "");
     r->app = app;
     r->page = p;
     r->state = RUN_QUEUED;
@@ -679,6 +725,16 @@ static void async_cb(uv_async_t *a) {
         srv_run *r = ev->run;
         if (r) { /* the run is over: the session is the loop's again */
             r->state = RUN_DONE;
+            if (r->owner[0])
+                srv_class_run_done(app, r->owner, r->id, r->page_name,
+                                   r->status == BF_OK            ? "finished"
+                                   : r->status == BF_ECANCELED ? "cancelled"
+                                                               : "failed",
+                                   r->status ? (r->status == BF_ECANCELED ? "cancelled"
+                                                : r->err.code[0] ? r->err.code
+                                                                 : bf_status_name(r->status))
+                                             : NULL,
+                                   r->status ? r->err.message : NULL);
             app->n_active--;
             app->n_finished++;
             app->result_bytes += r->result_len;
@@ -727,6 +783,7 @@ void srv_limits_init(srv_limits *l) {
     l->max_pages_total = 256;
     uint64_t ram = uv_get_total_memory();
     l->max_memory = ram ? ram / 2 : (uint64_t)4 << 30;
+    l->max_students = 500;
 }
 
 int srv_app_init(srv_app *app, uv_loop_t *loop, const char *pages_dir, const bf_config *cfg,
@@ -814,5 +871,6 @@ void srv_app_free(srv_app *app) {
     uv_cond_destroy(&app->cv);
     uv_mutex_destroy(&app->mu);
     bf_context_free(app->ctx);
+    srv_class_free(app);
     srv_store_close(&app->store);
 }
