@@ -561,19 +561,56 @@ static void execute(srv_run *r) {
     finish(r, o, NULL);
 }
 
+/*
+ * Fair scheduling (under app->mu): the next job is the queued one whose client was served
+ * least recently (a client never served first), earlier jobs first among equals. So one
+ * client's many or long jobs take turns with everybody else's instead of going first.
+ */
+static uint64_t last_served(const srv_app *app, const char *client) {
+    for (int i = 0; i < app->n_served; i++)
+        if (!strcmp(app->served[i].client, client)) return app->served[i].seq;
+    return 0;
+}
+
+static void mark_served(srv_app *app, const char *client) {
+    int at = -1, oldest = 0;
+    for (int i = 0; i < app->n_served && at < 0; i++)
+        if (!strcmp(app->served[i].client, client)) at = i;
+    if (at < 0 && app->n_served < SRV_SERVED_CAP) at = app->n_served++;
+    if (at < 0) { /* full: forget the client served longest ago */
+        for (int i = 1; i < app->n_served; i++)
+            if (app->served[i].seq < app->served[oldest].seq) oldest = i;
+        at = oldest;
+    }
+    snprintf(app->served[at].client, sizeof(app->served[at].client), "%s", client);
+    app->served[at].seq = ++app->serve_seq;
+}
+
+static srv_run *pick_job(srv_app *app) {
+    srv_run *best = NULL, *best_prev = NULL, *prev = NULL;
+    uint64_t best_seq = 0;
+    for (srv_run *r = app->jobs_head; r; prev = r, r = r->next_job) {
+        uint64_t seq = last_served(app, r->client);
+        if (!best || seq < best_seq) best = r, best_prev = prev, best_seq = seq;
+        if (seq == 0) break; /* nobody comes before a client never served */
+    }
+    if (!best) return NULL;
+    if (best_prev) best_prev->next_job = best->next_job;
+    else app->jobs_head = best->next_job;
+    if (app->jobs_tail == best) app->jobs_tail = best_prev;
+    best->next_job = NULL;
+    mark_served(app, best->client);
+    return best;
+}
+
 static void worker_main(void *arg) {
     srv_app *app = arg;
     for (;;) {
         uv_mutex_lock(&app->mu);
         while (!app->jobs_head && !app->quit) uv_cond_wait(&app->cv, &app->mu);
-        srv_run *r = app->jobs_head;
-        if (!r) {
-            uv_mutex_unlock(&app->mu);
-            return;
-        }
-        app->jobs_head = r->next_job;
-        if (!app->jobs_head) app->jobs_tail = NULL;
+        srv_run *r = pick_job(app);
         uv_mutex_unlock(&app->mu);
+        if (!r) return;
         execute(r);
     }
 }

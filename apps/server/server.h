@@ -164,6 +164,9 @@ typedef struct srv_run srv_run;
  * Where events go: called on the loop thread with one JSON text per event, for the WebSocket
  * clients whose client id is `client` ("" = every client). The text is borrowed.
  */
+/* Clients remembered by the fair scheduler (the one served longest ago is forgotten). */
+#define SRV_SERVED_CAP 512
+
 typedef void (*srv_emit_cb)(void *user, const char *client, const char *json, size_t len);
 
 struct srv_app {
@@ -212,6 +215,10 @@ struct srv_app {
     uv_mutex_t mu;         /* guards jobs, events, quit */
     uv_cond_t cv;
     srv_run *jobs_head, *jobs_tail;
+    /* fair scheduling: when each client's job was last taken (runs.c, under mu) */
+    struct { char client[64]; uint64_t seq; } served[SRV_SERVED_CAP];
+    int n_served;
+    uint64_t serve_seq;
     struct srv_event *ev_head, *ev_tail;
     bool quit;
     uv_async_t async;      /* workers -> loop: events and finished runs */
