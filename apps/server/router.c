@@ -1140,7 +1140,9 @@ void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
                       "only the teacher renames or duplicates pages");
             return;
         }
-        bool writes = (n == 3 && put) || (n == 4 && strcmp(act, "check") && strcmp(act, "close"));
+        /* reading (GET, check, open: the editor opens a page to show it) makes no copy */
+        bool writes = (n == 3 && put) || (n == 4 && strcmp(act, "check") && strcmp(act, "close") &&
+                                          strcmp(act, "open"));
         if (writes && !have) {
             int rc = srv_class_ensure_copy(app, who.student, seg[2]);
             if (rc) {
