@@ -22,8 +22,9 @@ export class Classroom {
                        clearInterval: stop = globalThis.clearInterval,
                        navigate = (url) => globalThis.location.assign(url)} = {}) {
     this.ed = editor;
-    this.every = every;
-    this.stop = stop;
+    /* called as plain functions: a browser's setInterval refuses another `this` */
+    this.every = (f, ms) => every.call(globalThis, f, ms);
+    this.stop = (t) => stop.call(globalThis, t);
     this.navigate = navigate;
     this.timer = null;
     this.lastView = null;
