@@ -3,7 +3,8 @@
 # CUDA driver and cuDNN but none of our build dependencies (libuv, cJSON, Check).
 #
 #   bench/gpu_lease.sh pack        here: build build-gpu (CUDA on) and copy what the GPU machine
-#                                  needs (programs, ctest files, libuv/cJSON/subunit) into .gpu/
+#                                  needs (programs, the CUDA backend libblockflow_cuda.so, ctest
+#                                  files, libuv/cJSON/subunit) into .gpu/
 #   bench/gpu_lease.sh run [WHAT]  there, from the repository root, with .gpu/ carried along:
 #                                  WHAT is any of: tests examples bench gradcheck train sanitize
 #                                  (default: tests examples bench). Logs and tables go to $OUT (or ./gpu-out).
@@ -19,9 +20,11 @@ pack() {
     cmake --build build-gpu -j"$(nproc)" >/dev/null
     rm -rf .gpu && mkdir -p .gpu/lib
     echo "$root" >.gpu/origin
-    # The program, the GPU tests and the ctest files only (ctest -L gpu runs just those).
+    # The program, the CUDA backend it loads (beside it; the GPU tests are told its path by
+    # ctest), the GPU tests and the ctest files only (ctest -L gpu runs just those).
+    test -f build-gpu/libblockflow_cuda.so || { echo "build-gpu has no libblockflow_cuda.so (CUDA off?)" >&2; exit 1; }
     mkdir -p .gpu/build-gpu
-    (cd build-gpu && find . -name CMakeFiles -prune -o \( -type f \( -name blockflow -o -name 'test_*_gpu' -o -name 'CTestTestfile.cmake' \) \) -print | tar -cf - -T - | tar -xf - -C ../.gpu/build-gpu)
+    (cd build-gpu && find . -name CMakeFiles -prune -o \( -type f \( -name blockflow -o -name libblockflow_cuda.so -o -name 'test_*_gpu' -o -name 'CTestTestfile.cmake' \) \) -print | tar -cf - -T - | tar -xf - -C ../.gpu/build-gpu)
     for l in libuv.so.1 libcjson.so.1 libsubunit.so.0 libwebsockets.so.17 libssl.so.3 libcrypto.so.3 libcap.so.2; do
         cp -L "$(ldconfig -p | awk -v l="$l" '$1 == l { print $NF; exit }')" .gpu/lib/
     done
@@ -51,6 +54,14 @@ run() {
     local what=${*:-tests examples bench}
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" | tee -a "$out/gpu.txt"
+    # The CUDA backend must load and find the GPU (else everything would quietly run on the
+    # CPU): a page with --device gpu fails otherwise, saying why.
+    if ! build-gpu/blockflow run examples/filter_grad_same.json --device gpu --out /tmp/bf-gpu-probe \
+        >/dev/null 2>"$out/gpu_probe.txt"; then
+        cat "$out/gpu_probe.txt" >&2
+        echo "gpu_lease: no GPU for blockflow (see above)" >&2
+        return 1
+    fi
     echo "repository: $root (built at $origin)"
     local rc=0
     for w in $what; do
