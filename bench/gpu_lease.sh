@@ -17,7 +17,11 @@ cd "$root"
 
 pack() {
     cmake -S . -B build-gpu -DBLOCKFLOW_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DBLOCKFLOW_WERROR=ON >/dev/null
-    cmake --build build-gpu -j"$(nproc)" >/dev/null
+    # only what travels: the program, the backend it loads, the GPU tests
+    local gpu_tests
+    gpu_tests=$(find tests -name 'test_*_gpu.c' -exec basename {} .c \; | sort)
+    # shellcheck disable=SC2086
+    cmake --build build-gpu -j"$(nproc)" --target blockflow_cli blockflow_cuda $gpu_tests >/dev/null
     rm -rf .gpu && mkdir -p .gpu/lib
     echo "$root" >.gpu/origin
     # The program, the CUDA backend it loads (beside it; the GPU tests are told its path by
