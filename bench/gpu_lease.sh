@@ -17,18 +17,21 @@ cd "$root"
 
 pack() {
     cmake -S . -B build-gpu -DBLOCKFLOW_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DBLOCKFLOW_WERROR=ON >/dev/null
-    # only what travels: the program, the backend it loads, the GPU tests
+    # only what travels: the program, the backend it loads, the GPU tests, and the loader's
+    # test (its real-backend case then probes a real GPU) with its stand-in backend
     local gpu_tests
     gpu_tests=$(find tests -name 'test_*_gpu.c' -exec basename {} .c \; | sort)
     # shellcheck disable=SC2086
-    cmake --build build-gpu -j"$(nproc)" --target blockflow_cli blockflow_cuda $gpu_tests >/dev/null
+    cmake --build build-gpu -j"$(nproc)" --target blockflow_cli blockflow_cuda $gpu_tests \
+        test_cuda_loader bf_fake_cuda_backend >/dev/null
     rm -rf .gpu && mkdir -p .gpu/lib
     echo "$root" >.gpu/origin
     # The program, the CUDA backend it loads (beside it; the GPU tests are told its path by
-    # ctest), the GPU tests and the ctest files only (ctest -L gpu runs just those).
+    # ctest), the GPU tests, test_cuda_loader and the ctest files only (ctest -L gpu runs the
+    # GPU tests; test_cuda_loader is run by name).
     test -f build-gpu/libblockflow_cuda.so || { echo "build-gpu has no libblockflow_cuda.so (CUDA off?)" >&2; exit 1; }
     mkdir -p .gpu/build-gpu
-    (cd build-gpu && find . -name CMakeFiles -prune -o \( -type f \( -name blockflow -o -name libblockflow_cuda.so -o -name 'test_*_gpu' -o -name 'CTestTestfile.cmake' \) \) -print | tar -cf - -T - | tar -xf - -C ../.gpu/build-gpu)
+    (cd build-gpu && find . -name CMakeFiles -prune -o \( -type f \( -name blockflow -o -name libblockflow_cuda.so -o -name 'test_*_gpu' -o -name test_cuda_loader -o -name libbf_fake_cuda_backend.so -o -name 'CTestTestfile.cmake' \) \) -print | tar -cf - -T - | tar -xf - -C ../.gpu/build-gpu)
     for l in libuv.so.1 libcjson.so.1 libsubunit.so.0 libwebsockets.so.17 libssl.so.3 libcrypto.so.3 libcap.so.2; do
         cp -L "$(ldconfig -p | awk -v l="$l" '$1 == l { print $NF; exit }')" .gpu/lib/
     done
@@ -75,6 +78,7 @@ run() {
         case $w in
         tests)
             (cd build-gpu && timeout 300 ctest -L gpu --output-on-failure --timeout 280) 2>&1 | tee "$out/ctest_gpu.log" || rc=1
+            (cd build-gpu && timeout 60 ctest -R '^test_cuda_loader$' -V --timeout 50) 2>&1 | tee -a "$out/ctest_gpu.log" || rc=1
             ;;
         examples)
             local ex=/tmp/bf-examples
