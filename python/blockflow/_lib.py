@@ -7,7 +7,8 @@ long bf_session_run lets other Python threads go on.
 The library is looked for, first found wins:
   1. the file named by the environment variable BLOCKFLOW_LIBRARY;
   2. libblockflow.so inside this package (a `pip install ./python` made after a build bundles it);
-  3. the path recorded by CMake's install target (_install_paths.py, written at install time);
+  3. the library installed with this package by CMake's install target (_install_paths.py holds
+     its path relative to this folder, so an install under any --prefix finds its own copy);
   4. the repository's build tree, build/libblockflow.so next to python/ (PYTHONPATH=python);
   5. the system loader (LD_LIBRARY_PATH, ldconfig's cache).
 """
@@ -158,6 +159,8 @@ _PTR = POINTER(c_void_p)
 # bf_diags) are plain c_void_p; a status is c_int.
 _SIGNATURES = {
     "bf_status_name": (c_char_p, [c_int]),
+    "bf_error_codes": (c_size_t, [POINTER(POINTER(c_char_p))]),
+    "bf_error_code_meaning": (c_char_p, [c_char_p]),
     "bf_strerror": (c_char_p, [c_int]),
     "bf_error_format": (c_int, [_ERR, c_char_p, c_size_t]),
     "bf_diags_new": (c_void_p, []),
@@ -264,7 +267,7 @@ def _candidates():
     paths = [here / "libblockflow.so"]
     try:
         from . import _install_paths  # written by CMake's install target only
-        paths.append(Path(_install_paths.LIBRARY))
+        paths.append(here / _install_paths.LIBRARY)  # relative to here (absolute stays so)
     except ImportError:
         pass
     paths.append(here.parent.parent / "build" / "libblockflow.so")
