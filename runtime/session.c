@@ -170,14 +170,14 @@ bf_status bf_session_take_output(bf_session *s, const char *block_id, const char
     if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     int p = 0, b = find_output(s, block_id, port, &p);
     if (b < 0)
-        return bf_err(err, BF_ENOTFOUND, "no_output", "no output \"%.60s%s%.30s\" on this page",
+        return bf_err(err, BF_ENOTFOUND, "not_found", "no output \"%.60s%s%.30s\" on this page",
                       block_id ? block_id : "(null)", port ? ":" : "", port ? port : "");
     snode *n = &s->nodes[b];
     bf_tensor **slot = n->host_outs[p] ? &n->host_outs[p]
                                        : (n->outs[p] && !n->outs[p]->device ? &n->outs[p] : NULL);
     if (!slot) {
         bf_error e = {0};
-        bf_err(&e, BF_ENOTFOUND, "no_result", "output \"%s\" has no result in host memory to "
+        bf_err(&e, BF_ENOTFOUND, "not_found", "output \"%s\" has no result in host memory to "
                "hand over (run the page with it fetched first)", n->pb->desc->outputs[p].name);
         bf_sess_where(s, b, &e);
         if (err) *err = e;

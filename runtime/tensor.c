@@ -184,7 +184,7 @@ bf_status bf_tensor_wrap(const bf_context *ctx, bf_dtype dt, int rank, const int
                       nbytes);
     if (!data && nbytes) return bf_err(err, BF_EINVAL, "bad_argument", "data is NULL");
     if ((uintptr_t)data % bf_dtype_size(dt))
-        return bf_err(err, BF_EINVAL, "misaligned",
+        return bf_err(err, BF_EINVAL, "bad_argument",
                       "the buffer at %p is not aligned to the %zu bytes of a %s element", data,
                       bf_dtype_size(dt), bf_dtype_name(dt));
     bf_tensor *t = bf_calloc(1, sizeof(*t));

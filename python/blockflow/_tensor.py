@@ -130,7 +130,7 @@ def _plan(arr, want, block, cast):
     """(bf_dtype, numpy dtype to fill, source array) to feed `arr` where bf_dtype `want` (None:
     unknown) is expected, converting as numpy's casting rule `cast` allows."""
     if cast not in _CASTS:
-        raise _errors.python_error(_errors.InvalidArgumentError, "bad_cast",
+        raise _errors.python_error(_errors.InvalidArgumentError, "bad_argument",
                                    f"cast must be one of {', '.join(_CASTS)}, got {cast!r}",
                                    block=block)
     have = bf_dtype_of(arr.dtype)

@@ -58,6 +58,7 @@ static const char *p_error(void) {
     EXPECT(bf_error_json(&E, NULL, &E) == BF_EINVAL);
     bf_error_clear(NULL);
     EXPECT(bf_json_check(NULL, 3, 0, &E) == BF_EINVAL);
+    EXPECT(bf_error_code_meaning(NULL) == NULL && bf_error_codes(NULL) > 0);
     return NULL;
 }
 static const char *p_diags(void) {
@@ -303,7 +304,8 @@ static const struct {
     const char *covers;
 } probes[] = {
     {p_status, "bf_status_name bf_strerror"},
-    {p_error, "bf_error_format bf_error_json bf_error_clear bf_json_check"},
+    {p_error, "bf_error_format bf_error_json bf_error_clear bf_json_check "
+                "bf_error_code_meaning bf_error_codes"},
     {p_diags, "bf_diags_new bf_diags_free bf_diags_clear bf_diags_count bf_diags_errors "
               "bf_diags_at"},
     {p_allocator, "bf_replace_allocator"},
