@@ -5,7 +5,8 @@ A sample is a fenced block right after a marker line
 
     <!-- sample: ARGS [| NAME=PATH ...] -->
 
-whose text is what `blockflow ARGS` prints (stdout, then stderr), run in a scratch folder that
+whose text is what `blockflow ARGS` prints (stdout, then stderr; after a first line
+"$ blockflow ARGS" when the sample shows its command), run in a scratch folder that
 holds `examples` (the repository's) and each NAME, a copy of the repository file PATH, with no
 GPU visible (CUDA_VISIBLE_DEVICES=""), so the sample is the CPU run a reader makes.
 
@@ -75,6 +76,8 @@ def main():
     for m in MARK.finditer(text):
         n += 1
         got = generate(a.binary, m.group(1))
+        if m.group(2).startswith("$ "):  # a sample that shows its command line
+            got = f"$ blockflow {m.group(1).split('|')[0].strip()}\n{got}"
         out.append(text[last:m.start(2)] + got)
         last = m.end(2)
         norm = lambda t: TIMES.sub("#.###", t)  # noqa: E731
