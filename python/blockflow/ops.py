@@ -85,6 +85,8 @@ class _Op:
         ctx = self.page._ctx.ptr
         err = self.err
         t = ctypes.c_void_p()
+        # Until every input is fed, the session may still read the last call's arrays too.
+        self.keep = (self.keep, arrays)
         for port, c_port, dt, np_dtype in self.ports:
             a = arrays[port]
             flags = a.flags
@@ -96,7 +98,7 @@ class _Op:
                 t = _tensor.feed_tensor(ctx, a, block=port, cast="no", copy=True)[0]
             # The session takes t, on failure too.
             _errors.check(lib.bf_session_feed_tensor(s, c_port, t, ctypes.byref(err)), err)
-        self.keep = arrays  # what the session's feeds read
+        self.keep = arrays  # what the session's feeds read from now on
         nbytes = 0
         for a in arrays.values():
             nbytes += a.nbytes
