@@ -37,7 +37,7 @@ static int gradient_port(const bf_block_desc *d) {
 static bf_status to_f64(const bf_context *ctx, const bf_tensor *t, bf_tensor **out,
                         bf_error *err) {
     if (!(BF_DT_FLOATS & (1u << t->dtype))) return bf_tensor_copy(t, out, err);
-    bf_status st = bf_tensor_new(ctx, BF_DTYPE_F64, t->rank, t->dims, out, err);
+    bf_status st = bf_tensor_new_uninit(ctx, BF_DTYPE_F64, t->rank, t->dims, out, err);
     if (st == BF_OK && (st = bf_tensor_convert(t, *out, err))) {
         bf_tensor_free(*out);
         *out = NULL;

@@ -367,7 +367,7 @@ bf_status bf_session_save_state(bf_session *s, const char *path, bf_error *err) 
         st = n->pb->desc->state->save(&n->node, &ts[k], err);
         if (st == BF_OK && ts[k]->dtype == BF_DTYPE_BF16) { /* numpy has no bfloat16 */
             bf_tensor *wide = NULL;
-            st = bf_tensor_new(s->ctx, BF_DTYPE_F32, ts[k]->rank, ts[k]->dims, &wide, err);
+            st = bf_tensor_new_uninit(s->ctx, BF_DTYPE_F32, ts[k]->rank, ts[k]->dims, &wide, err);
             if (st == BF_OK) st = bf_tensor_convert(ts[k], wide, err);
             bf_tensor_free(ts[k]);
             ts[k] = wide;
