@@ -144,6 +144,7 @@ BF_API const char *bf_strerror(bf_status status);
     XX(forbidden, "the operation is not allowed")                                                 \
     XX(gone, "the result was replaced or dropped")                                                \
     XX(gpu_unsupported, "this block or dtype has no GPU kernel")                                  \
+    XX(import_failed, "an enuSpace page could not be imported")                                   \
     XX(internal, "an internal error of blockflow")                                                \
     XX(io_error, "a file could not be read or written")                                           \
     XX(legacy_attr_form, "an attribute uses an older accepted form (warning)")                    \

@@ -57,6 +57,7 @@ export const ERROR_CODES = Object.freeze({
   forbidden: 'the operation is not allowed',
   gone: 'the result was replaced or dropped',
   gpu_unsupported: 'this block or dtype has no GPU kernel',
+  import_failed: 'an enuSpace page could not be imported',
   internal: 'an internal error of blockflow',
   io_error: 'a file could not be read or written',
   legacy_attr_form: 'an attribute uses an older accepted form (warning)',
