@@ -241,6 +241,13 @@ typedef struct bf_config {
                                    it must keep; 0 = max_session_bytes / 2 (see below) */
     int no_cache;               /* 1: keep no such result (max_cache_bytes becomes 0); for
                                    programs that run a page once, as `blockflow run` */
+    int distributed;            /* the job (see "More than one process" below): 0 = join the
+                                   MPI job when started by mpirun, else one process; 1 = MPI
+                                   required (an error without it); -1 = one process always */
+    int deterministic_reduce;   /* 1: AllReduce gathers the ranks' values on rank 0, sums
+                                   them in rank order and broadcasts the sum: the same bits
+                                   whatever the network and MPI's algorithm (BF_DETERMINISTIC_
+                                   REDUCE=1 in the CLI's environment, --deterministic-reduce) */
 } bf_config;
 
 /*
@@ -269,6 +276,31 @@ BF_API const bf_config *bf_context_config(const bf_context *ctx);
 BF_API int bf_context_has_gpu(bf_context *ctx);
 /* A one-line description of the devices ("cpu: 2 threads, avx512; gpu: none (no driver)"). */
 BF_API const char *bf_context_devices(bf_context *ctx);
+
+/*
+ * More than one process (runtime/collective.h): a program started by `mpirun -np K` is rank r
+ * of a job of K processes, each with its context (made in the same order on every rank:
+ * making a context is collective there). Sessions of such a context are data-parallel: a
+ * Placeholder or Dataset marked shard "batch" yields this rank's part of each batch, AllReduce
+ * blocks sum or average across the ranks (all those of a step in one fused call), Variables
+ * start as rank 0's (broadcast when the session is made, reset or restored) and are compared
+ * when a checkpoint is saved, a step commits only when it succeeded on every rank, and an
+ * error or cancel on one rank stops the step on all of them (the others' error names it).
+ * Every rank must make the same calls (sessions, steps, runs, checkpoints) in the same order.
+ * Without Open MPI, or outside mpirun, the job is one process: rank 0 of 1.
+ */
+/* This process's rank in the job (0 in one process) and the number of ranks (1). */
+BF_API int bf_context_rank(const bf_context *ctx);
+BF_API int bf_context_size(const bf_context *ctx);
+/* A one-line description of the job ("one process", "Open MPI v4.1.4: rank 0 of 2"). */
+BF_API const char *bf_context_job(const bf_context *ctx);
+/* Collective calls made and bytes all-reduced so far, and the seconds spent in them. */
+BF_API void bf_context_job_stats(const bf_context *ctx, int64_t *calls, int64_t *bytes,
+                                 double *seconds);
+/* End every process of the job now with exit status `code` (MPI_Abort): for a failure that the
+ * other ranks cannot learn from a step (a page that loads on one rank only). In one process it
+ * does nothing and returns. */
+BF_API void bf_context_abort(bf_context *ctx, int code);
 
 /* ---------------------------------------------------------------------------------------------
  * Block catalogue (the registry is constant data compiled into the library).
@@ -709,8 +741,9 @@ BF_API bf_status bf_session_add_gradients(bf_session *s, const char *forward_blo
  */
 
 /* Called after each committed step with the step count (1 after the first step) and the
- * first element of each fetched tensor as a double (NAN for an empty one), in fetch order.
- * Return nonzero to stop after this step. */
+ * first element of each fetched tensor as a double (NAN for an empty one), in fetch order; in
+ * a job of several ranks, the mean over the ranks of each (the same on every rank). Return
+ * nonzero to stop after this step (in a job, every rank stops at the next step boundary). */
 typedef int (*bf_step_cb)(int64_t step, const double *metrics, int n_metrics, void *user);
 
 typedef struct bf_step_options {
@@ -760,6 +793,10 @@ BF_API bf_status bf_session_write_state(bf_session *s, const char *block_id,
  * atomically (a temporary file, then a rename). Errors: BF_EIO, BF_ENOMEM.
  */
 BF_API bf_status bf_session_save_state(bf_session *s, const char *path, bf_error *err);
+/* In a job of several ranks, save and load are collective: save first compares every
+ * Variable's checksum across the ranks (BF_EINTERNAL "diverged" naming the first that differs,
+ * and nothing is written), then rank 0 writes the file; load reads the file on rank 0 and
+ * gives its state and step count to every rank (the other ranks need not see the file). */
 /*
  * Restore state saved by bf_session_save_state: every key must name a stateful block of the
  * same dtype and shape (checked for all before anything changes); blocks the file does not
@@ -793,6 +830,29 @@ BF_API bf_status bf_session_build_gradients(bf_session *s, const char *loss,
                                             const char *const *wrt, int n_wrt,
                                             const char *optimizer, char **created_json,
                                             bf_error *err);
+
+typedef struct bf_grad_options {
+    const char *optimizer;  /* as bf_session_build_gradients's; NULL: no update blocks */
+    int data_parallel;      /* 1: an AllReduce (op "mean") on every Variable's gradient, so
+                               the update applies the mean over the ranks of their gradients:
+                               the gradient of the whole batch when the loss is a mean over
+                               the batch and the page's data is marked shard "batch" */
+    int ranks;              /* with data_parallel: the rank count to build for (0 = this
+                               job's). The shapes are one rank's part of the batch, recorded
+                               in each AllReduce's `ranks`: the page then runs with that many
+                               ranks only. A batch that does not divide among them is refused
+                               (BF_ESHAPE "batch_not_divisible", naming the block) */
+} bf_grad_options;
+
+/* Fill `o` with the defaults (no optimizer, not data-parallel). */
+BF_API void bf_grad_options_init(bf_grad_options *o);
+/* bf_session_build_gradients with options; *created_json also has "all_reduce":
+ * {VARIABLE: its AllReduce block, the gradient the update applies} when data_parallel
+ * ("gradients" names each rank's own gradient, the AllReduce's input). */
+BF_API bf_status bf_session_build_gradients_opts(bf_session *s, const char *loss,
+                                                 const char *const *wrt, int n_wrt,
+                                                 const bf_grad_options *opts,
+                                                 char **created_json, bf_error *err);
 
 /*
  * Check the backward pass of a training page, whether built by bf_session_build_gradients or

@@ -192,23 +192,35 @@ static bool retry_without_cache(bf_session *s, snode *n) {
  * consumers (those now complete become ready) and the sources no one reads any more, or
  * record the failure and stop the run.
  */
+static void run_round(bf_session *s);
+
+/* Node n's result is final: record it and release its consumers and sources. */
+static void complete_ok(bf_session *s, snode *n) {
+    n->stats.status = BF_OK;
+    n->valid = true;
+    n->stats.ran = 1;
+    bf_strlcpy(n->stats.device, n->dev ? n->dev->label : "cpu", sizeof(n->stats.device));
+    if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_DONE, &n->stats, s->opts->user);
+    for (int c = 0; c < n->n_consumers; c++) {
+        snode *m = &s->nodes[n->consumers[c]];
+        if (m->runs && !m->scheduled) {
+            for (int k = 0; k < m->pb->desc->n_inputs; k++)
+                if (m->pb->inputs[k].src_block == n->index) m->pending--;
+            if (m->pending == 0) push_ready(s, m);
+        }
+    }
+    release_sources(s, n);
+}
+
 static void complete(bf_session *s, snode *n) {
     if (retry_without_cache(s, n)) return;
+    if (n->status == BF_OK && bf_sess_fuse_hold(s, n)) { /* completed after its round */
+        if (bf_sess_fuse_ready(s)) run_round(s);
+        return;
+    }
     n->stats.status = n->status;
     if (n->status == BF_OK) {
-        n->valid = true;
-        n->stats.ran = 1;
-        bf_strlcpy(n->stats.device, n->dev ? n->dev->label : "cpu", sizeof(n->stats.device));
-        if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_DONE, &n->stats, s->opts->user);
-        for (int c = 0; c < n->n_consumers; c++) {
-            snode *m = &s->nodes[n->consumers[c]];
-            if (m->runs && !m->scheduled) {
-                for (int k = 0; k < m->pb->desc->n_inputs; k++)
-                    if (m->pb->inputs[k].src_block == n->index) m->pending--;
-                if (m->pending == 0) push_ready(s, m);
-            }
-        }
-        release_sources(s, n);
+        complete_ok(s, n);
         return;
     }
     bf_sess_drop_results(n);
@@ -230,6 +242,30 @@ static void complete(bf_session *s, snode *n) {
     if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_DONE, &n->stats, s->opts->user);
     int expected = 0;
     atomic_compare_exchange_strong(&s->cancel, &expected, 3); /* stop the rest */
+}
+
+/* Every member of the next collective round is held: reduce them across the ranks in one
+ * fused call (fuse.c), then complete each, in page order, with the round's outcome. */
+static void run_round(bf_session *s) {
+    bf_error e = {0};
+    bool failed_here = s->run_status != BF_OK || atomic_load(&s->cancel) != 0;
+    bf_status st = bf_sess_fuse_round(s, failed_here, &e);
+    int n_held = s->n_held, held[64], *list = held;
+    if (n_held > BF_COUNT(held)) list = bf_malloc((size_t)n_held * sizeof(int));
+    if (list) memcpy(list, s->held, (size_t)n_held * sizeof(int));
+    else list = s->held; /* no memory for a copy: nothing adds to s->held meanwhile */
+    s->n_held = 0;
+    for (int h = 0; h < n_held; h++) {
+        snode *n = &s->nodes[list[h]];
+        n->status = st;
+        if (st == BF_OK) {
+            complete_ok(s, n);
+            continue;
+        }
+        keep_error(n, &e);
+        complete(s, n);
+    }
+    if (list != held && list != s->held) bf_free(list);
 }
 
 static void after_work_cb(uv_work_t *w, int status) {
@@ -476,6 +512,10 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
             n->pending += n->pb->inputs[i].src_block >= 0 &&
                           !s->nodes[n->pb->inputs[i].src_block].valid;
     }
+    if ((st = bf_sess_fuse_plan(s, err))) { /* the collective rounds, in a job of several */
+        s->opts = NULL;
+        return st;
+    }
     s->deadline = opts->timeout_s > 0 ? bf_now() + opts->timeout_s : 0;
     s->inflight = 0;
     s->n_ready = 0;
@@ -487,6 +527,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
     if (s->loop_ready) uv_run(&s->loop, UV_RUN_DEFAULT); /* until the last block completes */
 
     (void)cancelled(s); /* a kernel may have stopped at the deadline without recording it */
+    bf_sess_fuse_end(s, s->run_status != BF_OK || atomic_load(&s->cancel) != 0);
     int why = atomic_load(&s->cancel);
     if (s->run_status == BF_OK && why == 1) {
         s->run_status = BF_ECANCELED;
