@@ -178,6 +178,7 @@ static int open_page(const char *path, const bf_config *cfg, opened *o) {
         print_error(&o->e);
         return EXIT_RUN;
     }
+    cli_job_begin(o->ctx);
     bf_page *page = NULL;
     int rc = cli_load_page(o->ctx, path, &page, o->diags, &o->e);
     if (rc) return rc;
@@ -312,6 +313,7 @@ static int parse_run(int argc, char **argv, run_args *a) {
             if (lim < 0) return EXIT_USAGE;
         } else if (!strcmp(o, "--print")) a->print = true;
         else if (!strcmp(o, "--no-save")) a->save = false;
+        else if (!strcmp(o, "--deterministic-reduce")) a->cfg.deterministic_reduce = 1;
         else if (!strcmp(o, "--json")) a->json = true;
         else if (!strcmp(o, "--quiet") || !strcmp(o, "-q")) a->quiet = true;
         else if ((o[0] != '-' || !strcmp(o, "-")) && !a->page) a->page = o;
@@ -334,6 +336,8 @@ static int cmd_run(int argc, char **argv) {
     if (a.save && (rc = check_out_dir(a.out_dir))) return rc;
     opened o;
     rc = open_page(a.page, &a.cfg, &o);
+    if (!cli_job_writer()) /* a job of several ranks: rank 0 alone writes and prints */
+        a.save = a.print = a.json = false, a.quiet = true;
     bf_session *s = o.s;
     bf_diags *diags = o.diags;
     bf_error e = {0};
@@ -429,6 +433,7 @@ done:
             printf("wrote %s\n", f);
         }
     }
+    rc = cli_job_end(o.ctx, rc, st ? &e : NULL);
     close_page(&o);
     return rc;
 }

@@ -141,6 +141,7 @@ static int parse_train(int argc, char **argv, train_args *a) {
         } else if ((lim = cli_parse_limit(argc, argv, &i, &a->cfg)) != 0) {
             if (lim < 0) return EXIT_USAGE;
         } else if (!strcmp(o, "--json")) a->json = true;
+        else if (!strcmp(o, "--deterministic-reduce")) a->cfg.deterministic_reduce = 1;
         else if (!strcmp(o, "--quiet") || !strcmp(o, "-q")) a->quiet = true;
         else if ((o[0] != '-' || !strcmp(o, "-")) && !a->page) a->page = o;
         else {
@@ -383,7 +384,6 @@ int cli_train(int argc, char **argv) {
     train_args a;
     int rc = parse_train(argc, argv, &a);
     if (rc) return rc;
-    if (a.checkpoint && (rc = check_writable_dir("--checkpoint", a.checkpoint))) return rc;
 
     trainer t;
     memset(&t, 0, sizeof(t));
@@ -401,6 +401,16 @@ int cli_train(int argc, char **argv) {
         cli_print_error(&e);
         bf_diags_free(diags);
         return EXIT_RUN;
+    }
+    cli_job_begin(ctx);
+    if (!cli_job_writer()) /* a job of several ranks: rank 0 alone writes the log and prints */
+        a.log = NULL, a.json = false, a.quiet = true;
+    if (cli_job_writer() && a.checkpoint &&
+        (rc = check_writable_dir("--checkpoint", a.checkpoint))) {
+        rc = cli_job_end(ctx, rc, NULL);
+        bf_diags_free(diags);
+        bf_context_free(ctx);
+        return rc;
     }
     if ((rc = cli_load_page(ctx, a.page, &page, diags, &e)) ||
         bf_session_new(ctx, page, &s, &e)) {
@@ -497,6 +507,7 @@ int cli_train(int argc, char **argv) {
     t.t0 = now_s();
     training_session = s;
     signal(SIGINT, on_sigint);
+    if (bf_context_size(ctx) > 1) signal(SIGTERM, on_sigint); /* mpirun passes Ctrl-C on so */
     st = bf_session_step(s, a.epochs ? INT64_MAX : (int64_t)a.steps, &so, diags, &e);
     checked = true;
     t.seconds = now_s() - t.t0;
@@ -517,7 +528,7 @@ int cli_train(int argc, char **argv) {
     } else {
         if (st == BF_ECANCELED) {
             rc = EXIT_CANCEL;
-            if (!a.json)
+            if (!a.json && !a.quiet)
                 fprintf(stderr, "blockflow train: interrupted after step %lld\n",
                         (long long)t.last_step);
         }
@@ -534,6 +545,7 @@ int cli_train(int argc, char **argv) {
         saved = a.checkpoint && t.last_saved == t.last_step;
     }
     signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
 
     done_steps = t.last_step - t.first_step;
     double rate = t.seconds > 0 ? (double)done_steps / t.seconds : 0;
@@ -586,6 +598,7 @@ done:
         cli_json_print(doc);
     }
     free(t.values);
+    rc = cli_job_end(ctx, rc, st ? &e : NULL);
     bf_session_free(s);
     bf_diags_free(diags);
     bf_context_free(ctx);
