@@ -116,7 +116,7 @@ static bf_status stopped(bf_session *s, const bf_coll_verdict *v, bool failed_he
     if (failed_here) /* this rank's own failure is the run's error */
         return bf_err(err, BF_ECANCELED, "cancelled", "the run was stopped");
     if (v->failed_rank >= 0)
-        return bf_err(err, BF_EDEVICE, "rank_failed", "rank %d of the job failed in this step, "
+        return bf_err(err, BF_EDEVICE, "rank_failed", "rank %d of the job failed during this run, "
                       "so it stops on every rank (rank %d's error says why)", v->failed_rank,
                       v->failed_rank);
     return bf_err(err, BF_ECANCELED, "cancelled", "the run was cancelled on rank %d of the "

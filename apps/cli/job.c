@@ -12,8 +12,7 @@
  */
 #include "cli.h"
 
-#include <stdlib.h>
-#include <string.h>
+#include <stdio.h>
 
 static struct {
     int rank, size;
@@ -34,11 +33,8 @@ const char *cli_job_prefix(char *buf, size_t size) {
     return buf;
 }
 
-int cli_job_end(bf_context *ctx, int rc, const bf_error *e) {
-    if (job.size <= 1 || rc == EXIT_OK || rc == EXIT_CANCEL) return rc;
-    if (e && !strcmp(e->code, "rank_failed")) return rc; /* learned from the others: they end too */
-    if (e && e->status && (!strcmp(e->code, "cancelled") || e->status == BF_ECANCELED))
-        return rc;
+int cli_job_end(bf_context *ctx, int rc, bool alone) {
+    if (job.size <= 1 || rc == EXIT_OK || !alone) return rc;
     fflush(stdout);
     fflush(stderr);
     bf_context_abort(ctx, rc); /* the others may be waiting for this rank: end them all */

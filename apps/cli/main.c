@@ -164,6 +164,7 @@ typedef struct opened {
     bf_diags *diags;
     bf_session *s; /* owns the page */
     bf_error e;
+    bool alone;    /* failed before the session: the other ranks of a job cannot know */
 } opened;
 
 /*
@@ -181,6 +182,7 @@ static int open_page(const char *path, const bf_config *cfg, opened *o) {
     cli_job_begin(o->ctx);
     bf_page *page = NULL;
     int rc = cli_load_page(o->ctx, path, &page, o->diags, &o->e);
+    o->alone = rc != EXIT_OK;
     if (rc) return rc;
     if (bf_session_new(o->ctx, page, &o->s, &o->e))
         return EXIT_INVALID; /* bf_session_new frees the page on failure */
@@ -353,7 +355,10 @@ static int cmd_run(int argc, char **argv) {
         goto done;
     }
     for (int i = 0; i < a.n_feeds; i++)
-        if ((rc = cli_feed(o.ctx, s, a.feeds[i]))) goto done;
+        if ((rc = cli_feed(o.ctx, s, a.feeds[i]))) {
+            o.alone = true;
+            goto done;
+        }
     const bf_page *page = bf_session_page(s);
     if (a.n_fetches) {
         nf = canonical_fetches(s, a.fetches, a.n_fetches, fetches);
@@ -433,7 +438,7 @@ done:
             printf("wrote %s\n", f);
         }
     }
-    rc = cli_job_end(o.ctx, rc, st ? &e : NULL);
+    rc = cli_job_end(o.ctx, rc, o.alone);
     close_page(&o);
     return rc;
 }

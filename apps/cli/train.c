@@ -395,7 +395,7 @@ int cli_train(int argc, char **argv) {
     bf_error e = {0};
     bf_status st = BF_OK;
     const char *names[MAX_METRICS];
-    bool saved = false, checked = false;
+    bool saved = false, checked = false, alone = false;
     int64_t done_steps = 0;
     if (!diags || bf_context_new(&a.cfg, &ctx, &e)) {
         cli_print_error(&e);
@@ -407,13 +407,14 @@ int cli_train(int argc, char **argv) {
         a.log = NULL, a.json = false, a.quiet = true;
     if (cli_job_writer() && a.checkpoint &&
         (rc = check_writable_dir("--checkpoint", a.checkpoint))) {
-        rc = cli_job_end(ctx, rc, NULL);
+        rc = cli_job_end(ctx, rc, true);
         bf_diags_free(diags);
         bf_context_free(ctx);
         return rc;
     }
     if ((rc = cli_load_page(ctx, a.page, &page, diags, &e)) ||
         bf_session_new(ctx, page, &s, &e)) {
+        alone = rc != EXIT_OK;
         if (!a.json) print_diags(diags, &e);
         st = e.status ? e.status : BF_EINVAL;
         rc = EXIT_INVALID;
@@ -467,6 +468,7 @@ int cli_train(int argc, char **argv) {
 
     for (int i = 0; i < a.n_feeds; i++)
         if ((rc = cli_feed(ctx, s, a.feeds[i]))) {
+            alone = true;
             st = BF_EINVAL;
             goto done;
         }
@@ -478,6 +480,7 @@ int cli_train(int argc, char **argv) {
         goto done;
     }
     if (a.log && (rc = open_log(&t))) {
+        alone = true;
         st = BF_EIO;
         goto done;
     }
@@ -598,7 +601,7 @@ done:
         cli_json_print(doc);
     }
     free(t.values);
-    rc = cli_job_end(ctx, rc, st ? &e : NULL);
+    rc = cli_job_end(ctx, rc, alone);
     bf_session_free(s);
     bf_diags_free(diags);
     bf_context_free(ctx);
