@@ -31,6 +31,25 @@
 
 static bool is_collective(const snode *n) { return n->pb->desc->collective_finish != NULL; }
 
+void bf_sess_fuse_check(bf_session *s, bf_sess_report_fn report, void *user) {
+    for (int b = 0; b < s->n; b++) {
+        const bf_page_block *pb = &s->page->blocks[b];
+        if (!pb->desc->collective_finish) continue;
+        for (int a = 0; a < pb->desc->n_attrs; a++) {
+            int64_t want = pb->attrs[a].i, have = s->nodes[b].node.ranks;
+            if (strcmp(pb->desc->attrs[a].name, "ranks") || want <= 0 || want == have) continue;
+            bf_error e = {0};
+            bf_err_at(&e, NULL, "ranks");
+            bf_err(&e, BF_EINVAL, "wrong_rank_count", "this page was built for %lld rank%s (its "
+                   "backward pass has the shapes of one rank's part of the batch) but the job "
+                   "has %lld: run it with mpirun -np %lld, or build the gradients again for "
+                   "this job", (long long)want, want == 1 ? "" : "s", (long long)have,
+                   (long long)want);
+            report(s, b, &e, user);
+        }
+    }
+}
+
 static void plan_free(bf_session *s) {
     bf_free(s->round_of), bf_free(s->round_left), bf_free(s->held);
     s->round_of = s->round_left = s->held = NULL;
@@ -40,7 +59,7 @@ static void plan_free(bf_session *s) {
 
 bf_status bf_sess_fuse_plan(bf_session *s, bf_error *err) {
     plan_free(s);
-    if (s->ctx->coll.size <= 1 || s->promote_f64) return BF_OK;
+    if (s->ctx->coll.size <= 1 || s->local) return BF_OK;
     bool any = false;
     for (int i = 0; i < s->n && !any; i++) any = s->nodes[i].runs && is_collective(&s->nodes[i]);
     if (!any) return BF_OK;

@@ -59,11 +59,11 @@ void bf_session_free(bf_session *s) {
 }
 
 bf_status bf_session_new(bf_context *ctx, bf_page *page, bf_session **out, bf_error *err) {
-    return bf_sess_make(ctx, page, false, out, err);
+    return bf_sess_make(ctx, page, false, false, out, err);
 }
 
-bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_session **out,
-                       bf_error *err) {
+bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bool local,
+                       bf_session **out, bf_error *err) {
     if (!out) {
         bf_page_free(page);
         return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
@@ -86,6 +86,7 @@ bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_sess
     s->ctx = ctx;
     s->page = page;
     s->promote_f64 = promote_f64;
+    s->local = local || promote_f64;
     s->budget.limit = ctx->cfg.max_session_bytes;
     s->no_cache = ctx->cfg.no_cache != 0;
     s->cache_limit = s->no_cache ? 0 : ctx->cfg.max_cache_bytes;

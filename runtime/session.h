@@ -109,6 +109,8 @@ struct bf_session {
     atomic_int stop_steps;     /* bf_session_cancel: stop the step loop */
     bool dry_run;              /* a copy that tries an edit batch: reports nothing */
     bool promote_f64;          /* a float64 re-run (grad_check.c): bf_node.promote_f64 */
+    bool local;                /* this process's copy only: no collective calls (fuse.c,
+                                  state.c), its AllReduce blocks the identity */
     bf_diags *edit_diags;      /* the diags of the bf_session_apply_edits in progress */
     /* collective rounds of the run in progress (fuse.c); all zero in one process */
     int *round_of;             /* [n] a collective node's round (1-based) in this run, else 0 */
@@ -121,9 +123,10 @@ struct bf_session {
 
 /* session.c */
 /* bf_session_new, optionally as a float64 re-run of the page (every float dtype an attribute
- * chooses becomes float64: bf_node_float). */
-bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_session **out,
-                       bf_error *err);
+ * chooses becomes float64: bf_node_float), or `local`: a copy for this process alone (an edit
+ * batch's trial, a gradient check's re-run) that takes no part in the job's collectives. */
+bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bool local,
+                       bf_session **out, bf_error *err);
 /* Complete an error about node b (page, block id, JSON pointer to the port or attribute). */
 void bf_sess_where(bf_session *s, int b, bf_error *e);
 /* Allocate node i's per-port arrays (its block already bound). False when out of memory. */
@@ -187,6 +190,9 @@ typedef void (*bf_sess_report_fn)(bf_session *s, int b, bf_error *e, void *user)
 void bf_sess_state_check(bf_session *s, bf_sess_report_fn report, void *user);
 
 /* fuse.c: the AllReduce blocks of a run, fused (a job of several ranks only) */
+/* Check problems of collective blocks, before inference: one built for another rank count
+ * (its attribute `ranks`) than the job has ("wrong_rank_count"). */
+void bf_sess_fuse_check(bf_session *s, bf_sess_report_fn report, void *user);
 /* Plan the run's rounds: round k holds the collective blocks that run after k-1 others on
  * their deepest path. Call after placement, before the first block starts. */
 bf_status bf_sess_fuse_plan(bf_session *s, bf_error *err);

@@ -27,7 +27,7 @@ static bool has_state(const snode *n) { return n->pb->desc->state != NULL; }
 
 /* ---- the job: agreement and the same state on every rank ---------------------------------- */
 
-static bool multi_rank(const bf_session *s) { return s->ctx->coll.size > 1 && !s->promote_f64; }
+static bool multi_rank(const bf_session *s) { return s->ctx->coll.size > 1 && !s->local; }
 
 bf_status bf_sess_job_agree(bf_session *s, bf_status local, bool want_stop, bool *stop,
                             const char *what, bf_error *err) {

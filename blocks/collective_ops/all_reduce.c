@@ -22,7 +22,7 @@
  *
  * `ranks`, when not 0, is the rank count the page was built for (bf_session_build_gradients
  * records it: the backward pass's shape Consts are those of one rank's part of the batch), and
- * a job of another size is refused with a message saying so.
+ * the runtime refuses a job of another size with a message saying so (runtime/fuse.c).
  */
 #include "block.h"
 #include "half.h"
@@ -45,20 +45,13 @@ static const bf_port_desc outputs[] = {
 
 static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info *out,
                        bf_error *err) {
-    int64_t want = node->attrs[A_RANKS].i, have = node->ranks > 0 ? node->ranks : 1;
-    if (want < 0) {
+    if (node->attrs[A_RANKS].i < 0) {
         bf_err_at(err, NULL, "ranks");
         return bf_err(err, BF_EATTR, "bad_attr", "ranks must be 0 (any) or the rank count, "
-                      "got %lld", (long long)want);
+                      "got %lld", (long long)node->attrs[A_RANKS].i);
     }
-    if (want > 0 && want != have) {
-        bf_err_at(err, NULL, "ranks");
-        return bf_err(err, BF_EINVAL, "wrong_rank_count", "this page was built for %lld "
-                      "rank%s (its backward pass has the shapes of one rank's part of the "
-                      "batch) but the job has %lld: run it with mpirun -np %lld, or build the "
-                      "gradients again for this job", (long long)want, want == 1 ? "" : "s",
-                      (long long)have, (long long)want);
-    }
+    /* a job of another size than `ranks` is the runtime's check (fuse.c), made before any
+     * block's inference so that it is the first problem a wrong job sees */
     out[0] = in[0];
     out[0].value = NULL; /* known only after the reduction */
     return BF_OK;
