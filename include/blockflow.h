@@ -294,7 +294,9 @@ BF_API int bf_context_rank(const bf_context *ctx);
 BF_API int bf_context_size(const bf_context *ctx);
 /* A one-line description of the job ("one process", "Open MPI v4.1.4: rank 0 of 2"). */
 BF_API const char *bf_context_job(const bf_context *ctx);
-/* Collective calls made and bytes all-reduced so far, and the seconds spent in them. */
+/* All-reductions of data made so far (one per fused round and dtype, one per step for the
+ * metrics), their bytes, and the seconds spent in them, waiting for the slowest rank included
+ * (each may be NULL). The small agreements that start each round and step are not counted. */
 BF_API void bf_context_job_stats(const bf_context *ctx, int64_t *calls, int64_t *bytes,
                                  double *seconds);
 /* End every process of the job now with exit status `code` (MPI_Abort): for a failure that the

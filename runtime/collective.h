@@ -41,8 +41,11 @@ struct bf_coll {
     int rank, size;
     void *impl;                /* the implementation's own (an MPI communicator) */
     char desc[96];             /* "one process", "Open MPI 4.1.4: rank 1 of 3" */
-    int64_t calls, bytes;      /* collective calls and bytes all-reduced, for reports/tests */
-    double seconds;            /* time spent in them */
+    int64_t calls, bytes;      /* all-reductions of data (fused rounds, metrics) and their
+                                  bytes, for reports and benchmarks */
+    double seconds;            /* time spent in them, waiting for the other ranks included */
+    int64_t agree_calls;       /* agreements (bf_coll_agree: six integers each) */
+    double agree_seconds;
 };
 
 /* How bf_coll_open chooses (bf_config.distributed). */

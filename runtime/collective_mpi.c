@@ -52,7 +52,8 @@ static bf_status mpi_allreduce(bf_coll *c, void *buf, int64_t count, bf_dtype dt
 static bf_status mpi_max(bf_coll *c, int64_t *buf, int count, bf_error *err) {
     double t0 = bf_now();
     int rc = MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_INT64_T, MPI_MAX, comm_of(c));
-    c->seconds += bf_now() - t0;
+    c->agree_calls++;
+    c->agree_seconds += bf_now() - t0;
     return rc == MPI_SUCCESS ? BF_OK : mpi_fail(err, rc, "MPI_Allreduce (status)");
 }
 
@@ -71,9 +72,7 @@ static bf_status mpi_gather(bf_coll *c, const void *send, size_t bytes, void *re
     if (bytes > ((size_t)1 << 30))
         return bf_err(err, BF_ELIMIT, "too_large", "a deterministic reduce gathers at most 1 GiB "
                       "per rank and round, not %zu bytes", bytes);
-    double t0 = bf_now();
     int rc = MPI_Gather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, root, comm_of(c));
-    c->seconds += bf_now() - t0;
     return rc == MPI_SUCCESS ? BF_OK : mpi_fail(err, rc, "MPI_Gather");
 }
 

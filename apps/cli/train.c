@@ -20,7 +20,8 @@
  *   {"ok", "status", "step" (the step count now), "steps" (steps run by this command),
  *    "epoch" (with --epochs: epochs completed by this command), "seconds", "steps_per_second",
  *    "peak_bytes" (the most tensor memory the last step held), "metrics": {REF: last value (null when NaN)}, "checkpoint": FILE or null, "log": FILE or
- *    null, "problems": [...]}
+ *    null, "problems": [...]}, and under mpirun "job": {"ranks", "allreduce_calls",
+ *    "allreduce_bytes", "allreduce_seconds"} (rank 0's all-reductions, bf_context_job_stats)
  */
 #include "cli.h"
 
@@ -588,6 +589,16 @@ done:
         cJSON_AddNumberToObject(doc, "steps_per_second",
                                 t.seconds > 0 ? (double)done_steps / t.seconds : 0);
         cJSON_AddNumberToObject(doc, "peak_bytes", (double)(s ? bf_session_peak_bytes(s) : 0));
+        if (bf_context_size(ctx) > 1) { /* this rank's all-reductions (rank 0's) */
+            int64_t calls = 0, bytes = 0;
+            double secs = 0;
+            bf_context_job_stats(ctx, &calls, &bytes, &secs);
+            cJSON *j = cJSON_AddObjectToObject(doc, "job");
+            cJSON_AddNumberToObject(j, "ranks", bf_context_size(ctx));
+            cJSON_AddNumberToObject(j, "allreduce_calls", (double)calls);
+            cJSON_AddNumberToObject(j, "allreduce_bytes", (double)bytes);
+            cJSON_AddNumberToObject(j, "allreduce_seconds", secs);
+        }
         cJSON *m = cJSON_CreateObject();
         for (int i = 0; i < t.n && t.values; i++)
             cJSON_AddItemToObject(m, names[i], number_or_null(done_steps ? t.values[i] : NAN));
