@@ -158,7 +158,7 @@ class BfStepOptions(Structure):
 STRUCTS = {"bf_error": BfError, "bf_config": BfConfig, "bf_block_stats": BfBlockStats,
            "bf_run_options": BfRunOptions, "bf_port_shape": BfPortShape,
            "bf_explain_options": BfExplainOptions, "bf_gradcheck_options": BfGradcheckOptions,
-           "bf_step_options": BfStepOptions}
+           "bf_step_options": BfStepOptions, "bf_grad_options": BfGradOptions}
 
 DEVICE_KINDS = {"auto": 0, "cpu": 1, "gpu": 2}   # enum bf_device_kind
 
