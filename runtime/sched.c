@@ -104,8 +104,11 @@ static void execute(snode *n) {
         bf_sess_tensor_free(n->host_outs[i]);
         n->outs[i] = n->host_outs[i] = NULL;
     }
-    if ((d->flags & BF_BLOCK_FEEDABLE) && !n->dev && n->feed) {
-        /* A placeholder's output is its feed itself: no copy (the feed outlives it). */
+    bool whole = n->feed && out_info[0].rank == n->feed->rank &&
+                 !memcmp(out_info[0].dims, n->feed->dims, sizeof(int64_t) * (size_t)n->feed->rank);
+    if ((d->flags & BF_BLOCK_FEEDABLE) && !n->dev && n->feed && whole) {
+        /* A placeholder's output is its feed itself: no copy (the feed outlives it). A part
+         * of it (shard "batch" in a job of several ranks) is copied by its kernel. */
         st = bf_tensor_view(n->feed, &n->outs[0], e);
         n->stats.ms = 0;
         goto stats;
