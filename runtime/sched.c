@@ -264,7 +264,9 @@ static void complete(bf_session *s, snode *n) {
 static void run_round(bf_session *s) {
     bf_error e = {0};
     bool failed_here = s->run_status != BF_OK || atomic_load(&s->cancel) != 0;
+    double t0 = bf_now();
     bf_status st = bf_sess_fuse_round(s, failed_here, &e);
+    double ms = (bf_now() - t0) * 1e3;
     int n_held = s->n_held, held[64], *list = held;
     if (n_held > BF_COUNT(held)) list = bf_malloc((size_t)n_held * sizeof(int));
     if (list) memcpy(list, s->held, (size_t)n_held * sizeof(int));
@@ -273,7 +275,12 @@ static void run_round(bf_session *s) {
     for (int h = 0; h < n_held; h++) {
         snode *n = &s->nodes[list[h]];
         n->status = st;
-        if (st == BF_OK) {
+        if (st == BF_OK) { /* the run report shows the round's time and its fusion */
+            n->stats.ms += ms;
+            size_t len = strlen(n->stats.note);
+            snprintf(n->stats.note + len, sizeof(n->stats.note) - len, "%sone all-reduce of %d "
+                     "block%s over %d ranks", len ? "; " : "", n_held, n_held == 1 ? "" : "s",
+                     s->ctx->coll.size);
             complete_ok(s, n);
             continue;
         }
