@@ -192,7 +192,9 @@ bf_status bf_sess_fuse_round(bf_session *s, bool failed_here, bf_error *err) {
     double *b64 = n64 && !failed_here ? bf_malloc((size_t)n64 * sizeof(double)) : NULL;
     bool oom = !failed_here && ((n32 && !b32) || (n64 && !b64));
     bf_coll_verdict v;
-    bf_status st = bf_coll_agree(c, failed_here || oom, false, n32, n64, &v, err);
+    /* the sizes, and the way of reducing, must be the same on every rank */
+    bf_status st = bf_coll_agree(c, failed_here || oom, false, n32,
+                                 2 * n64 + (s->ctx->cfg.deterministic_reduce != 0), &v, err);
     s->rounds_done++;
     if (st == BF_OK && (v.failed_rank >= 0 || v.stop_rank >= 0)) {
         st = oom ? bf_err(err, BF_ENOMEM, "out_of_memory", "no memory for the fused "
@@ -202,9 +204,10 @@ bf_status bf_sess_fuse_round(bf_session *s, bool failed_here, bf_error *err) {
     } else if (st == BF_OK && !v.same) {
         s->rounds_stopped = true;
         st = bf_err(err, BF_EINTERNAL, "round_mismatch", "the ranks of the job reduce different "
-                    "amounts in round %d (%lld float32 and %lld float64 elements here): every "
-                    "rank must run the same page with the same shapes", s->rounds_done,
-                    (long long)n32, (long long)n64);
+                    "amounts in round %d (%lld float32 and %lld float64 elements here), or some "
+                    "reduce deterministically and some not: every rank must run the same page "
+                    "with the same shapes and options", s->rounds_done, (long long)n32,
+                    (long long)n64);
     }
     if (st == BF_OK) {
         int64_t o32 = 0, o64 = 0;

@@ -30,6 +30,7 @@ typedef struct fake {
     int64_t reduced[16];     /* elements of each all-reduce */
     int fail_at_max;         /* this all-reduce max (1-based) reports rank 1 failed */
     int stop_at_max;         /* this one reports rank 1 stopping */
+    int differ_at_max;       /* in this one rank 1 reduces one element more */
     bool diverge;            /* checksums (an all-reduce max of 2 values) differ on rank 1 */
 } fake;
 
@@ -52,6 +53,7 @@ static bf_status f_max(bf_coll *c, int64_t *buf, int n, bf_error *err) {
     F.maxes++;
     if (n == 6 && F.maxes == F.fail_at_max) buf[0] = BF_MAX(buf[0], c->size - 1);
     if (n == 6 && F.maxes == F.stop_at_max) buf[1] = BF_MAX(buf[1], c->size - 1);
+    if (n == 6 && F.maxes == F.differ_at_max) buf[2]++;
     if (n == 2 && F.diverge) { /* rank 1's checksum is one more */
         int64_t other = buf[0] + 1;
         buf[0] = BF_MAX(buf[0], other);
@@ -264,6 +266,10 @@ START_TEST(a_failure_on_another_rank_stops_the_run) {
     F.stop_at_max = F.maxes + 1;
     ck_assert_int_eq(bf_session_run(s, &o, NULL, &e), BF_ECANCELED);
     ck_assert_ptr_nonnull(strstr(e.message, "rank 1"));
+    /* the ranks reduce different amounts (another page, or another --deterministic-reduce) */
+    F.differ_at_max = F.maxes + 1;
+    ck_assert_int_eq(bf_session_run(s, &o, NULL, &e), BF_EINTERNAL);
+    ck_assert_str_eq(e.code, "round_mismatch");
     /* the session stays usable */
     run_ok(s, four, 4);
     ck_assert_double_eq(out_at(s, "xs", 5), 12);
