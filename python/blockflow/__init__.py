@@ -22,7 +22,7 @@ from . import ops
 from ._errors import (AttrError, CancelledError, DeviceError, DtypeError, Error,
                       InternalError, InvalidArgumentError, IoError, LimitError, NotFoundError,
                       OutOfMemoryError, ParseError, Problem, SchemaError, ShapeError,
-                      TimedOutError, UnsupportedError)
+                      TimedOutError, UnsupportedError, error_codes)
 from ._lib import lib as _lib
 from ._page import (CheckResult, Page, PortInfo, block, blocks, devices, job, load, loads,
                     rank, size)
@@ -36,7 +36,8 @@ __all__ = ["AttrError", "CancelledError", "CheckResult", "DeviceError", "DtypeEr
            "History", "InternalError", "InvalidArgumentError", "IoError", "LimitError",
            "NotFoundError", "OutOfMemoryError", "Page", "ParseError", "PortInfo", "Problem", "SchemaError",
            "ShapeError", "TimedOutError", "UnsupportedError", "block", "blocks", "bfloat16",
-           "devices", "job", "library_path", "load", "loads", "ops", "rank", "size"]
+           "devices", "error_codes", "job", "library_path", "load", "loads", "ops", "rank",
+           "size"]
 
 # Tracebacks and reprs say blockflow.ShapeError, not blockflow._errors.ShapeError.
 for _name in __all__:
