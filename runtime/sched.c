@@ -431,6 +431,16 @@ static bf_status check_needed(bf_session *s, bf_diags *diags, bf_error *err) {
     return st;
 }
 
+/* The run stops before its first block, its blocks marked: in a job of several ranks the
+ * others may already wait in this run's first collective round, so tell them there (fuse.c),
+ * as a run that fails later does. */
+static bf_status stop_early(bf_session *s, bf_status st) {
+    bf_error ignored;
+    if (bf_sess_fuse_plan(s, &ignored) == BF_OK) bf_sess_fuse_end(s, true);
+    s->opts = NULL;
+    return st;
+}
+
 bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *diags,
                          bf_error *err) {
     bf_run_options defaults;
@@ -491,10 +501,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
         }
         if (p < 32) s->nodes[b].fetched |= 1u << p;
     }
-    if ((st = check_needed(s, diags, err))) {
-        s->opts = NULL;
-        return st;
-    }
+    if ((st = check_needed(s, diags, err))) return stop_early(s, st);
     /* Every input the fetches need must have been fed. */
     for (int i = 0; i < s->n; i++) {
         snode *n = &s->nodes[i];
@@ -505,8 +512,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
             bf_sess_where(s, i, &e);
             if (err) *err = e;
             bf_diags_push(diags, &e);
-            s->opts = NULL;
-            return BF_EINVAL;
+            return stop_early(s, BF_EINVAL);
         }
     }
     settle_cache(s, true);
@@ -527,8 +533,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
         if ((st = bf_sess_place(s, n, in, &e))) {
             bf_sess_where(s, n->index, &e);
             if (err) *err = e;
-            s->opts = NULL;
-            return st;
+            return stop_early(s, st);
         }
         for (int i = 0; i < n->pb->desc->n_inputs; i++)
             n->pending += n->pb->inputs[i].src_block >= 0 &&

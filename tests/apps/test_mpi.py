@@ -15,8 +15,8 @@ What is compared, and how closely:
   few dozen steps with gradients built by `grad --data-parallel --ranks K`: the loss curve
   within 1e-4 relative and every Variable within 1e-5 of the one-process run; with
   --deterministic-reduce two runs give the same bits (log and checkpoint);
-- a rank that fails (NaN cast to int32 in its part of the batch; a feed file only one rank
-  lacks): the job ends, in seconds, with the rank named; Ctrl-C (SIGINT to mpirun) stops every
+- a rank that fails (NaN cast to int32 in its part of the batch; a Placeholder one rank was
+  not fed; a feed file only one rank lacks): the job ends, in seconds, with the rank named; Ctrl-C (SIGINT to mpirun) stops every
   rank at the same step boundary and the checkpoint holds that step;
 - a batch that does not divide: a forward run splits it as numpy.array_split does (checked
   through the sum), a data-parallel build refuses it naming the block, a page built for 2
@@ -230,6 +230,15 @@ class MpiTest(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 50)
         self.assertRegex(r.stderr, r"rank 1: cast.json: block \"xi\".*nan does not fit")
         self.assertRegex(r.stderr, r"rank 0: cast.json: block \"all\": rank 1 of the job failed")
+        # a rank whose run stops before its first block (a Placeholder it was not fed): the
+        # others learn it in their first round instead of waiting there
+        cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none",
+               "-np", "1", BINARY, "run", "cast.json", "--feed", "x=good.npy", "--no-save", ":",
+               "-np", "1", BINARY, "run", "cast.json", "--no-save"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env())
+        self.assertNotEqual(r.returncode, 0)
+        self.assertRegex(r.stderr, r'rank 1: cast.json: block "x": "x" is needed but was not fed')
+        self.assertIn("rank 1 of the job failed", r.stderr)
         # a feed file that one rank alone lacks: it cannot tell the others, so the job ends
         shutil.copy("good.npy", "only0.npy")
         cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none",
