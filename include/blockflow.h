@@ -445,7 +445,9 @@ BF_API const char *bf_context_devices(bf_context *ctx);
  * when a checkpoint is saved, a step commits only when it succeeded on every rank, and an
  * error or cancel on one rank stops the step on all of them (the others' error names it).
  * Every rank must make the same calls (sessions, steps, runs, checkpoints) in the same order.
- * Without Open MPI, or outside mpirun, the job is one process: rank 0 of 1.
+ * Outside mpirun the job is one process: rank 0 of 1. Under mpirun, a blockflow built without
+ * Open MPI refuses to make a context (BF_EUNSUPPORTED "no_mpi") rather than run K unaware
+ * copies, unless bf_config.distributed is -1.
  */
 /* This process's rank in the job (0 in one process) and the number of ranks (1). */
 BF_API int bf_context_rank(const bf_context *ctx);
