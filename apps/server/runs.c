@@ -814,7 +814,7 @@ void srv_limits_init(srv_limits *l) {
     unsigned cores = uv_available_parallelism();
     l->workers = cores < 1 ? 1 : cores > 64 ? 64 : (int)cores;
     l->max_connections = 512;
-    l->max_unauth = 64;
+    l->max_unauth = 256;
     l->header_timeout_s = 10;
     l->body_timeout_s = 30;
     l->max_pages_total = 256;

@@ -45,7 +45,7 @@ typedef struct srv_limits {
     int workers;             /* --workers: run threads (default: the CPU cores) */
     int max_connections;     /* --max-connections: open TCP connections (512) */
     int max_unauth;          /* --max-unauthenticated: connections that have not yet shown
-                                the token (64) */
+                                the token (256) */
     double header_timeout_s; /* --header-timeout: seconds for a request's headers (10) */
     double body_timeout_s;   /* --body-timeout: seconds for a whole request body (30) */
     int max_pages_total;     /* --max-open-pages-total: open pages, all clients (256) */
