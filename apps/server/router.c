@@ -1179,6 +1179,15 @@ void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
         srv_json(res, 200, print(o));
         return;
     }
+    if (n == 2 && !strcmp(what, "import")) { /* an enuSpace page (import_routes.c) */
+        if (who.role != SRV_TEACHER) { /* it writes into the teacher's folder */
+            srv_error(res, 403, "forbidden", "only the teacher imports pages");
+            return;
+        }
+        if (post) srv_import(app, req, res);
+        else goto method;
+        return;
+    }
     if (n == 2 && !strcmp(what, "blocks")) {
         if (!get) goto method;
         char *text = NULL;

@@ -350,6 +350,9 @@ bool srv_run_cancel(srv_run *r);
 const bf_tensor *srv_run_tensor(srv_run *r, const char *block, const char *port,
                                 const char **why);
 
+/* import_routes.c: POST /api/import, an enuSpace page into the pages folder. */
+void srv_import(srv_app *app, const srv_request *req, srv_response *res);
+
 /* ---- JSON answers (reply.c, a leaf: every other file uses it) ----------------------------- */
 /* `e` as bf_error_json's object (the one form of an error everywhere), or NULL (no memory). */
 struct cJSON *srv_error_object(const bf_error *e);
