@@ -141,6 +141,7 @@ BF_API const char *bf_strerror(bf_status status);
     XX(forbidden, "the operation is not allowed")                                                 \
     XX(gone, "the result was replaced or dropped")                                                \
     XX(gpu_unsupported, "this block or dtype has no GPU kernel")                                  \
+    XX(import_failed, "an imported file could not be converted to a page")                        \
     XX(internal, "an internal error of blockflow")                                                \
     XX(io_error, "a file could not be read or written")                                           \
     XX(legacy_attr_form, "an attribute uses an older accepted form (warning)")                    \
@@ -148,6 +149,7 @@ BF_API const char *bf_strerror(bf_status status);
     XX(loss_unknown, "the loss block is not known")                                               \
     XX(memory_limit, "the tensor memory limit was reached")                                       \
     XX(method_not_allowed, "the HTTP method is not allowed here")                                 \
+    XX(misaligned, "a buffer is not aligned as the tensor needs")                                 \
     XX(missing_attr, "a required attribute is missing")                                           \
     XX(missing_feed, "a Placeholder was not fed")                                                 \
     XX(missing_input, "a required input is not linked")                                           \
@@ -157,6 +159,8 @@ BF_API const char *bf_strerror(bf_status status);
     XX(no_fetch, "nothing to fetch")                                                              \
     XX(no_gpu, "no GPU is available")                                                             \
     XX(no_gradient, "the block has no gradient")                                                  \
+    XX(no_output, "the page has no such output")                                                  \
+    XX(no_result, "an output has no result to read")                                              \
     XX(no_state, "the block keeps no state")                                                      \
     XX(no_update, "nothing updates the variable")                                                 \
     XX(not_feedable, "the block cannot be fed")                                                   \

@@ -183,7 +183,7 @@ void srv_import(srv_app *app, const srv_request *req, srv_response *res) {
         if (rc == -EEXIST)
             srv_error(res, 409, "exists", "a page or file of that name exists (\"%s\" or one "
                       "of its .npy files): choose another name", name);
-        else srv_error(res, 500, "io", "cannot write the imported page: %s", strerror(-rc));
+        else srv_error(res, 500, "io_error", "cannot write the imported page: %s", strerror(-rc));
         cJSON_Delete(files);
         cJSON_Delete(report);
         cJSON_Delete(out);
