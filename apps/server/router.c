@@ -523,7 +523,7 @@ static void edit_page(srv_app *app, srv_store *st, const char *name, const char 
 
 /* ---- runs ---------------------------------------------------------------------------------- */
 
-/* Feed one base64 .npy: through a memfd, so the library's own strict reader parses it. */
+/* Feed one base64 .npy: the library's own strict reader parses the bytes (from memory). */
 static bf_status feed_one(srv_app *app, bf_session *s, const char *id, const char *b64,
                           size_t *budget, bf_error *e) {
     size_t n = strlen(b64), cap = n / 4 * 3 + 3;
@@ -549,31 +549,13 @@ static bf_status feed_one(srv_app *app, bf_session *s, const char *id, const cha
         return BF_EINVAL;
     }
     *budget -= (size_t)got;
-    int fd = memfd_create("blockflow-feed", MFD_CLOEXEC);
-    bf_status st = BF_EIO;
-    if (fd >= 0) {
-        size_t off = 0;
-        while (off < (size_t)got) {
-            ssize_t w = write(fd, buf + off, (size_t)got - off);
-            if (w <= 0) break;
-            off += (size_t)w;
-        }
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-        bf_tensor *t = NULL;
-        st = off == (size_t)got ? bf_tensor_load_npy(app->ctx, path, &t, e) : BF_EIO;
-        if (st == BF_OK) st = bf_session_feed(s, id, t, e);
-        bf_tensor_free(t);
-        close(fd);
-        if (st && !e->block_id[0]) snprintf(e->block_id, sizeof(e->block_id), "%.63s", id);
-        /* the memfd's name says nothing useful: the feed is named by its block */
-        if (st == BF_EPARSE || st == BF_EUNSUPPORTED || st == BF_EIO)
-            snprintf(e->page, sizeof(e->page), "feed %.63s", id);
-    } else {
-        bf_error_clear(e);
-        e->status = BF_EIO;
-        snprintf(e->message, sizeof(e->message), "cannot hold the feed: %s", strerror(errno));
-    }
+    char name[96];
+    snprintf(name, sizeof(name), "feed %.63s", id); /* the feed is named by its block */
+    bf_tensor *t = NULL;
+    bf_status st = bf_tensor_load_npy_mem(app->ctx, buf, (size_t)got, name, &t, e);
+    if (st == BF_OK) st = bf_session_feed(s, id, t, e);
+    bf_tensor_free(t);
+    if (st && !e->block_id[0]) snprintf(e->block_id, sizeof(e->block_id), "%.63s", id);
     free(buf);
     return st;
 }
@@ -666,37 +648,21 @@ static void run_page(srv_app *app, srv_store *st, const char *name, const char *
 /* ---- tensors ------------------------------------------------------------------------------- */
 
 static void tensor_summary(const bf_tensor *t, cJSON *o) {
-    int64_t n = bf_tensor_numel(t), finite = 0, nans = 0, infs = 0;
-    double mn = INFINITY, mx = -INFINITY, sum = 0, sum2 = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double v = bf_tensor_get_f64(t, i);
-        if (isnan(v)) nans++;
-        else if (isinf(v)) infs++;
-        else {
-            finite++;
-            if (v < mn) mn = v;
-            if (v > mx) mx = v;
-            sum += v;
-        }
-    }
-    double mean = finite ? sum / (double)finite : 0;
-    for (int64_t i = 0; i < n && finite; i++) {
-        double v = bf_tensor_get_f64(t, i);
-        if (isfinite(v)) sum2 += (v - mean) * (v - mean);
-    }
-    if (finite) {
-        cJSON_AddNumberToObject(o, "min", mn);
-        cJSON_AddNumberToObject(o, "max", mx);
-        cJSON_AddNumberToObject(o, "mean", mean);
-        cJSON_AddNumberToObject(o, "std", sqrt(sum2 / (double)finite));
+    bf_tensor_stats st;
+    bf_tensor_stats_of(t, &st); /* the library's one summary, as the CLI prints it */
+    if (st.finite) {
+        cJSON_AddNumberToObject(o, "min", st.min);
+        cJSON_AddNumberToObject(o, "max", st.max);
+        cJSON_AddNumberToObject(o, "mean", st.mean);
+        cJSON_AddNumberToObject(o, "std", st.std);
     } else {
         cJSON_AddNullToObject(o, "min");
         cJSON_AddNullToObject(o, "max");
         cJSON_AddNullToObject(o, "mean");
         cJSON_AddNullToObject(o, "std");
     }
-    cJSON_AddNumberToObject(o, "nan", (double)nans);
-    cJSON_AddNumberToObject(o, "inf", (double)infs);
+    cJSON_AddNumberToObject(o, "nan", (double)st.nan);
+    cJSON_AddNumberToObject(o, "inf", (double)st.inf);
 }
 
 /*
