@@ -226,7 +226,7 @@ class TestPreAuth(Case):
 
 class TestEvents(Case):
     """Fault 2: a reader that keeps up is never dropped."""
-    extra = ("--max-ws-queue", "256K", "--max-ws-total", "1M")
+    extra = ("--max-ws-queue", "65536", "--max-ws-total", "262144")
 
     def test_reader_that_keeps_up_is_not_dropped(self):
         dropped = self.health()["ws_dropped"]
