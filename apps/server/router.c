@@ -6,15 +6,16 @@
  * that nothing is done for a request that fails one:
  *   1. Host must name the listening address (DNS rebinding), 403 otherwise;
  *   2. an Origin, when sent, must be the server's own (cross-site requests), 403 otherwise;
- *   3. everything but "/" needs the token (Authorization: Bearer, or the cookie "/" sets), 401;
- *   4. the body must be within --max-body and the JSON nesting within max_json_depth (413, 400);
- *   5. page names must pass srv_name_ok (400); then the endpoint.
- * Errors are {"error": {"code", "message", "block", "port", "attr", "pointer"}} with the
- * fields that apply, and a fitting status.
+ *   3. everything but the editor's files needs a token (Authorization: Bearer, or the cookie
+ *      "/?token=" sets), 401; the token says who asks (srv_identify: the teacher, a student, or
+ *      the class token that may only join); X-Blockflow-Client must be a connected socket's;
+ *   4. the body must be within --max-body and the JSON within max_json_depth, NUL-free (413,
+ *      400);
+ *   5. the API is a table (routes[]): the pattern (404) and the method (405), page names
+ *      (400), the roles (403), then the preamble its flags ask for (a student's copy made
+ *      before a write; the page open and idle), then the handler.
+ * Errors are {"error": bf_error_json's object} (reply.c), with a fitting status.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* memfd_create */
-#endif
 #include "server.h"
 
 #include <errno.h>
@@ -23,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -294,7 +294,8 @@ static bool session_holds(srv_page *p, const char *text) {
     return same;
 }
 
-static void put_page(srv_app *app, srv_store *st, const char *name, const srv_request *req, srv_response *res) {
+static void put_page(srv_app *app, srv_store *st, const char *name, const srv_request *req,
+                     srv_response *res) {
     cJSON *body = parse_body(app, req, res);
     if (!body) return;
     cJSON *page = cJSON_GetObjectItemCaseSensitive(body, "page");
@@ -382,8 +383,8 @@ static void delete_page(srv_app *app, srv_store *st, const char *name, const srv
 }
 
 /* rename and duplicate: {"to": "new-name"} */
-static void copy_page(srv_app *app, srv_store *st, const char *name, bool move, const srv_request *req,
-                      srv_response *res) {
+static void copy_page(srv_app *app, srv_store *st, const char *name, bool move,
+                      const srv_request *req, srv_response *res) {
     cJSON *body = parse_body(app, req, res);
     if (!body) return;
     cJSON *to = cJSON_GetObjectItemCaseSensitive(body, "to");
@@ -851,8 +852,8 @@ static const char index_html[] =
     "<code>blockflow serve</code> printed: API calls need the token.</p>\n";
 
 /* teach_routes.c: explain, gradcheck and grad on open pages; false when `act` is none of them. */
-bool srv_teach_route(srv_app *app, srv_store *st, const char *act, const char *name, const char *client,
-                     const srv_request *req, srv_response *res);
+bool srv_teach_route(srv_app *app, srv_store *st, const char *act, const char *name,
+                     const char *client, const srv_request *req, srv_response *res);
 
 /* POST /api/pages/{name}/update-copy (a student): the copy becomes the teacher's page now. */
 static void update_copy(srv_app *app, const srv_who *who, const char *name, srv_response *res) {

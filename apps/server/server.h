@@ -11,8 +11,13 @@
  *              checks (token, Host, Origin), then the API. Runs on the loop thread, never blocks
  *              on a kernel.
  *   store.c    the pages folder: safe names, confined opens, atomic writes, revisions.
- *   runs.c     open pages (sessions), the run worker threads and the event queue that carries
- *              per-block events from the workers to the loop thread.
+ *   runs.c     open pages (sessions), the run worker threads (jobs taken round-robin across
+ *              clients) and the event queue that carries per-block events to the loop thread.
+ *   reply.c    answers as JSON, errors through bf_error_json: a leaf every other file uses.
+ *   classroom.c  --classroom: who a token is (teacher, class, student), the students' copies,
+ *              the roster.
+ *   teach_routes.c, import_routes.c, static.c  explain/gradcheck/grad jobs, the enuSpace
+ *              import, the editor's files.
  *
  * Everything here uses only include/blockflow.h from the library (plus cJSON and libuv).
  * Names are srv_ (the server program's own; the library keeps bf_).
