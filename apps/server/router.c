@@ -495,6 +495,7 @@ static void edit_page(srv_app *app, srv_page *p, const char *client, const srv_r
     bf_diags *d = bf_diags_new();
     bf_error e = {0};
     bf_session *s = srv_page_session(p);
+    srv_page_changing(p, client); /* another client's results stay theirs to read */
     bf_status bst = d && (text || edits == body) ? bf_session_apply_edits(s, etext, elen, d, &e)
                                                  : BF_ENOMEM;
     if (bst == BF_OK) { /* every socket viewing this page sees the edit, with its new revision */
@@ -599,6 +600,7 @@ static void run_page(srv_app *app, srv_page *p, const char *client, const srv_re
             cJSON_Delete(body);
             return;
         }
+        srv_page_changing(p, client);
         bf_status fst = feed_one(app, srv_page_session(p), f->string, f->valuestring, &budget,
                                  &e);
         if (fst) {

@@ -230,6 +230,7 @@ struct srv_app {
     uv_timer_t idle_timer; /* closes idle open pages */
     uv_timer_t cancel_timer; /* repeats the cancel of runs not yet over (see srv_run_cancel) */
     size_t result_bytes;   /* bytes of the kept terminal events (srv_run_result) */
+    size_t kept_bytes;     /* bytes of tensors kept for their requesters (runs.c) */
     bool handles_open;
     void (*on_drained)(srv_app *app); /* called when stopping and no run is left */
     /* the built editor (static.c): web_fd is its folder when have_web */
@@ -288,6 +289,9 @@ bool srv_page_busy(const srv_page *p);
 bool srv_app_room_for_run(srv_app *app, srv_page *p, srv_response *res);
 bf_session *srv_page_session(srv_page *p);
 const char *srv_page_name(const srv_page *p);
+/* Before a change of the session by `client`: the tensors of another client's last run are
+ * kept for that client (until their next run). */
+void srv_page_changing(srv_page *p, const char *client);
 /* A change made to the session: tensors of earlier runs are gone. */
 void srv_page_changed(srv_page *p);
 /* Tell every socket viewing p: {"type", "page", "space", "revision" (p's edit count),
