@@ -1218,6 +1218,7 @@ static void dispatch(srv_app *app, const srv_request *req, const srv_who *who,
         if (have) free(probe);
         if (!have && (hit->flags & WRITES_PAGE)) {
             int rc = srv_class_ensure_copy(app, who->student, c.name);
+            if (rc == -ENOENT && hit->fn == r_put) rc = 0; /* a new page of their own */
             if (rc) {
                 store_error(res, rc, c.name);
                 return;
