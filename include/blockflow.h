@@ -344,7 +344,8 @@ typedef struct bf_tensor_stats {
     int64_t inf;     /* + and - infinity */
     double min, max, mean, std; /* population standard deviation */
 } bf_tensor_stats;
-/* The statistics of host tensor `t` (values read as float64) into *out. */
+/* The statistics of host tensor `t` (values read as float64) into *out (all 0 for a NULL
+ * `t`; nothing for a NULL `out`). */
 BF_API void bf_tensor_stats_of(const bf_tensor *t, bf_tensor_stats *out);
 
 /* A deep copy of `t` in host memory. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 void bf_tensor_stats_of(const bf_tensor *t, bf_tensor_stats *out) {
+    if (!out) return;
     memset(out, 0, sizeof(*out));
     if (!t) return;
     int64_t n = bf_tensor_numel(t);
