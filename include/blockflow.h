@@ -154,6 +154,7 @@ BF_API const char *bf_strerror(bf_status status);
     XX(loss_unknown, "the loss block is not known")                                               \
     XX(memory_limit, "the tensor memory limit was reached")                                       \
     XX(method_not_allowed, "the HTTP method is not allowed here")                                 \
+    XX(misaligned, "a buffer is not aligned as the tensor needs")                                 \
     XX(missing_attr, "a required attribute is missing")                                           \
     XX(missing_feed, "a Placeholder was not fed")                                                 \
     XX(missing_input, "a required input is not linked")                                           \
@@ -165,6 +166,8 @@ BF_API const char *bf_strerror(bf_status status);
     XX(no_gpu, "no GPU is available")                                                             \
     XX(no_gradient, "the block has no gradient")                                                  \
     XX(no_mpi, "blockflow was built without Open MPI")                                            \
+    XX(no_output, "the page has no such output")                                                  \
+    XX(no_result, "an output has no result to read")                                              \
     XX(no_state, "the block keeps no state")                                                      \
     XX(no_update, "nothing updates the variable")                                                 \
     XX(not_feedable, "the block cannot be fed")                                                   \
@@ -338,6 +341,20 @@ BF_API bf_status bf_tensor_wrap(const bf_context *ctx, bf_dtype dt, int rank,
 /* Free a tensor made by bf_tensor_new / _new_uninit / _wrap / _load_npy / _copy or handed over
  * by bf_session_take_output (a wrapped one: its release is called). Accepts NULL. */
 BF_API void bf_tensor_free(bf_tensor *t);
+/* What a tensor's values are, in one pass (Welford's mean and variance, stable): the CLI's
+ * summary and the server's ?view=summary. min/max/mean/std are over the finite elements (0
+ * when there is none); nan and inf count the others. */
+typedef struct bf_tensor_stats {
+    int64_t count;   /* elements */
+    int64_t finite;
+    int64_t nan;
+    int64_t inf;     /* + and - infinity */
+    double min, max, mean, std; /* population standard deviation */
+} bf_tensor_stats;
+/* The statistics of host tensor `t` (values read as float64) into *out (all 0 for a NULL
+ * `t`; nothing for a NULL `out`). */
+BF_API void bf_tensor_stats_of(const bf_tensor *t, bf_tensor_stats *out);
+
 /* A deep copy of `t` in host memory. */
 BF_API bf_status bf_tensor_copy(const bf_tensor *t, bf_tensor **out, bf_error *err);
 BF_API bf_dtype bf_tensor_dtype(const bf_tensor *t);
@@ -361,6 +378,14 @@ BF_API double bf_tensor_get_f64(const bf_tensor *t, int64_t i);
  */
 BF_API bf_status bf_tensor_load_npy(const bf_context *ctx, const char *path,
                                     bf_tensor **out, bf_error *err);
+/*
+ * bf_tensor_load_npy from a whole .npy file held in memory (`len` bytes at `data`; `name` names
+ * it in messages, e.g. "feed x"): the same strict parse, the same limits, the claimed size
+ * checked against `len` before anything is allocated. For programs that receive .npy bytes
+ * (an upload, a member of an archive) without writing them to a file.
+ */
+BF_API bf_status bf_tensor_load_npy_mem(const bf_context *ctx, const void *data, size_t len,
+                                        const char *name, bf_tensor **out, bf_error *err);
 /*
  * Write `t` as .npy atomically: a temporary file in the same folder, fsync, then rename, so a
  * failure leaves any older file untouched and never a partial one. bfloat16 is written as

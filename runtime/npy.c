@@ -356,6 +356,14 @@ bf_status bf_tensor_load_npy(const bf_context *ctx, const char *path, bf_tensor 
                        out, err);
 }
 
+bf_status bf_tensor_load_npy_mem(const bf_context *ctx, const void *data, size_t len,
+                                 const char *name, bf_tensor **out, bf_error *err) {
+    return bf_npy_parse(data, len, name ? name : "(memory)",
+                        ctx ? bf_context_config(ctx)->max_tensor_elements
+                            : BF_DEFAULT_MAX_ELEMENTS,
+                        out, err);
+}
+
 bf_status bf_npy_load(const char *path, uint64_t max_elements, bf_tensor **out, bf_error *err) {
     if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     *out = NULL;

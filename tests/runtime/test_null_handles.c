@@ -103,6 +103,13 @@ static const char *p_tensor_files(void) {
     bf_tensor *t = (bf_tensor *)1;
     EXPECT(bf_tensor_load_npy(NULL, NULL, &t, &E) == BF_EINVAL && !t);
     EXPECT(bf_tensor_load_npy(NULL, "x.npy", NULL, &E) == BF_EINVAL);
+    t = (bf_tensor *)1;
+    EXPECT(bf_tensor_load_npy_mem(NULL, NULL, 4, "m", &t, &E) == BF_EINVAL && !t);
+    EXPECT(bf_tensor_load_npy_mem(NULL, "x", 1, NULL, NULL, &E) == BF_EINVAL);
+    bf_tensor_stats ts = {.count = 5};
+    bf_tensor_stats_of(NULL, &ts);
+    EXPECT(ts.count == 0 && ts.finite == 0);
+    bf_tensor_stats_of(NULL, NULL);
     EXPECT(bf_tensor_save_npy(NULL, "x.npy", &E) == BF_EINVAL);
     int64_t d[1] = {1};
     bf_tensor *u = NULL;
@@ -315,7 +322,7 @@ static const struct {
     {p_tensor_get, "bf_tensor_dtype bf_tensor_rank bf_tensor_dims bf_tensor_numel "
                    "bf_tensor_nbytes bf_tensor_data bf_tensor_cdata bf_tensor_get_f64"},
     {p_tensor_files, "bf_tensor_load_npy bf_tensor_save_npy bf_tensor_load_npz "
-                     "bf_tensor_save_npz"},
+                     "bf_tensor_save_npz bf_tensor_load_npy_mem bf_tensor_stats_of"},
     {p_context, "bf_config_init bf_context_new bf_context_free bf_context_config "
                 "bf_context_has_gpu bf_context_devices"},
     {p_catalog, "bf_block_type_count bf_block_type_name bf_block_catalog_json "
