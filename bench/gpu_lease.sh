@@ -16,7 +16,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 pack() {
-    cmake -S . -B build-gpu -DBLOCKFLOW_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DBLOCKFLOW_WERROR=ON >/dev/null
+    # Open MPI off: the GPU machine has no libmpi (the collective layer is then one process)
+    cmake -S . -B build-gpu -DBLOCKFLOW_CUDA=ON -DBLOCKFLOW_MPI=OFF -DCMAKE_BUILD_TYPE=Release -DBLOCKFLOW_WERROR=ON \
+        -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null
     # only what travels: the program, the backend it loads, the GPU tests, and the loader's
     # test (its real-backend case then probes a real GPU) with its stand-in backend
     local gpu_tests
