@@ -589,8 +589,8 @@ static const char *literal_const(conv *c, int i, const char *pin, int dt, int k)
     cJSON_AddItemToObject(blk, "attrs", attrs);
     if (b->has_pos) {
         cJSON *ui = cJSON_CreateObject();
-        cJSON_AddNumberToObject(ui, "x", round(b->x) - 140);
-        cJSON_AddNumberToObject(ui, "y", round(b->y) + 60.0 * k);
+        cJSON_AddNumberToObject(ui, "x", round(b->x) - 170);
+        cJSON_AddNumberToObject(ui, "y", round(b->y) + 50.0 * k - 30);
         cJSON_AddItemToObject(blk, "ui", ui);
     }
     cJSON *x = cJSON_CreateObject();
