@@ -21,7 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_MAPPED, K_CONST, K_VARIABLE, K_DISPLAY, K_SESSION, K_OPERATION, K_UNSUPPORTED };
+enum { K_MAPPED, K_CONST, K_VARIABLE, K_DISPLAY, K_SESSION, K_OPERATION, K_UNSUPPORTED,
+       K_ABSORBED, K_DATASET, K_ONEHOT };
 
 typedef struct conv {
     enu_graph *g;
@@ -34,12 +35,13 @@ typedef struct conv {
     int *kind;
     char **why;         /* per block: why it is unsupported */
     enu_value *vals;    /* per block: the value of a Const or the initial value of a Variable */
+    const char **init;  /* per block: a Variable's initializer when its .dat is missing */
     const enu_op **op;
     int *in_first, *in_last, *in_next; /* wires into each block, in document order */
     char **strs;        /* strings owned for `used` */
     int n_strs, cap_strs;
     cJSON *blocks, *report, *r_mapped, *r_dropped, *r_unsup, *r_dat, *r_lits, *r_notes,
-        *r_placeholders;
+        *r_placeholders, *r_maps;
     enu_idmap ph;       /* "id\x1fport" -> placeholder string index */
     enu_idmap fnames;   /* .npy file names taken */
     enu_file *files;
@@ -336,7 +338,27 @@ static int variable_value(conv *c, int i) {
             return failf(c, "block \"%.60s\" (Variable): typed initvalues together with dtype "
                          "%.20s (the plugin creates no Variable then: clear the dtype pin)",
                          b->id, dtype);
-        if (read_pin(c, b, iv, v)) return -1;
+        if (iv->binary && !c->dat) {
+            /* no .dat at all (too large for some copies of the samples): a Variable trained by
+               gradient descent starts from glorot_uniform, any other from zeros */
+            int dt = enu_dtype_from_var_type(iv->type);
+            if (dt < 0 || enu_parse_shape_suffix(iv->shape, c->o, v, why, sizeof why))
+                return failf(c, "block \"%.60s\" (Variable) pin \"initvalues\": %s", b->id,
+                             dt < 0 ? "a binary value of an unknown type" : why);
+            v->dtype = (enu_dtype)dt;
+            bool trained = false;
+            for (int k = 0; k < c->g->n_wires && !trained; k++) {
+                const enu_wire *wi = &c->g->wires[k];
+                int t = strcmp(wi->from, b->id) ? -1 : enu_idmap_get(&c->ids, wi->to);
+                trained = t >= 0 && !strcmp(wi->to_pin, "var") &&
+                          !strcmp(c->g->blocks[t].symbol, "ApplyGradientDescent");
+            }
+            c->init[i] = trained ? "glorot_uniform" : "zeros";
+            note(c, "Variable \"%s\": its initial value is in the .dat, which was not given: it "
+                 "starts from %s", b->id, c->init[i]);
+        } else if (read_pin(c, b, iv, v)) {
+            return -1;
+        }
     }
     if (v->dtype != ENU_F32 && v->dtype != ENU_F64)
         unsupported(c, i, "a %s Variable: blockflow's Variables hold floats",
@@ -520,9 +542,13 @@ static const char *source(conv *c, int w, char *buf, size_t size) {
     switch (c->kind[s]) {
     case K_CONST:
     case K_VARIABLE:
+    case K_DATASET:
+    case K_ONEHOT:
     case K_MAPPED: {
         const char *outs = c->kind[s] == K_CONST ? "output"
-                           : c->kind[s] == K_VARIABLE ? "ref" : c->op[s]->outputs;
+                           : c->kind[s] == K_VARIABLE ? "ref"
+                           : c->kind[s] == K_DATASET ? "output"
+                           : c->kind[s] == K_ONEHOT ? "dense" : c->op[s]->outputs;
         if (!in_list(outs, wi->from_pin)) {
             failf(c, "block \"%.60s\" pin \"%.40s\" is wired from \"%.60s\" pin \"%.40s\", which "
                   "%s has no output of that name (outputs: %s)", wi->to, wi->to_pin, wi->from,
@@ -544,6 +570,10 @@ static const char *source(conv *c, int w, char *buf, size_t size) {
         snprintf(buf, size, "%s", id);
         return buf;
     }
+    case K_ABSORBED:
+        failf(c, "block \"%.60s\" pin \"%.40s\" is wired from \"%.60s\" (%s), which is %s",
+              wi->to, wi->to_pin, wi->from, sb->symbol, sb->absorbed);
+        return NULL;
     default:
         failf(c, "block \"%.60s\" pin \"%.40s\" is wired from \"%.60s\" (%s), which computes "
               "nothing a block can read", wi->to, wi->to_pin, wi->from, sb->symbol);
@@ -733,7 +763,12 @@ static int emit_value_block(conv *c, int i) {
     cJSON_AddStringToObject(blk, "id", c->newid[i]);
     cJSON_AddStringToObject(blk, "type", c->kind[i] == K_CONST ? "Const" : "Variable");
     cJSON_AddItemToObject(blk, "attrs", attrs);
-    if (put_value(c, attrs, c->newid[i], &c->vals[i])) {
+    if (c->init[i]) {
+        cJSON_AddStringToObject(attrs, "dtype", enu_dtype_name(c->vals[i].dtype));
+        cJSON_AddItemToObject(attrs, "shape", shape_json(&c->vals[i]));
+        cJSON_AddStringToObject(attrs, "initializer", c->init[i]);
+        if (strcmp(c->init[i], "zeros")) cJSON_AddNumberToObject(attrs, "seed", i + 1);
+    } else if (put_value(c, attrs, c->newid[i], &c->vals[i])) {
         cJSON_Delete(blk);
         return -1;
     }
@@ -753,6 +788,117 @@ static int emit_value_block(conv *c, int i) {
     return 0;
 }
 
+/* A Const block of `n` numbers (rank 0 or 1) near block i; its id, or NULL. */
+static const char *small_const(conv *c, int i, const char *suffix, enu_dtype dt, int rank,
+                               const double *vals, int n) {
+    char want[200];
+    snprintf(want, sizeof want, "%s_%s", c->newid[i], suffix);
+    const char *id = take_id(c, want);
+    if (!id) {
+        oom(c);
+        return NULL;
+    }
+    enu_value v = {.dtype = dt, .rank = rank, .n = n, .d = (double *)vals};
+    v.dims[0] = n;
+    cJSON *blk = cJSON_CreateObject(), *attrs = cJSON_CreateObject();
+    cJSON_AddStringToObject(blk, "id", id);
+    cJSON_AddStringToObject(blk, "type", "Const");
+    cJSON_AddItemToObject(blk, "attrs", attrs);
+    if (put_value(c, attrs, id, &v)) {
+        cJSON_Delete(blk);
+        return NULL;
+    }
+    const enu_block *b = &c->g->blocks[i];
+    if (b->has_pos) {
+        cJSON *ui = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ui, "x", round(b->x) - 170);
+        cJSON_AddNumberToObject(ui, "y", round(b->y) + 60);
+        cJSON_AddItemToObject(blk, "ui", ui);
+    }
+    cJSON_AddItemToArray(c->blocks, blk);
+    return id;
+}
+
+static cJSON *op_block(const char *id, const char *type, const enu_block *b, double dx) {
+    cJSON *blk = cJSON_CreateObject();
+    cJSON_AddStringToObject(blk, "id", id);
+    cJSON_AddStringToObject(blk, "type", type);
+    if (b->has_pos) {
+        cJSON *ui = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ui, "x", round(b->x) + dx);
+        cJSON_AddNumberToObject(ui, "y", round(b->y));
+        cJSON_AddItemToObject(blk, "ui", ui);
+    }
+    return blk;
+}
+
+/* The reader pipeline of DecodeRaw block i: Dataset + Reshape [-1, record_bytes] (7.9). */
+static int emit_dataset(conv *c, int i) {
+    enu_block *b = &c->g->blocks[i];
+    char want[200];
+    snprintf(want, sizeof want, "%s_data", c->newid[i]);
+    const char *data = take_id(c, want);
+    if (!data) return oom(c);
+    cJSON *ds = op_block(data, "Dataset", b, -170), *attrs = cJSON_CreateObject();
+    cJSON_AddStringToObject(attrs, "file", pin_value_text(b, "file"));
+    cJSON_AddNumberToObject(attrs, "batch_size", atof(pin_value_text(b, "batch_size")));
+    cJSON_AddBoolToObject(attrs, "drop_remainder", true);
+    cJSON_AddItemToObject(ds, "attrs", attrs);
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "reader_of", b->id);
+    cJSON_AddItemToObject(ds, "x-enuspace", x);
+    cJSON_AddItemToArray(c->blocks, ds);
+    double shape[2] = {-1, atof(pin_value_text(b, "record_bytes"))};
+    const char *sh = small_const(c, i, "shape", ENU_I32, 1, shape, 2);
+    if (!sh) return -1;
+    cJSON *rs = op_block(c->newid[i], "Reshape", b, 0), *ins = cJSON_CreateObject();
+    char ref[220];
+    snprintf(ref, sizeof ref, "%s:batch", data);
+    cJSON_AddStringToObject(ins, "tensor", ref);
+    cJSON_AddStringToObject(ins, "shape", sh);
+    cJSON_AddItemToObject(rs, "inputs", ins);
+    cJSON_AddItemToObject(rs, "x-enuspace", x_enuspace(c, i));
+    cJSON_AddItemToArray(c->blocks, rs);
+    return 0;
+}
+
+/* The one-hot chain ending in SparseToDense block i: OneHot(Reshape(labels, [-1]), ...). */
+static int emit_one_hot(conv *c, int i) {
+    enu_block *b = &c->g->blocks[i];
+    int w;
+    if (wires_into(c, i, "indices", &w) != 1)
+        return failf(c, "block \"%.60s\": the one-hot chain has no labels", b->id);
+    char ref[200];
+    const char *labels = source(c, w, ref, sizeof ref);
+    if (!labels) return -1;
+    char want[200];
+    snprintf(want, sizeof want, "%s_indices", c->newid[i]);
+    const char *flat = take_id(c, want);
+    if (!flat) return oom(c);
+    double minus1 = -1, depth = atof(pin_value_text(b, "depth")),
+           on = atof(pin_value_text(b, "on")), off = atof(pin_value_text(b, "off"));
+    const char *sh = small_const(c, i, "flat", ENU_I32, 1, &minus1, 1);
+    const char *dc = sh ? small_const(c, i, "depth", ENU_I32, 0, &depth, 1) : NULL;
+    const char *onc = dc ? small_const(c, i, "on", ENU_I32, 0, &on, 1) : NULL;
+    const char *offc = onc ? small_const(c, i, "off", ENU_I32, 0, &off, 1) : NULL;
+    if (!offc) return -1;
+    cJSON *rs = op_block(flat, "Reshape", b, -170), *ins = cJSON_CreateObject();
+    cJSON_AddStringToObject(ins, "tensor", labels);
+    cJSON_AddStringToObject(ins, "shape", sh);
+    cJSON_AddItemToObject(rs, "inputs", ins);
+    cJSON_AddItemToArray(c->blocks, rs);
+    cJSON *oh = op_block(c->newid[i], "OneHot", b, 0);
+    ins = cJSON_CreateObject();
+    cJSON_AddStringToObject(ins, "indices", flat);
+    cJSON_AddStringToObject(ins, "depth", dc);
+    cJSON_AddStringToObject(ins, "on_value", onc);
+    cJSON_AddStringToObject(ins, "off_value", offc);
+    cJSON_AddItemToObject(oh, "inputs", ins);
+    cJSON_AddItemToObject(oh, "x-enuspace", x_enuspace(c, i));
+    cJSON_AddItemToArray(c->blocks, oh);
+    return 0;
+}
+
 static void report_block(cJSON *arr, const enu_block *b, const char *key, const char *val) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "id", b->id);
@@ -768,8 +914,14 @@ static int classify(conv *c) {
     for (int i = 0; i < g->n_blocks; i++) {
         enu_block *b = &g->blocks[i];
         for (int k = 0; k < b->n_pins; k++) c->n_caches += !strncmp(b->pins[k].name, "result_", 7);
-        if (*b->task && strcmp(b->task, "tensorflow") && strncmp(b->task, "enu_tensorflow", 14))
+        if (b->absorbed)
+            c->kind[i] = K_ABSORBED;
+        else if (*b->task && strcmp(b->task, "tensorflow") && strncmp(b->task, "enu_tensorflow", 14))
             c->kind[i] = K_DISPLAY;
+        else if (!strcmp(b->symbol, "blockflow.Dataset"))
+            c->kind[i] = K_DATASET;
+        else if (!strcmp(b->symbol, "blockflow.OneHot"))
+            c->kind[i] = K_ONEHOT;
         else if (!strcmp(b->symbol, "ClientSession"))
             c->kind[i] = K_SESSION;
         else if (!strcmp(b->symbol, "Const") || !strcmp(b->symbol, "Const_ex"))
@@ -793,18 +945,20 @@ static int classify(conv *c) {
 
 static int build(conv *c, cJSON *page) {
     enu_graph *g = c->g;
+    if (enu_rewrite_pipelines(g, c->o, c->r_maps, c->err, c->errsz)) return -1;
     int nb = g->n_blocks, nw = g->n_wires;
     size_t nb1 = (size_t)(nb ? nb : 1), nw1 = (size_t)(nw ? nw : 1);
     c->newid = calloc(nb1, sizeof(char *));
     c->kind = calloc(nb1, sizeof(int));
     c->why = calloc(nb1, sizeof(char *));
     c->vals = calloc(nb1, sizeof(enu_value));
+    c->init = calloc(nb1, sizeof(char *));
     c->op = calloc(nb1, sizeof(*c->op));
     c->in_first = malloc(nb1 * sizeof(int));
     c->in_last = malloc(nb1 * sizeof(int));
     c->in_next = malloc(nw1 * sizeof(int));
-    if (!c->newid || !c->kind || !c->why || !c->vals || !c->op || !c->in_first || !c->in_last ||
-        !c->in_next)
+    if (!c->newid || !c->kind || !c->why || !c->vals || !c->init || !c->op || !c->in_first ||
+        !c->in_last || !c->in_next)
         return oom(c);
     for (int i = 0; i < nb; i++) {
         c->in_first[i] = c->in_last[i] = -1;
@@ -825,7 +979,8 @@ static int build(conv *c, cJSON *page) {
     if (classify(c)) return -1;
     /* ids */
     for (int i = 0; i < nb; i++) {
-        if (c->kind[i] == K_DISPLAY || c->kind[i] == K_SESSION || c->kind[i] == K_OPERATION)
+        if (c->kind[i] == K_DISPLAY || c->kind[i] == K_SESSION || c->kind[i] == K_OPERATION ||
+            c->kind[i] == K_ABSORBED)
             continue;
         c->newid[i] = (char *)take_id(c, g->blocks[i].id);
         if (!c->newid[i]) return oom(c);
@@ -879,6 +1034,17 @@ static int build(conv *c, cJSON *page) {
                                                        cJSON_GetArraySize(c->r_mapped) - 1),
                                     "block", c->newid[i]);
             break;
+        case K_DATASET:
+        case K_ONEHOT:
+            if ((c->kind[i] == K_DATASET ? emit_dataset : emit_one_hot)(c, i)) return -1;
+            report_block(c->r_mapped, b, "op", c->kind[i] == K_DATASET ? "Dataset" : "OneHot");
+            cJSON_AddStringToObject(cJSON_GetArrayItem(c->r_mapped,
+                                                       cJSON_GetArraySize(c->r_mapped) - 1),
+                                    "block", c->newid[i]);
+            break;
+        case K_ABSORBED:
+            report_block(c->r_dropped, b, "why", b->absorbed);
+            break;
         case K_DISPLAY:
             report_block(c->r_dropped, b, "why", "a display block (enuSpace's own, not the plugin's)");
             break;
@@ -918,6 +1084,11 @@ static int build(conv *c, cJSON *page) {
                 if (c->kind[f] == K_OPERATION || c->kind[f] == K_DISPLAY || c->kind[f] == K_SESSION) {
                     note(c, "fetch of \"%s\" (%s) dropped: not a tensor", wi->from,
                          g->blocks[f].symbol);
+                    continue;
+                }
+                if (c->kind[f] == K_ABSORBED) {
+                    note(c, "fetch of \"%s\" (%s) dropped: it is %s", wi->from,
+                         g->blocks[f].symbol, g->blocks[f].absorbed);
                     continue;
                 }
                 const char *src = source(c, w, ref, sizeof ref);
@@ -1001,10 +1172,11 @@ int enu_import(const unsigned char *page, size_t page_len, const unsigned char *
     c.r_lits = cJSON_CreateArray();
     c.r_notes = cJSON_CreateArray();
     c.r_placeholders = cJSON_CreateArray();
+    c.r_maps = cJSON_CreateArray();
     int r = -1;
     bool attached = false;
     if (!pg || !c.blocks || !c.report || !c.r_mapped || !c.r_dropped || !c.r_unsup || !c.r_dat ||
-        !c.r_lits || !c.r_notes || !c.r_placeholders) {
+        !c.r_lits || !c.r_notes || !c.r_placeholders || !c.r_maps) {
         oom(&c);
         goto done;
     }
@@ -1024,6 +1196,7 @@ int enu_import(const unsigned char *page, size_t page_len, const unsigned char *
     cJSON_AddNumberToObject(c.report, "blocks_read", g.n_blocks);
     cJSON_AddNumberToObject(c.report, "wires_read", g.n_wires);
     cJSON_AddItemToObject(c.report, "mapped", c.r_mapped);
+    cJSON_AddItemToObject(c.report, "mappings", c.r_maps);
     cJSON_AddItemToObject(c.report, "literals", c.r_lits);
     cJSON_AddItemToObject(c.report, "dropped", c.r_dropped);
     cJSON_AddItemToObject(c.report, "unsupported", c.r_unsup);
@@ -1058,6 +1231,7 @@ done:
         cJSON_Delete(c.r_lits);
         cJSON_Delete(c.r_notes);
         cJSON_Delete(c.r_placeholders);
+        cJSON_Delete(c.r_maps);
     }
     cJSON_Delete(pg);
     cJSON_Delete(c.report);
@@ -1076,6 +1250,7 @@ done:
     free(c.kind);
     free(c.why);
     free(c.vals);
+    free(c.init);
     free(c.op);
     free(c.in_first);
     free(c.in_last);
