@@ -751,6 +751,33 @@ fail:
     return -1;
 }
 
+/* Whether the `value` input of Assign block `a` depends on block `v` (1), not (0), -1 OOM. */
+static int reaches(conv *c, int a, int v) {
+    int n = c->g->n_blocks, *stack = malloc((size_t)n * sizeof(int) + sizeof(int));
+    bool *seen = calloc((size_t)n + 1, sizeof(bool));
+    if (!stack || !seen) {
+        free(stack);
+        free(seen);
+        return oom(c);
+    }
+    int top = 0, found = 0;
+    for (int w = c->in_first[a]; w >= 0; w = c->in_next[w]) {
+        int f = enu_idmap_get(&c->ids, c->g->wires[w].from);
+        if (!strcmp(c->g->wires[w].to_pin, "value") && f >= 0 && !seen[f]) seen[f] = true, stack[top++] = f;
+    }
+    while (top && !found) {
+        int b = stack[--top];
+        if (b == v) found = 1;
+        for (int w = c->in_first[b]; w >= 0; w = c->in_next[w]) {
+            int f = enu_idmap_get(&c->ids, c->g->wires[w].from);
+            if (f >= 0 && !seen[f]) seen[f] = true, stack[top++] = f;
+        }
+    }
+    free(stack);
+    free(seen);
+    return found;
+}
+
 /* Emit Const or Variable `i`. */
 static int emit_value_block(conv *c, int i) {
     enu_block *b = &c->g->blocks[i];
@@ -773,6 +800,22 @@ static int emit_value_block(conv *c, int i) {
         return -1;
     }
     if (c->kind[i] == K_VARIABLE) {
+        /* a Variable that an Assign sets to something not computed from itself holds data
+           (a batch): it is not trained */
+        for (int w = 0; w < c->g->n_wires; w++) {
+            const enu_wire *wi = &c->g->wires[w];
+            int t = strcmp(wi->from, b->id) ? -1 : enu_idmap_get(&c->ids, wi->to);
+            if (t >= 0 && c->kind[t] == K_MAPPED && !strcmp(c->op[t]->op, "Assign") &&
+                !strcmp(wi->to_pin, "ref")) {
+                int r = reaches(c, t, i);
+                if (r < 0) {
+                    cJSON_Delete(blk);
+                    return -1;
+                }
+                if (!r) cJSON_AddFalseToObject(attrs, "trainable");
+                break;
+            }
+        }
         const enu_pin *at = enu_block_pin(b, "attrs");
         cJSON *scratch = cJSON_CreateObject();
         int r = at && *at->value ? attr_text(c, b, NULL, scratch, at->value) : 0;
