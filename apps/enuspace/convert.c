@@ -22,7 +22,7 @@
 #include <string.h>
 
 enum { K_MAPPED, K_CONST, K_VARIABLE, K_DISPLAY, K_SESSION, K_OPERATION, K_UNSUPPORTED,
-       K_ABSORBED, K_DATASET, K_ONEHOT };
+       K_ABSORBED, K_DATASET, K_ONEHOT, K_SYMGRAD };
 
 typedef struct conv {
     enu_graph *g;
@@ -41,7 +41,7 @@ typedef struct conv {
     char **strs;        /* strings owned for `used` */
     int n_strs, cap_strs;
     cJSON *blocks, *report, *r_mapped, *r_dropped, *r_unsup, *r_dat, *r_lits, *r_notes,
-        *r_placeholders, *r_maps;
+        *r_placeholders, *r_maps, *r_symgrad;
     enu_idmap ph;       /* "id\x1fport" -> placeholder string index */
     enu_idmap fnames;   /* .npy file names taken */
     enu_file *files;
@@ -529,7 +529,8 @@ static const char *placeholder(conv *c, int i, const char *port) {
     cJSON_AddStringToObject(e, "for", b->id);
     cJSON_AddStringToObject(e, "port", port);
     cJSON_AddStringToObject(e, "placeholder", id);
-    cJSON_AddItemToArray(c->r_placeholders, e);
+    if (c->kind[i] == K_SYMGRAD) cJSON_Delete(e); /* built, not left as a Placeholder */
+    else cJSON_AddItemToArray(c->r_placeholders, e);
     return id;
 }
 
@@ -561,6 +562,14 @@ static const char *source(conv *c, int w, char *buf, size_t size) {
             snprintf(buf, size, "%s:%s", c->newid[s], wi->from_pin);
         return buf;
     }
+    case K_SYMGRAD:
+        if (strncmp(wi->from_pin, "grad_outputs[", 13)) {
+            failf(c, "block \"%.60s\" pin \"%.40s\" is wired from \"%.60s\" pin \"%.40s\": "
+                  "AddSymbolicGradients gives only grad_outputs[i]", wi->to, wi->to_pin, wi->from,
+                  wi->from_pin);
+            return NULL;
+        }
+        /* fall through - a Placeholder, replaced by the gradient when the page is built */
     case K_UNSUPPORTED: {
         const char *id = placeholder(c, s, wi->from_pin);
         if (!id) {
@@ -942,6 +951,40 @@ static int emit_one_hot(conv *c, int i) {
     return 0;
 }
 
+/* AddSymbolicGradients block i: an entry of the page's x-enuspace "symbolic_gradients" (its
+ * outputs, its inputs and the Placeholder standing for each grad_outputs[k] read), which
+ * enu_build_symbolic_gradients (symgrad.c) replaces by blockflow's own gradient blocks. */
+static int symgrad_entry(conv *c, int i) {
+    enu_block *b = &c->g->blocks[i];
+    cJSON *e = cJSON_CreateObject(), *outs = cJSON_CreateArray(), *ins = cJSON_CreateArray(),
+          *ph = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "id", b->id);
+    cJSON_AddItemToObject(e, "outputs", outs);
+    cJSON_AddItemToObject(e, "inputs", ins);
+    cJSON_AddItemToObject(e, "placeholders", ph);
+    cJSON_AddItemToArray(c->r_symgrad, e);
+    char ref[200];
+    for (int w = c->in_first[i]; w >= 0; w = c->in_next[w]) {
+        const char *pin = c->g->wires[w].to_pin;
+        if (strcmp(pin, "outputs") && strcmp(pin, "inputs")) continue;
+        const char *src = source(c, w, ref, sizeof ref);
+        if (!src) return -1;
+        cJSON_AddItemToArray(!strcmp(pin, "outputs") ? outs : ins, cJSON_CreateString(src));
+    }
+    for (int w = 0; w < c->g->n_wires; w++) {
+        const enu_wire *wi = &c->g->wires[w];
+        if (strcmp(wi->from, b->id) || cJSON_GetObjectItemCaseSensitive(ph, wi->from_pin)) continue;
+        const char *id = placeholder(c, i, wi->from_pin);
+        if (!id) return oom(c);
+        cJSON_AddStringToObject(ph, wi->from_pin, id);
+    }
+    char line[300];
+    snprintf(line, sizeof line, "AddSymbolicGradients %s: d(outputs)/d(inputs) built by blockflow's "
+             "gradient builder (grad --loss) when the page is written", b->id);
+    cJSON_AddItemToArray(c->r_maps, cJSON_CreateString(line));
+    return 0;
+}
+
 static void report_block(cJSON *arr, const enu_block *b, const char *key, const char *val) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "id", b->id);
@@ -973,6 +1016,8 @@ static int classify(conv *c) {
             c->kind[i] = K_VARIABLE;
         else if (!strcmp(b->symbol, "Operation"))
             c->kind[i] = K_OPERATION;
+        else if (!strcmp(b->symbol, "AddSymbolicGradients"))
+            c->kind[i] = K_SYMGRAD;
         else if ((c->op[i] = enu_op_find(b->symbol)))
             c->kind[i] = K_MAPPED;
         else
@@ -1088,6 +1133,13 @@ static int build(conv *c, cJSON *page) {
         case K_ABSORBED:
             report_block(c->r_dropped, b, "why", b->absorbed);
             break;
+        case K_SYMGRAD:
+            if (symgrad_entry(c, i)) return -1;
+            report_block(c->r_mapped, b, "op", "grad (blockflow's gradient builder)");
+            cJSON_AddStringToObject(cJSON_GetArrayItem(c->r_mapped,
+                                                       cJSON_GetArraySize(c->r_mapped) - 1),
+                                    "block", c->newid[i]);
+            break;
         case K_DISPLAY:
             report_block(c->r_dropped, b, "why", "a display block (enuSpace's own, not the plugin's)");
             break;
@@ -1169,6 +1221,8 @@ static int build(conv *c, cJSON *page) {
     cJSON_AddStringToObject(x, "source", g->is_json ? "task-json" : "svg");
     if (*g->version) cJSON_AddStringToObject(x, "enuspace_version", g->version);
     cJSON_AddItemToObject(x, "sessions", sessions);
+    if (cJSON_GetArraySize(c->r_symgrad))
+        cJSON_AddItemToObject(x, "symbolic_gradients", cJSON_Duplicate(c->r_symgrad, true));
     cJSON_AddItemToObject(page, "x-enuspace", x);
     cJSON_AddItemToObject(c->report, "outputs", cJSON_Duplicate(outputs, true));
     cJSON_AddItemToObject(c->report, "sessions", cJSON_Duplicate(sessions, true));
@@ -1216,10 +1270,11 @@ int enu_import(const unsigned char *page, size_t page_len, const unsigned char *
     c.r_notes = cJSON_CreateArray();
     c.r_placeholders = cJSON_CreateArray();
     c.r_maps = cJSON_CreateArray();
+    c.r_symgrad = cJSON_CreateArray();
     int r = -1;
     bool attached = false;
     if (!pg || !c.blocks || !c.report || !c.r_mapped || !c.r_dropped || !c.r_unsup || !c.r_dat ||
-        !c.r_lits || !c.r_notes || !c.r_placeholders || !c.r_maps) {
+        !c.r_lits || !c.r_notes || !c.r_placeholders || !c.r_maps || !c.r_symgrad) {
         oom(&c);
         goto done;
     }
@@ -1277,6 +1332,7 @@ done:
         cJSON_Delete(c.r_maps);
     }
     cJSON_Delete(pg);
+    cJSON_Delete(c.r_symgrad);
     cJSON_Delete(c.report);
     for (int i = 0; i < c.n_files; i++) {
         free(c.files[i].name);

@@ -19,6 +19,7 @@
  *                    branches: the page's load schedule, every K steps, is not kept; noted).
  *   Save chains      Save <- InputList <- Switch: dropped (blockflow train --checkpoint saves
  *                    every Variable; noted with the file and tensor names).
+ *   InputList        wired into a list input (AddN's inputs): its wires go there directly.
  *   leftovers        what then only feeds dropped blocks (the load and save counters: int32
  *                    Variables, their Add/Assign/Mod/Equal) is dropped too; a block that
  *                    nothing reads and whose required inputs are unwired (the plugin fails to
@@ -396,6 +397,66 @@ oom:
     return -1;
 }
 
+/* Whether `pin` is a list input ("*pin") of the op of block i. */
+static bool list_input(const enu_graph *g, int i, const char *pin) {
+    const enu_op *op = enu_op_find(g->blocks[i].symbol);
+    if (!op) return false;
+    size_t n = strlen(pin);
+    for (const char *p = op->inputs; (p = strchr(p, '*')); p++)
+        if (!strncmp(p + 1, pin, n) && (p[1 + n] == ' ' || p[1 + n] == ':' || !p[1 + n])) return true;
+    return false;
+}
+
+/* An InputList wired into a list input (AddN's inputs): its wires, in order, go straight in. */
+static int input_lists(rw *r) {
+    enu_graph *g = r->g;
+    for (int w = 0; w < g->n_wires; w++) {
+        int l = find(g, g->wires[w].from), t = find(g, g->wires[w].to);
+        if (!is(g, l, "InputList") || t < 0 || !list_input(g, t, g->wires[w].to_pin)) continue;
+        /* the list's own wires, in document order */
+        int n = 0;
+        for (int k = 0; k < g->n_wires; k++) n += !strcmp(g->wires[k].to, g->blocks[l].id);
+        if (!n) continue;
+        enu_wire *nw = malloc((size_t)(g->n_wires + n) * sizeof(enu_wire));
+        if (!nw) goto oom;
+        int o = 0;
+        for (int k = 0; k < w; k++) nw[o++] = g->wires[k];
+        for (int k = 0; k < g->n_wires; k++) {
+            if (strcmp(g->wires[k].to, g->blocks[l].id)) continue;
+            enu_wire x = {strdup(g->wires[k].from), strdup(g->wires[k].from_pin),
+                          strdup(g->wires[w].to), strdup(g->wires[w].to_pin)};
+            if (!x.from || !x.from_pin || !x.to || !x.to_pin) {
+                free(x.from), free(x.from_pin), free(x.to), free(x.to_pin);
+                for (int j = w; j < o; j++)
+                    free(nw[j].from), free(nw[j].from_pin), free(nw[j].to), free(nw[j].to_pin);
+                free(nw);
+                goto oom;
+            }
+            nw[o++] = x;
+        }
+        int added = o - w;
+        free(g->wires[w].from), free(g->wires[w].from_pin), free(g->wires[w].to),
+            free(g->wires[w].to_pin);
+        for (int k = w + 1; k < g->n_wires; k++) nw[o++] = g->wires[k];
+        free(g->wires);
+        g->wires = nw;
+        g->n_wires = o;
+        g->cap_wires = o;
+        char line[400];
+        snprintf(line, sizeof line, "InputList %s: its %d wires go straight into %s's list "
+                 "input %s", g->blocks[l].id, added, g->blocks[t].id, g->wires[w].to_pin);
+        cJSON_AddItemToArray(r->maps, cJSON_CreateString(line));
+        bool other = false;
+        for (int k = 0; k < g->n_wires; k++) other |= !strcmp(g->wires[k].from, g->blocks[l].id);
+        if (!other && !absorb(r, l, "expanded into %s's list input", g->blocks[t].id)) goto oom;
+        w += added - 1;
+    }
+    return 0;
+oom:
+    snprintf(r->err, r->errsz, "out of memory");
+    return -1;
+}
+
 /* Blocks nothing reads whose required inputs are unwired and empty: the plugin fails to
  * create them (harmlessly, since nothing reads them). */
 static int orphans(rw *r) {
@@ -443,7 +504,8 @@ int enu_rewrite_pipelines(enu_graph *g, const enu_options *o, cJSON *mappings, c
             return -1;
         }
     g->index = &r.ids;
-    int st = datasets(&r) || one_hots(&r) || gates_and_saves(&r) || sweep(&r) || orphans(&r);
+    int st = datasets(&r) || one_hots(&r) || gates_and_saves(&r) || input_lists(&r) ||
+             sweep(&r) || orphans(&r);
     g->index = NULL;
     enu_idmap_free(&r.ids);
     return st ? -1 : 0;

@@ -21,6 +21,7 @@
 #include "bf_test.h"
 #include "cli_harness.h"
 #include "graph.h"
+#include "symgrad.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -425,37 +426,82 @@ START_TEST(task_json_and_svg_agree) {
 }
 END_TEST
 
-/* An unsupported block and a wire from its indexed output. */
-static const char *grads_page =
+/* An unsupported block (Unstack) and a wire from its indexed output. */
+static const char *unstack_page =
     SVG_HEAD
-    USE("x", "Const") PIN("val", "[2]", "float", "1;2") "</use>\n"
-    USE("g", "AddSymbolicGradients") PIN("outputs", "", "string", "") PIN("inputs", "", "string", "") "</use>\n"
-    LINK("x", "output", "g", "outputs") LINK("x", "output", "g", "inputs")
+    USE("x", "Const") PIN("val", "[4][2]", "float", "1;2;3;4;5;6;7;8") "</use>\n"
+    USE("u", "Unstack") PIN("num", "", "string", "4") "</use>\n"
+    LINK("x", "output", "u", "value")
     USE("n", "Negate") PIN("x", "", "string", "") "</use>\n"
-    LINK("g", "grad_outputs[3]", "n", "x")
+    LINK("u", "output[3]", "n", "x")
     USE("S", "ClientSession") "</use>\n" LINK("n", "y", "S", "fetch_outputs")
     "</svg>\n";
 
 START_TEST(unsupported_blocks_listed_or_placeholders) {
     enu_result r;
-    ck_assert(import(grads_page, true, NULL, 0, false, &r) != 0);
-    ck_assert_msg(strstr(r.error, "\"g\" (AddSymbolicGradients)") && strstr(r.error, "--partial"),
-                  "%s", r.error);
+    ck_assert(import(unstack_page, true, NULL, 0, false, &r) != 0);
+    ck_assert_msg(strstr(r.error, "\"u\" (Unstack)") && strstr(r.error, "--partial"), "%s", r.error);
     cJSON *rep = cJSON_Parse(r.report_json);
     cJSON *u = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "unsupported"), 0);
-    ck_assert_str_eq(cJSON_GetObjectItem(u, "id")->valuestring, "g");
+    ck_assert_str_eq(cJSON_GetObjectItem(u, "id")->valuestring, "u");
     ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(u, "feeds"), 0)->valuestring,
-                     "n:x <- grad_outputs[3]");
+                     "n:x <- output[3]");
     cJSON_Delete(rep);
     enu_result_free(&r);
 
-    ck_assert_msg(!import(grads_page, true, NULL, 0, true, &r), "%s", r.error);
+    ck_assert_msg(!import(unstack_page, true, NULL, 0, true, &r), "%s", r.error);
     cJSON *p = cJSON_Parse(r.page_json);
-    ck_assert_str_eq(cJSON_GetObjectItem(block(p, "g"), "type")->valuestring, "Placeholder");
-    ck_assert_str_eq(input(block(p, "n"), "x"), "g");
-    ck_assert_ptr_nonnull(strstr(r.report_json, "\"placeholder\":\"g\""));
+    ck_assert_str_eq(cJSON_GetObjectItem(block(p, "u"), "type")->valuestring, "Placeholder");
+    ck_assert_str_eq(input(block(p, "n"), "x"), "u");
+    ck_assert_ptr_nonnull(strstr(r.report_json, "\"placeholder\":\"u\""));
     cJSON_Delete(p);
     enu_result_free(&r);
+}
+END_TEST
+
+/* AddSymbolicGradients: grad_outputs[k] is the gradient of its output with respect to its
+ * k-th input, built by blockflow's gradient builder; here d(sum(w^2))/dw = 2w, negated. */
+static const char *symgrad_page =
+    SVG_HEAD
+    USE("w", "Variable") PIN("dtype", "", "string", "") PIN("initvalues", "[3]", "double", "1;-2;0.5") "</use>\n"
+    USE("v", "Variable") PIN("dtype", "", "string", "") PIN("initvalues", "[3]", "double", "3;3;3") "</use>\n"
+    USE("sq", "Square") "</use>\n" LINK("w", "ref", "sq", "x")
+    USE("m", "Multiply") "</use>\n" LINK("sq", "y", "m", "x") LINK("v", "ref", "m", "y")
+    USE("loss", "Sum") PIN("axis", "", "string", "0") "</use>\n" LINK("m", "z", "loss", "input")
+    USE("g", "AddSymbolicGradients") "</use>\n"
+    LINK("loss", "output", "g", "outputs") LINK("v", "ref", "g", "inputs") LINK("w", "ref", "g", "inputs")
+    USE("n", "Negate") "</use>\n" LINK("g", "grad_outputs[1]", "n", "x")
+    USE("n0", "Negate") "</use>\n" LINK("g", "grad_outputs[0]", "n0", "x")
+    USE("S", "ClientSession") "</use>\n" LINK("n", "y", "S", "fetch_outputs") LINK("n0", "y", "S", "fetch_outputs")
+    "</svg>\n";
+
+START_TEST(add_symbolic_gradients_built) {
+    enu_result r;
+    ck_assert_msg(!import(symgrad_page, true, NULL, 0, false, &r), "%s", r.error);
+    ck_assert_ptr_nonnull(strstr(r.page_json, "symbolic_gradients"));
+    bf_context *ctx = NULL;
+    ck_assert_int_eq(bf_context_new(NULL, &ctx, NULL), BF_OK);
+    char *built = NULL, why[600];
+    ck_assert_msg(!enu_build_symbolic_gradients(ctx, r.page_json, "t", NULL, &built, why,
+                                                sizeof why), "%s", why);
+    ck_assert_ptr_nonnull(built);
+    ck_assert_ptr_null(strstr(built, "Placeholder"));
+    /* -d/dw sum(v w^2) = -2 v w; -d/dv = -w^2 */
+    double w[3] = {1, -2, 0.5};
+    for (int k = 0; k < 3; k++) {
+        ck_assert_double_eq_tol(run_first(built, "n", k), -2 * 3 * w[k], 1e-12);
+        ck_assert_double_eq_tol(run_first(built, "n0", k), -w[k] * w[k], 1e-12);
+    }
+    bf_string_free(built);
+    /* one output is needed: an AddSymbolicGradients without any is a clean error */
+    enu_result_free(&r);
+    const char *bad = SVG_HEAD USE("g", "AddSymbolicGradients") "</use>\n"
+        USE("n", "Negate") "</use>\n" LINK("g", "grad_outputs[0]", "n", "x") "</svg>\n";
+    ck_assert_msg(!import(bad, true, NULL, 0, false, &r), "%s", r.error);
+    ck_assert(enu_build_symbolic_gradients(ctx, r.page_json, "t", NULL, &built, why, sizeof why));
+    ck_assert_msg(strstr(why, "\"g\"") && strstr(why, "0 outputs"), "%s", why);
+    enu_result_free(&r);
+    bf_context_free(ctx);
 }
 END_TEST
 
@@ -564,10 +610,10 @@ START_TEST(cli_import) {
     char bad[4096], bad_out[4096];
     snprintf(bad, sizeof bad, "%s", bf_sp("bad.svg"));
     snprintf(bad_out, sizeof bad_out, "%s", bf_sp("bad.json"));
-    bf_write_file(bad, SVG_HEAD USE("g", "AddSymbolicGradients") "</use></svg>");
+    bf_write_file(bad, SVG_HEAD USE("g", "Unstack") "</use>" USE("n", "Negate") "</use>" LINK("g", "output[1]", "n", "x") SESSION("n") "</svg>");
     r = bf_run(NULL, (const char *[]){"import", bad, "-o", bad_out, NULL});
     ck_assert_int_eq(r.status, 3);
-    ck_assert_ptr_nonnull(strstr(r.err, "AddSymbolicGradients"));
+    ck_assert_ptr_nonnull(strstr(r.err, "Unstack"));
     ck_assert(!bf_exists(bad_out));
     bf_result_free(&r);
     r = bf_run(NULL, (const char *[]){"import", NULL});
@@ -724,6 +770,7 @@ Suite *suite(void) {
     tcase_add_test(tc, binary_values_from_the_dat);
     tcase_add_test(tc, task_json_and_svg_agree);
     tcase_add_test(tc, unsupported_blocks_listed_or_placeholders);
+    tcase_add_test(tc, add_symbolic_gradients_built);
     tcase_add_test(tc, hostile_input);
     tcase_add_test(tc, ids_made_valid);
     tcase_add_test(tc, cli_import);

@@ -12,6 +12,7 @@
  */
 #include "bf_test.h"
 #include "graph.h"
+#include "symgrad.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -67,6 +68,14 @@ static bf_session *session_of(bf_context *ctx, sample *sm) {
     bf_page *page = NULL;
     bf_error e = {0};
     bf_diags *d = bf_diags_new();
+    char *built = NULL, why[600];
+    ck_assert_msg(!enu_build_symbolic_gradients(ctx, sm->r.page_json, "imported", bf_scratch(),
+                                                &built, why, sizeof why), "%s", why);
+    if (built) { /* AddSymbolicGradients, built as blockflow import builds it */
+        free(sm->r.page_json);
+        sm->r.page_json = strdup(built);
+        bf_string_free(built);
+    }
     if (bf_page_load_string(ctx, sm->r.page_json, strlen(sm->r.page_json), "imported",
                             bf_scratch(), &page, d, &e))
         ck_abort_msg("the imported page does not load: %s (%s)", e.message, e.block_id);
@@ -302,6 +311,10 @@ START_TEST(xor) { reproduce(data("1.5/Xor.svg"), 4, 30); }
 END_TEST
 START_TEST(xor2) { reproduce(data("1.5/Xor2.svg"), 4, 20); }
 END_TEST
+/* AddSymbolicGradients, its gradients built by blockflow's grad builder: the six
+ * ApplyGradientDescent results and everything else the page cached */
+START_TEST(add_symbolic_gradients) { reproduce(data("1.5/addsymbolicgradients.svg"), 6, 20); }
+END_TEST
 
 Suite *suite(void);
 Suite *suite(void) {
@@ -316,6 +329,7 @@ Suite *suite(void) {
     tcase_add_test(tc, gradient_descent_xnwn_b);
     tcase_add_test(tc, xor);
     tcase_add_test(tc, xor2);
+    tcase_add_test(tc, add_symbolic_gradients);
     suite_add_tcase(s, tc);
     return s;
 }

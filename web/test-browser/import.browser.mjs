@@ -5,7 +5,8 @@
 //     Import shows the report (46 blocks read, Subtract → Sub, the outputs) and writes
 //     Xor.json into the pages folder (checked on disk);
 //   - "Open Xor" opens it: its blocks are on the canvas; after a reload it is in the page list;
-//   - a page with an unsupported block shows the block, what it feeds and why, and writes
+//   - a page with an unsupported block (Unstack, read at output[3]) shows the block, what it
+//     feeds and why, and writes
 //     nothing; with "Write a Placeholder" checked it imports.
 // Screenshots at 1280x720 and 1920x1080 go to BF_SCREENSHOTS (default
 // build/import-screenshots). Waits are for conditions. Exit 77 (skipped) without Chromium.
@@ -21,13 +22,13 @@ requireBrowser(CHROMIUM, 'chromium');
 const {tmp, pages} = tempPages('bf-import-');
 const xorSvg = join(repo, 'tests/data/enuspace/1.5/Xor.svg');
 const xorDat = join(repo, 'tests/data/enuspace/1.5/Xor.dat');
-/* a page whose AddSymbolicGradients has no blockflow block, wired on from grad_outputs[3] */
+/* a page whose Unstack has no blockflow block, wired on from its output[3] */
 const grads = join(tmp, 'grads.svg');
 writeFileSync(grads, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(
   '<?xml version="1.0" encoding="UTF-16"?>\n<svg id="r" enuspace-version="3.0.3.0">\n'
-  + '<use id="g" type="tensorflow" xlink:href="#AddSymbolicGradients"></use>\n'
+  + '<use id="g" type="tensorflow" xlink:href="#Unstack"></use>\n'
   + '<use id="n" type="tensorflow" transform="translate(300,100)" xlink:href="#Negate"></use>\n'
-  + '<polyline><pg-link from-id="g" param-from="grad_outputs[3]" to-id="n" param-to="x">'
+  + '<polyline><pg-link from-id="g" param-from="output[3]" to-id="n" param-to="x">'
   + '</pg-link></polyline>\n</svg>\n', 'utf16le')]));
 
 const token = 'import-browser-token-0123';
@@ -93,13 +94,13 @@ try {
       await dialog.getByRole('button', {name: 'Import'}).click();
       await report.filter({hasText: 'grads cannot be imported: 1 block cannot be mapped'}).waitFor();
       const row = dialog.locator('.import-unsupported tbody tr');
-      assert.match(await row.innerText(), /g\s+AddSymbolicGradients[\s\S]*n:x <- grad_outputs\[3\]/);
+      assert.match(await row.innerText(), /g\s+Unstack[\s\S]*n:x <- output\[3\]/);
       await shot(`${tag}-unsupported`);
       assert.deepEqual(readdirSync(pages).sort(), before, 'a failed import writes nothing');
       await dialog.getByLabel('Write a Placeholder for each block that cannot be mapped').check();
       await dialog.getByRole('button', {name: 'Import'}).click();
       await report.filter({hasText: 'Imported grads'}).waitFor();
-      assert.match(await report.innerText(), /Placeholder g stands for g:grad_outputs\[3\]/);
+      assert.match(await report.innerText(), /Placeholder g stands for g:output\[3\]/);
       await shot(`${tag}-placeholder`);
       await dialog.getByRole('button', {name: 'Close'}).click();
       await dialog.waitFor({state: 'detached'});
