@@ -1100,7 +1100,7 @@ static int build(conv *c, cJSON *page) {
                 k += (size_t)snprintf(list + k, sizeof list - k, "%s\"%.40s\" (%.40s)",
                                       shown > 1 ? ", " : "", g->blocks[i].id, g->blocks[i].symbol);
         return failf(c, "%d block%s cannot be mapped: %s%s (the report lists each with what it "
-                     "feeds; --partial writes the page with Placeholders instead)", n_unsup,
+                     "feeds; a partial import puts a Placeholder in place of each)", n_unsup,
                      n_unsup > 1 ? "s" : "", list, n_unsup > 4 ? ", ..." : "");
     }
     /* blocks, in document order */
@@ -1223,6 +1223,12 @@ static int build(conv *c, cJSON *page) {
     cJSON_AddItemToObject(x, "sessions", sessions);
     if (cJSON_GetArraySize(c->r_symgrad))
         cJSON_AddItemToObject(x, "symbolic_gradients", cJSON_Duplicate(c->r_symgrad, true));
+    cJSON *idmap = cJSON_CreateObject(); /* enuSpace ids blockflow could not keep */
+    for (int i = 0; i < nb; i++)
+        if (c->newid[i] && strcmp(c->newid[i], g->blocks[i].id))
+            cJSON_AddStringToObject(idmap, g->blocks[i].id, c->newid[i]);
+    if (cJSON_GetArraySize(idmap)) cJSON_AddItemToObject(x, "ids", idmap);
+    else cJSON_Delete(idmap);
     cJSON_AddItemToObject(page, "x-enuspace", x);
     cJSON_AddItemToObject(c->report, "outputs", cJSON_Duplicate(outputs, true));
     cJSON_AddItemToObject(c->report, "sessions", cJSON_Duplicate(sessions, true));

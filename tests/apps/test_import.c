@@ -440,7 +440,7 @@ static const char *unstack_page =
 START_TEST(unsupported_blocks_listed_or_placeholders) {
     enu_result r;
     ck_assert(import(unstack_page, true, NULL, 0, false, &r) != 0);
-    ck_assert_msg(strstr(r.error, "\"u\" (Unstack)") && strstr(r.error, "--partial"), "%s", r.error);
+    ck_assert_msg(strstr(r.error, "\"u\" (Unstack)") && strstr(r.error, "partial import"), "%s", r.error);
     cJSON *rep = cJSON_Parse(r.report_json);
     cJSON *u = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "unsupported"), 0);
     ck_assert_str_eq(cJSON_GetObjectItem(u, "id")->valuestring, "u");
@@ -577,6 +577,9 @@ START_TEST(ids_made_valid) {
     ck_assert_str_eq(input(n, "x"), "a_b_c");
     ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "x-enuspace"), "id")->valuestring,
                      ".hidden");
+    cJSON *ids = cJSON_GetObjectItem(cJSON_GetObjectItem(p, "x-enuspace"), "ids");
+    ck_assert_str_eq(cJSON_GetObjectItem(ids, "a/b:c")->valuestring, "a_b_c");
+    ck_assert_str_eq(cJSON_GetObjectItem(ids, ".hidden")->valuestring, "b.hidden");
     cJSON_Delete(p);
     enu_result_free(&r);
 }
