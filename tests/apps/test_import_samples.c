@@ -316,6 +316,46 @@ END_TEST
 START_TEST(add_symbolic_gradients) { reproduce(data("1.5/addsymbolicgradients.svg"), 6, 20); }
 END_TEST
 
+/* The 2.0 SVG page and the 2.0.1 Task JSON export of gradient_descent_xnwn_b describe the
+ * 1.5 page's graph (their caches were re-saved with one element each, so they are not
+ * compared): from the same initial values, 20 steps give the 1.5 page's W, b and cost. */
+START_TEST(gradient_descent_versions_agree) {
+    const char *pages[3] = {"1.5/gradient_descent_xnwn_b.svg", "2.0/gradient_descent_xnwn_b.svg",
+                            "2.0.1/gradient_descent_xnwn_b.json"};
+    const char *ids[3] = {"ID_COST", "ID_W", "ID_B"};
+    double got[3][3][3];
+    bf_context *ctx = ctx_new();
+    for (int p = 0; p < 3; p++) {
+        sample sm;
+        sample_open(&sm, data(pages[p]), false);
+        bf_session *s = session_of(ctx, &sm);
+        bf_error e = {0};
+        ck_assert_msg(bf_session_step(s, 20, NULL, NULL, &e) == BF_OK, "%s: %s", pages[p], e.message);
+        for (int v = 0; v < 3; v++) {
+            bf_tensor *t = NULL;
+            if (v == 0) {
+                const bf_tensor *c = bf_session_output(s, "ID_COST", NULL);
+                ck_assert_ptr_nonnull(c);
+                for (int k = 0; k < 3; k++) got[p][v][k] = bf_tensor_get_f64(c, k < bf_tensor_numel(c) ? k : 0);
+                continue;
+            }
+            ck_assert_msg(bf_session_read_state(s, ids[v], &t, &e) == BF_OK, "%s %s: %s", pages[p],
+                          ids[v], e.message);
+            for (int k = 0; k < 3; k++) got[p][v][k] = bf_tensor_get_f64(t, k < bf_tensor_numel(t) ? k : 0);
+            bf_tensor_free(t);
+        }
+        bf_session_free(s);
+        sample_close(&sm);
+    }
+    for (int p = 1; p < 3; p++)
+        for (int v = 0; v < 3; v++)
+            for (int k = 0; k < 3; k++)
+                ck_assert_msg(got[p][v][k] == got[0][v][k], "%s: %s[%d] = %.17g, the 1.5 page's %.17g",
+                              pages[p], v ? ids[v] : "ID_COST", k, got[p][v][k], got[0][v][k]);
+    bf_context_free(ctx);
+}
+END_TEST
+
 Suite *suite(void);
 Suite *suite(void) {
     Suite *s = suite_create("import_samples");
@@ -330,6 +370,7 @@ Suite *suite(void) {
     tcase_add_test(tc, xor);
     tcase_add_test(tc, xor2);
     tcase_add_test(tc, add_symbolic_gradients);
+    tcase_add_test(tc, gradient_descent_versions_agree);
     suite_add_tcase(s, tc);
     return s;
 }
