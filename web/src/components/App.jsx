@@ -19,9 +19,13 @@ import BottomPanel from './BottomPanel.jsx';
 import Dialog from './Dialog.jsx';
 import ImportDialog from './ImportDialog.jsx';
 import Welcome from './Welcome.jsx';
+import ClassBar from './ClassBar.jsx';
+import {Classroom} from '../model/classroom.js';
 
 /** The one editor of this tab (exported for components that need it outside props). */
 export const editor = new Editor(new Api());
+/** The classroom side of this tab (model/classroom.js): nothing shows without --classroom. */
+export const classroom = new Classroom(editor);
 
 /** The keyboard: the action a key names, unless a text field keeps the key for itself. */
 function useActionKeys(ed) {
@@ -47,6 +51,7 @@ export default function App() {
   const {index, pages, files, doc, page, check, dirty, selected, run, message, dialog} = state;
 
   useEffect(() => ed.start(connectEvents), [ed]);
+  useEffect(() => { classroom.start(); return () => classroom.close(); }, []);
   useActionKeys(ed);
 
   useEffect(() => {
@@ -63,6 +68,7 @@ export default function App() {
   return (
     <div className="app">
       <TopBar editor={ed} state={state} />
+      <ClassBar classroom={classroom} state={state} />
       <div className="main">
         <Palette index={index} disabled={!page} onAdd={(type) => ed.addBlock(type, null)} />
         <div className="centre">
