@@ -80,6 +80,9 @@ try {
     await page.getByTestId('block-ID_XOR_MEAN').waitFor();
     await shot(`${tag}-opened`);
     await page.reload();
+    /* the list comes from the server after the reload: wait for it, then check */
+    await page.getByLabel('Open a page').locator(`option[value="${name}"]`)
+      .waitFor({state: 'attached'});
     const options = await page.getByLabel('Open a page').locator('option')
       .evaluateAll((os) => os.map((o) => o.value));
     assert.ok(options.includes(name), 'after a reload the imported page is in the list');
