@@ -9,6 +9,10 @@
  * outputs, its run targets and loop setting are noted in "x-enuspace". Arrays larger than
  * inline_limit go to .npy files beside the page. What cannot be mapped fails the import,
  * listed with what it feeds, or with `partial` becomes a Placeholder.
+ *
+ * This file wires and emits the blocks; the values are values.c's, the attribute text
+ * attr_text.c's, the patterns (reader pipeline, one-hot chain, gates, Saves) pipeline.c's,
+ * and AddSymbolicGradients is left as Placeholders listed for symgrad.c.
  */
 #include "conv.h"
 
