@@ -720,14 +720,20 @@ static int build(conv *c, cJSON *page) {
         }
     }
     /* outputs and the training step, from the ClientSession(s) */
-    cJSON *outputs = cJSON_CreateArray(), *sessions = cJSON_CreateArray();
+    /* every object is attached as soon as it is made: an early error frees it with the page */
+    cJSON *outputs = cJSON_CreateArray(), *sessions = cJSON_CreateArray(), *x = cJSON_CreateObject();
     cJSON_AddItemToObject(page, "outputs", outputs);
+    cJSON_AddItemToObject(page, "x-enuspace", x);
+    cJSON_AddStringToObject(x, "source", g->is_json ? "task-json" : "svg");
+    if (*g->version) cJSON_AddStringToObject(x, "enuspace_version", g->version);
+    cJSON_AddItemToObject(x, "sessions", sessions);
     int n_sessions = 0;
     for (int i = 0; i < nb; i++) {
         if (c->kind[i] != K_SESSION) continue;
         n_sessions++;
         enu_block *b = &g->blocks[i];
         cJSON *s = cJSON_CreateObject(), *targets = cJSON_CreateArray();
+        cJSON_AddItemToArray(sessions, s);
         cJSON_AddStringToObject(s, "id", b->id);
         const char *loop = conv_pin_text(b, "INFINITE_LOOP"), *dbg = conv_pin_text(b, "SHOW_DEBUG");
         cJSON_AddBoolToObject(s, "infinite_loop", !strcmp(loop, "TRUE") || !strcmp(loop, "true") ||
@@ -751,7 +757,10 @@ static int build(conv *c, cJSON *page) {
                     continue;
                 }
                 const char *src = source(c, w, ref, sizeof ref);
-                if (!src) return -1;
+                if (!src) {
+                    cJSON_Delete(targets);
+                    return -1;
+                }
                 bool dup = false;
                 cJSON *o;
                 cJSON_ArrayForEach(o, outputs) dup = dup || !strcmp(o->valuestring, src);
@@ -764,7 +773,6 @@ static int build(conv *c, cJSON *page) {
             }
         }
         cJSON_AddItemToObject(s, "run_targets", targets);
-        cJSON_AddItemToArray(sessions, s);
     }
     if (n_sessions > 1) conv_note(c, "%d ClientSessions: their fetches are merged", n_sessions);
     if (n_sessions == 0) {
@@ -781,10 +789,6 @@ static int build(conv *c, cJSON *page) {
         }
         conv_note(c, "no ClientSession: the blocks nothing reads are the outputs");
     }
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddStringToObject(x, "source", g->is_json ? "task-json" : "svg");
-    if (*g->version) cJSON_AddStringToObject(x, "enuspace_version", g->version);
-    cJSON_AddItemToObject(x, "sessions", sessions);
     if (cJSON_GetArraySize(c->r_symgrad))
         cJSON_AddItemToObject(x, "symbolic_gradients", cJSON_Duplicate(c->r_symgrad, true));
     cJSON *idmap = cJSON_CreateObject(); /* enuSpace ids blockflow could not keep */
@@ -793,7 +797,6 @@ static int build(conv *c, cJSON *page) {
             cJSON_AddStringToObject(idmap, g->blocks[i].id, c->newid[i]);
     if (cJSON_GetArraySize(idmap)) cJSON_AddItemToObject(x, "ids", idmap);
     else cJSON_Delete(idmap);
-    cJSON_AddItemToObject(page, "x-enuspace", x);
     cJSON_AddItemToObject(c->report, "outputs", cJSON_Duplicate(outputs, true));
     cJSON_AddItemToObject(c->report, "sessions", cJSON_Duplicate(sessions, true));
     return 0;
