@@ -298,7 +298,8 @@ static uint64_t event_key(const char *json, size_t len, bool *started) {
     const char *run = strstr(json, "\"run_id\":\""), *blk = strstr(json, "\"block\":\"");
     if (!run || !blk) return 0;
     uint64_t hsh = 1469598103934665603ull;
-    for (const char *p = run + 10; *p && *p != '"'; p++) hsh = (hsh ^ (unsigned char)*p) * 1099511628211ull;
+    for (const char *p = run + 10; *p && *p != '"'; p++)
+        hsh = (hsh ^ (unsigned char)*p) * 1099511628211ull;
     hsh = (hsh ^ ':') * 1099511628211ull;
     for (const char *p = blk + 9; *p && *p != '"'; p++) {
         if (*p == '\\' && p[1]) p++;
@@ -426,7 +427,8 @@ static void ws_message(srv_http *h, conn *c) {
         const cJSON *page = cJSON_GetObjectItemCaseSensitive(j, "page");
         const cJSON *space = cJSON_GetObjectItemCaseSensitive(j, "space");
         const char *sp = cJSON_IsString(space) ? space->valuestring : "";
-        bool ok = cJSON_IsString(page) && (srv_name_ok(page->valuestring) || !page->valuestring[0]) &&
+        bool ok = cJSON_IsString(page) &&
+                  (srv_name_ok(page->valuestring) || !page->valuestring[0]) &&
                   (!sp[0] || c->who.role == SRV_TEACHER ||
                    (c->who.student && !strcmp(sp, srv_who_name(&c->who))));
         if (!ok) {

@@ -53,7 +53,7 @@ void srv_error_bf(srv_response *res, int status, const bf_error *e) {
 /* The status a server-made error carries in "status": what its HTTP status means. */
 static bf_status status_of(int http) {
     return http == 413 || http == 429 || http == 503 ? BF_ELIMIT
-           : http == 404                             ? BF_ENOTFOUND
+           : http == 404 || http == 410              ? BF_ENOTFOUND
            : http >= 500                             ? BF_EINTERNAL
                                                      : BF_EINVAL;
 }

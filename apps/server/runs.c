@@ -71,6 +71,11 @@ struct srv_run {
     bf_error err;
     bf_diags *diags;
     double ms;
+    /* its tensors, kept when another client's run or edit replaced them in the session, so
+       the requester reads them until their own next run (srv_keep_results) */
+    struct srv_kept *kept;
+    int n_kept;
+    size_t kept_bytes;
     srv_run *next;         /* app->runs */
     srv_run *next_job;     /* app->jobs_* */
 };
@@ -304,7 +309,84 @@ srv_run *srv_run_find(srv_app *app, const char *id) {
     return NULL;
 }
 
+/* Tensors kept for their requesters after another client replaced them (keep_results). */
+enum { KEEP_TENSOR_BYTES = 64 << 20 };
+
+typedef struct srv_kept {
+    char block[128];
+    char port[64];
+    bf_tensor *t;
+} srv_kept;
+
+static void drop_kept(srv_run *r) {
+    for (int i = 0; i < r->n_kept; i++) bf_tensor_free(r->kept[i].t);
+    free(r->kept);
+    if (r->app) r->app->kept_bytes -= r->kept_bytes;
+    r->kept = NULL;
+    r->n_kept = 0;
+    r->kept_bytes = 0;
+}
+
+/* Whether the session of r's page still holds r's tensors. */
+static bool holds(const srv_run *r) {
+    return r->state == RUN_DONE && r->page && r->page->last_run == r && r->page->gen == r->gen &&
+           !r->page->busy;
+}
+
+/* Copy one tensor of r's session into r (false: not there, or past the budget). */
+static bool keep_one(srv_run *r, const char *ref) {
+    char block[128], port[64] = "";
+    snprintf(block, sizeof(block), "%s", ref);
+    char *colon = strchr(block, ':');
+    if (colon) {
+        *colon = '\0';
+        snprintf(port, sizeof(port), "%s", colon + 1);
+    }
+    const bf_tensor *t = bf_session_output(r->page->s, block, port[0] ? port : NULL);
+    if (!t) return false;
+    size_t bytes = bf_tensor_nbytes(t);
+    if (r->app->kept_bytes + bytes > KEEP_TENSOR_BYTES) return false;
+    srv_kept *grown = realloc(r->kept, (size_t)(r->n_kept + 1) * sizeof(*grown));
+    if (!grown) return false;
+    r->kept = grown;
+    bf_tensor *copy = NULL;
+    if (bf_tensor_copy(t, &copy, NULL) != BF_OK) return false;
+    srv_kept *k = &r->kept[r->n_kept++];
+    snprintf(k->block, sizeof(k->block), "%s", block);
+    snprintf(k->port, sizeof(k->port), "%s", port);
+    k->t = copy;
+    r->kept_bytes += bytes;
+    r->app->kept_bytes += bytes;
+    return true;
+}
+
+/*
+ * Before p's session changes for `client` (a run or an edit): when it holds the tensors of a
+ * run of another client, copy that run's fetched tensors (or the page's outputs) into the run,
+ * so its requester can still read them (no 410 because someone else ran), within
+ * KEEP_TENSOR_BYTES for the whole server.
+ */
+static void keep_results(srv_page *p, const char *client) {
+    srv_run *r = p->last_run;
+    if (!r || !holds(r) || r->n_kept || r->status != BF_OK || !strcmp(r->client, client ? client : ""))
+        return;
+    if (r->n_fetches)
+        for (int i = 0; i < r->n_fetches; i++) keep_one(r, r->fetches[i]);
+    else
+        for (int i = 0; i < bf_page_output_count(bf_session_page(p->s)); i++)
+            keep_one(r, bf_page_output(bf_session_page(p->s), i));
+}
+
+void srv_page_changing(srv_page *p, const char *client) { keep_results(p, client); }
+
+/* A new run of `client`: their older runs' kept tensors are no longer theirs to read. */
+static void forget_kept(srv_app *app, const char *client) {
+    for (srv_run *r = app->runs; r; r = r->next)
+        if (r->n_kept && !strcmp(r->client, client)) drop_kept(r);
+}
+
 static void run_free(srv_run *r) {
+    drop_kept(r);
     for (int i = 0; i < r->n_fetches; i++) free(r->fetches[i]);
     free(r->fetches);
     free(r->job);
@@ -312,6 +394,7 @@ static void run_free(srv_run *r) {
     bf_diags_free(r->diags);
     free(r);
 }
+
 
 /* Keep at most this many finished runs listed (for cancel answers and tensors). */
 enum { KEEP_FINISHED = 256 };
@@ -651,6 +734,8 @@ static srv_run *run_new(srv_app *app, srv_page *p, const char *client, srv_respo
 
 /* Hand r to the workers: from now on the session is theirs until the run is over. */
 static void enqueue(srv_app *app, srv_page *p, srv_run *r) {
+    keep_results(p, r->client);
+    forget_kept(app, r->client);
     r->next = app->runs;
     app->runs = r;
     app->n_active++;
@@ -741,8 +826,12 @@ const bf_tensor *srv_run_tensor(srv_run *r, const char *block, const char *port,
         *why = "running";
         return NULL;
     }
-    if (!r->page || r->page->last_run != r || r->page->gen != r->gen || r->page->busy) {
-        *why = "gone";
+    if (!holds(r)) {
+        for (int i = 0; i < r->n_kept; i++) /* kept for its requester (keep_results) */
+            if (!strcmp(r->kept[i].block, block) &&
+                (!strcmp(r->kept[i].port, port ? port : "") || !port || !port[0]))
+                return r->kept[i].t;
+        *why = r->n_kept ? "not_found" : "gone";
         return NULL;
     }
     const bf_tensor *t = bf_session_output(r->page->s, block, port && port[0] ? port : NULL);
@@ -814,7 +903,7 @@ void srv_limits_init(srv_limits *l) {
     unsigned cores = uv_available_parallelism();
     l->workers = cores < 1 ? 1 : cores > 64 ? 64 : (int)cores;
     l->max_connections = 512;
-    l->max_unauth = 64;
+    l->max_unauth = 256;
     l->header_timeout_s = 10;
     l->body_timeout_s = 30;
     l->max_pages_total = 256;

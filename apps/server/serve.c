@@ -50,7 +50,7 @@ static const char serve_usage[] =
     "                          client furthest behind is dropped (default 64M)\n"
     "  --workers N             run threads (default: the CPU cores)\n"
     "  --max-connections N     open connections (default 512)\n"
-    "  --max-unauthenticated N connections that have not yet shown the token (default 64)\n"
+    "  --max-unauthenticated N connections that have not yet shown the token (default 256)\n"
     "  --header-timeout SECONDS a request's headers must arrive within this (default 10)\n"
     "  --body-timeout SECONDS  a request's whole body must arrive within this (default 30)\n"
     "  --max-open-pages-total N open pages of all clients together (default 256)\n"

@@ -11,8 +11,13 @@
  *              checks (token, Host, Origin), then the API. Runs on the loop thread, never blocks
  *              on a kernel.
  *   store.c    the pages folder: safe names, confined opens, atomic writes, revisions.
- *   runs.c     open pages (sessions), the run worker threads and the event queue that carries
- *              per-block events from the workers to the loop thread.
+ *   runs.c     open pages (sessions), the run worker threads (jobs taken round-robin across
+ *              clients) and the event queue that carries per-block events to the loop thread.
+ *   reply.c    answers as JSON, errors through bf_error_json: a leaf every other file uses.
+ *   classroom.c  --classroom: who a token is (teacher, class, student), the students' copies,
+ *              the roster.
+ *   teach_routes.c, import_routes.c, static.c  explain/gradcheck/grad jobs, the enuSpace
+ *              import, the editor's files.
  *
  * Everything here uses only include/blockflow.h from the library (plus cJSON and libuv).
  * Names are srv_ (the server program's own; the library keeps bf_).
@@ -45,7 +50,7 @@ typedef struct srv_limits {
     int workers;             /* --workers: run threads (default: the CPU cores) */
     int max_connections;     /* --max-connections: open TCP connections (512) */
     int max_unauth;          /* --max-unauthenticated: connections that have not yet shown
-                                the token (64) */
+                                the token (256) */
     double header_timeout_s; /* --header-timeout: seconds for a request's headers (10) */
     double body_timeout_s;   /* --body-timeout: seconds for a whole request body (30) */
     int max_pages_total;     /* --max-open-pages-total: open pages, all clients (256) */
@@ -225,6 +230,7 @@ struct srv_app {
     uv_timer_t idle_timer; /* closes idle open pages */
     uv_timer_t cancel_timer; /* repeats the cancel of runs not yet over (see srv_run_cancel) */
     size_t result_bytes;   /* bytes of the kept terminal events (srv_run_result) */
+    size_t kept_bytes;     /* bytes of tensors kept for their requesters (runs.c) */
     bool handles_open;
     void (*on_drained)(srv_app *app); /* called when stopping and no run is left */
     /* the built editor (static.c): web_fd is its folder when have_web */
@@ -283,6 +289,9 @@ bool srv_page_busy(const srv_page *p);
 bool srv_app_room_for_run(srv_app *app, srv_page *p, srv_response *res);
 bf_session *srv_page_session(srv_page *p);
 const char *srv_page_name(const srv_page *p);
+/* Before a change of the session by `client`: the tensors of another client's last run are
+ * kept for that client (until their next run). */
+void srv_page_changing(srv_page *p, const char *client);
 /* A change made to the session: tensors of earlier runs are gone. */
 void srv_page_changed(srv_page *p);
 /* Tell every socket viewing p: {"type", "page", "space", "revision" (p's edit count),

@@ -30,8 +30,8 @@
 
 #include <cjson/cJSON.h>
 
-bool srv_teach_route(srv_app *app, srv_store *st, const char *act, const char *name, const char *client,
-                     const srv_request *req, srv_response *res);
+bool srv_teach_route(srv_app *app, srv_store *st, const char *act, const char *name,
+                     const char *client, const srv_request *req, srv_response *res);
 
 static cJSON *body_object(srv_app *app, const srv_request *req, srv_response *res,
                           const char *usage) {
@@ -111,8 +111,8 @@ static bool job_block(const cJSON *j, srv_teach_job *job, srv_response *res) {
     return true;
 }
 
-static void explain(srv_app *app, srv_store *st, const char *name, const char *client, const srv_request *req,
-                    srv_response *res) {
+static void explain(srv_app *app, srv_store *st, const char *name, const char *client,
+                    const srv_request *req, srv_response *res) {
     cJSON *j = body_object(app, req, res, "explain takes {\"block\": ID, \"index\": [i, ...], "
                            "\"port\"?: NAME, \"max_terms\"?: N}");
     if (!j) return;
@@ -168,8 +168,8 @@ static void gradcheck(srv_app *app, srv_store *st, const char *name, const char 
     cJSON_Delete(j);
 }
 
-static void grad(srv_app *app, srv_store *st, const char *name, const char *client, const srv_request *req,
-                 srv_response *res) {
+static void grad(srv_app *app, srv_store *st, const char *name, const char *client,
+                 const srv_request *req, srv_response *res) {
     cJSON *j = body_object(app, req, res, "grad takes {\"block\": ID, \"dy\"?: SOURCE}");
     if (!j) return;
     const cJSON *dy = cJSON_GetObjectItemCaseSensitive(j, "dy");
@@ -209,8 +209,8 @@ static void grad(srv_app *app, srv_store *st, const char *name, const char *clie
     else srv_json(res, 200, out);
 }
 
-bool srv_teach_route(srv_app *app, srv_store *st, const char *act, const char *name, const char *client,
-                     const srv_request *req, srv_response *res) {
+bool srv_teach_route(srv_app *app, srv_store *st, const char *act, const char *name,
+                     const char *client, const srv_request *req, srv_response *res) {
     if (!strcmp(act, "explain")) explain(app, st, name, client, req, res);
     else if (!strcmp(act, "gradcheck")) gradcheck(app, st, name, client, req, res);
     else if (!strcmp(act, "grad")) grad(app, st, name, client, req, res);

@@ -471,6 +471,39 @@ class TestFairScheduling(Case):
             self.api("POST", "/api/runs/%s/cancel" % rid)
 
 
+class TestResultsPerRequester(Case):
+    """Classroom: a run's tensors stay readable by its requester until their own next run."""
+
+    def test_results_survive_another_clients_run(self):
+        a = WebSocket(self.srv.port, token=self.srv.token)
+        b = WebSocket(self.srv.port, token=self.srv.token)
+        for w in (a, b):
+            self.addCleanup(w.close)
+        ha, hb = {"X-Blockflow-Client": a.client}, {"X-Blockflow-Client": b.client}
+        st, ra, _ = self.api("POST", "/api/pages/teach/run", {}, headers=ha)
+        a.run_events(ra["run_id"], timeout=60 * SLOW)
+        st, before, _ = self.api("GET", "/api/runs/%s/tensors/y" % ra["run_id"])
+        self.assertEqual(st, 200, before)
+        # b edits and runs the same page: a's result is still a's to read
+        self.api("POST", "/api/pages/teach/edits",
+                 [{"op": "set_attr", "block": "y", "attr": "padding", "value": "VALID"}],
+                 headers=hb)
+        st, rb, _ = self.api("POST", "/api/pages/teach/run", {}, headers=hb)
+        self.assertEqual(st, 202, rb)
+        b.run_events(rb["run_id"], timeout=60 * SLOW)
+        st, after, _ = self.api("GET", "/api/runs/%s/tensors/y" % ra["run_id"])
+        self.assertEqual(st, 200, after)
+        self.assertEqual(after["shape"], before["shape"], "a's own tensor, not b's")
+        self.assertEqual(after["mean"], before["mean"])
+        st, j, _ = self.api("GET", "/api/runs/%s/tensors/y" % rb["run_id"])
+        self.assertNotEqual(j["shape"], before["shape"], "b's run is VALID padding")
+        # a's next run: a's old result goes
+        st, ra2, _ = self.api("POST", "/api/pages/teach/run", {}, headers=ha)
+        a.run_events(ra2["run_id"], timeout=60 * SLOW)
+        st, j, _ = self.api("GET", "/api/runs/%s/tensors/y" % ra["run_id"])
+        self.assertEqual(st, 410, j)
+
+
 class TestSmallOnes(Case):
     """Fault 6: NUL in a file name, one cancel code, temporary files swept, workers = cores."""
     extra = ("--workers", "1")

@@ -127,6 +127,14 @@ class Classroom(unittest.TestCase):
         with open(self.copy_path("ana")) as f:
             self.assertEqual(json.load(f)["description"], "ana's version")
         self.assertEqual(self.teacher_file(), before)
+        # a new page of a student's own goes to their folder only
+        st, j, _ = self.as_("ana", "PUT", "/api/pages/mine", {"page": teach_page(),
+                                                              "revision": None})
+        self.assertEqual(st, 201, j)
+        self.assertTrue(os.path.exists(self.copy_path("ana", "mine")))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "mine.json")))
+        st, j, _ = self.as_("bob", "GET", "/api/pages/mine")
+        self.assertEqual(st, 404, "bob does not see ana's page")
         # a student's DELETE removes only their copy
         st, j, _ = self.as_("bob", "DELETE", "/api/pages/teach")
         self.assertEqual(st, 404, "bob has no copy to delete")

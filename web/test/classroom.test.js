@@ -26,6 +26,7 @@ function fakeEditor(me, pages = {pages: ['teach'], copies: []}) {
     resync: () => calls.push(['resync']),
     openPage: async (n) => calls.push(['open', n]),
     say: (k, t) => calls.push(['say', k, t]),
+    dismissMessage() { calls.push(['dismiss']); this.set({message: null}); },
   };
   return {ed, calls, sent};
 }
@@ -82,10 +83,13 @@ test("a teacher's save offers a student 'update my copy'", async () => {
 });
 
 test('joining goes to the personal URL', async () => {
-  const {ed} = fakeEditor({classroom: true, role: 'joining'});
+  const {ed, calls} = fakeEditor({classroom: true, role: 'joining'});
   let went = null;
   const c = new Classroom(ed, {...noTimer, navigate: (u) => { went = u; }});
   await c.start();
+  ed.set({message: {kind: 'error', text: 'join the class first (POST ...)'}});
+  assert.equal(ed.state.message, null, "the pages list's 403 is not shown to a joiner");
+  assert.ok(calls.some((x) => x[0] === 'dismiss'));
   await c.join(' ana ');
   assert.equal(went, '/s/x/?token=t-ana');
 });

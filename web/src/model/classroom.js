@@ -88,6 +88,11 @@ export class Classroom {
     const st = this.ed.state;
     const c = st.classroom;
     if (!c) return;
+    /* the class URL may only join: the pages list's 403 is not news, the join form says it */
+    if (c.role === 'joining' && st.message && /^join the class first/.test(st.message.text)) {
+      this.ed.dismissMessage();
+      return;
+    }
     this.sendView();
     if (c.role === 'student' && st.doc && st.dirty && !c.copies.includes(st.doc.name) &&
         !this.fetchingCopies) {
