@@ -72,9 +72,10 @@ static const topic topics[] = {
      "      an enuSpace-Tensorflow page (SVG page + .dat, or Task JSON export) as a canonical\n"
      "      blockflow page; the import report on stderr\n",
      "  --dat FILE      the page's .dat side file (default: PAGE.dat beside the page)\n"
-     "  -o OUT.json     write the page there (atomically), large arrays as .npy beside it;\n"
-     "                  default: standard output\n"
-     "  --data-dir DIR  where the data files the page names are\n"
+     "  -o OUT.json     write the page there (atomically), arrays of more than 100 elements\n"
+     "                  beside it as OUT.<block>.npy; default: standard output\n"
+     "  --data-dir DIR  where the IDX files its MNIST reader pipelines read are (the Dataset\n"
+     "                  reads DIR/NAME; default PARENT/NAME beside the page)\n"
      "  --partial       write a Placeholder for each block that cannot be mapped, instead\n"
      "                  of failing (the report lists them and what they feed)\n"
      "  --json          the report as JSON on stdout (needs -o)\n"

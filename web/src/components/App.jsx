@@ -17,6 +17,7 @@ import Canvas from './Canvas.jsx';
 import Inspector from './Inspector.jsx';
 import BottomPanel from './BottomPanel.jsx';
 import Dialog from './Dialog.jsx';
+import ImportDialog from './ImportDialog.jsx';
 import Welcome from './Welcome.jsx';
 import ClassBar from './ClassBar.jsx';
 import {Classroom} from '../model/classroom.js';
@@ -108,7 +109,11 @@ export default function App() {
           <button className="link" onClick={() => ed.dismissMessage()} aria-label="Dismiss">×</button>
         </div>
       )}
-      {dialog && (
+      {dialog && dialog.kind === 'importEnuspace' && (
+        <ImportDialog api={ed.api} onClose={() => ed.setDialog(null)}
+                      onImported={() => ed.refreshLists()} onOpen={(n) => ed.openPage(n)} />
+      )}
+      {dialog && dialog.kind !== 'importEnuspace' && (
         <Dialog dialog={dialog} doc={doc} pages={pages} onClose={() => ed.setDialog(null)}
                 onPageAction={(a, n, to) => ed.pageAction(a, n, to)} />
       )}

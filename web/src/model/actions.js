@@ -42,6 +42,9 @@ export const ACTIONS = [
   {name: 'duplicatePage', label: 'Duplicate', keys: [], title: 'Copy the page file',
    enabled: (s) => !!s.doc,
    perform: (ed) => ed.setDialog({kind: 'duplicate', name: ed.state.doc.name})},
+  {name: 'importEnuspace', label: 'Import enuSpace…', keys: [],
+   title: 'Import an enuSpace-Tensorflow page (.svg with its .dat, or a Task .json export)',
+   enabled: () => true, perform: (ed) => ed.setDialog({kind: 'importEnuspace'})},
   {name: 'deletePage', label: 'Delete', keys: [], title: 'Delete the page file',
    enabled: (s) => !!s.doc, perform: (ed) => ed.setDialog({kind: 'delete', name: ed.state.doc.name})},
 ];
