@@ -45,5 +45,5 @@ done
 srv="$root/apps/server"
 # shellcheck disable=SC2086
 $CC $flags -D_GNU_SOURCE -I"$srv" -fsanitize=fuzzer "$root/fuzz/fuzz_router.c" "$srv/router.c" "$srv/static.c" \
-    "$srv/runs.c" "$srv/store.c" "$srv/teach_routes.c" $objs $libs -o "$out/fuzz_router"
+    "$srv/runs.c" "$srv/store.c" "$srv/teach_routes.c" "$srv/train_jobs.c" $objs $libs -o "$out/fuzz_router"
 echo "built $out/fuzz_page $out/fuzz_npy $out/fuzz_npz $out/fuzz_enuspace $out/fuzz_router"

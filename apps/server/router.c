@@ -1063,6 +1063,7 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
         }
         if (n != 4) goto notfound;
         const char *act = seg[3];
+        if (srv_train_route(app, act, name, client, req, res)) return; /* train_jobs.c */
         if (!post) goto method;
         if (!strcmp(act, "rename")) copy_page(app, name, true, req, res);
         else if (!strcmp(act, "duplicate")) copy_page(app, name, false, req, res);
