@@ -3,7 +3,9 @@
  * step boundaries, coalesced step events, and views of the Variables while it learns.
  *
  *   POST /api/pages/{name}/train  {"action": "start" | "resume" | "pause" | "step" | "reset" |
- *                                  "watch", "steps"?: N, "metrics"?: [ref], "watch"?: [ref]}
+ *                                  "watch", "steps"?: N, "rate"?: R, "metrics"?: [ref],
+ *                                  "watch"?: [ref]}
+ *        (rate: at most R steps a second, so a class can watch a fast page learn; 0: all)
  *   GET  /api/pages/{name}/train  -> {"state": "running"|"paused"|"idle", "step", "run_id",
  *                                     "target", "metrics", "watch", "history": {m: [[s, v]]}}
  *   POST /api/pages/{name}/edits  while a job plays: queued, applied at the next step boundary
@@ -18,8 +20,8 @@
  * single step or reset is a *segment*: a run of the run workers (runs.c, srv_job_start) with a
  * run's rules (--max-runs, the page busy while it plays, POST /api/runs/{id}/cancel,
  * --run-timeout for each step, kernels only on the workers). Its events, in order:
- * train_started, then step_finished, edits_applied / edits_failed, state_reset and
- * train_reset as they happen, and one of train_paused (pause, a single step, a reset),
+ * train_started, then step_finished, edits_applied (its "state_reset": the Variables an edit
+ * re-initialised) / edits_failed and train_reset as they happen, and one of train_paused (pause, a single step, a reset),
  * train_finished (the asked number of steps is done), run_failed or run_cancelled.
  *
  * Fairness: a playing segment runs its steps in slices and goes back to the tail of the
@@ -107,6 +109,7 @@ typedef struct srv_trainer {
     /* under mu: what the loop reads while a segment plays */
     int64_t step;
     int64_t target;         /* stop when the step count reaches it; -1: until paused */
+    double rate;            /* at most this many steps a second (a class watching); 0: all */
     series *series;         /* one per metric */
     int n_series;
     snapshot *snap_new;     /* the newest copy, not yet taken by the loop */
@@ -430,6 +433,7 @@ static void send_step(srv_trainer *t, uint64_t now) {
 typedef struct step_ctx {
     srv_trainer *t;
     srv_run *r;
+    bool paced;             /* one step at a time (a rate is set) */
 } step_ctx;
 
 /* After each committed step (worker): record it, maybe send it, say whether to stop. */
@@ -459,7 +463,8 @@ static int on_step(int64_t step, const double *m, int n, void *user) {
     t->n_pend++;
     if (now - t->last_event_ns >= EVENT_GAP_NS && client_may_send(t->app, t->client, now, false))
         send_step(t, now);
-    return t->seg_kind != SEG_PLAY || atomic_load(&t->requests) || srv_run_cancelled(c->r) ||
+    return t->seg_kind != SEG_PLAY || c->paced || atomic_load(&t->requests) ||
+           srv_run_cancelled(c->r) ||
            now - t->slice_ns >= SLICE_NS || now - t->last_snap_ns >= SNAP_GAP_NS ||
            srv_jobs_waiting(t->app);
 }
@@ -652,7 +657,7 @@ static void train_exec(srv_run *r, void *user) {
         t->rate_ns = 0;
         t->snap_fresh = false;
         cJSON *o = srv_run_event(r, "train_started");
-        cJSON_AddStringToObject(o, "kind", t->seg_kind == SEG_PLAY   ? "play"
+        cJSON_AddStringToObject(o, "mode", t->seg_kind == SEG_PLAY   ? "play"
                                            : t->seg_kind == SEG_STEP ? "step"
                                                                      : "reset");
         cJSON_AddNumberToObject(o, "step", (double)bf_session_step_count(s));
@@ -673,6 +678,7 @@ static void train_exec(srv_run *r, void *user) {
     bool pause = take_requests(t, r, s);
     uv_mutex_lock(&t->mu);
     int64_t target = t->target;
+    double rate = t->rate;
     uv_mutex_unlock(&t->mu);
     int64_t step = bf_session_step_count(s);
     if (t->seg_kind == SEG_RESET || pause) {
@@ -682,6 +688,18 @@ static void train_exec(srv_run *r, void *user) {
     if (t->seg_kind == SEG_PLAY && target >= 0 && step >= target) {
         end_segment(t, r, s, "train_finished", BF_OK, NULL, NULL);
         return;
+    }
+    if (rate > 0 && t->seg_kind == SEG_PLAY && t->last_step_ns) { /* paced: wait for the turn */
+        uint64_t due = t->last_step_ns + (uint64_t)(1e9 / rate), now = uv_hrtime();
+        if (now < due) {
+            /* never hold a worker another page could use; alone, nap a little (no spinning) */
+            if (!srv_jobs_waiting(t->app)) {
+                uint64_t ms = (due - now) / 1000000;
+                uv_sleep((unsigned)(ms > 20 ? 20 : ms < 1 ? 1 : ms));
+            }
+            srv_run_requeue(r);
+            return;
+        }
     }
     if (!t->pend_steps || !t->pend_vals) pend_alloc(t);
     const char *fetches[2 * MAX_REFS + 1];
@@ -697,11 +715,12 @@ static void train_exec(srv_run *r, void *user) {
     o.fetches = nf && fallback ? fetches : NULL;
     o.n_fetches = nf && fallback ? nf : 0;
     o.timeout_s = t->app->lim.run_timeout_s;
-    step_ctx c = {t, r};
+    step_ctx c = {t, r, rate > 0};
     o.on_step = on_step;
     o.user = &c;
     int64_t n = t->seg_kind == SEG_STEP ? 1 : target >= 0 ? target - step : INT64_MAX / 4;
-    t->slice_ns = t->last_step_ns = uv_hrtime();
+    t->slice_ns = uv_hrtime();
+    t->last_step_ns = t->slice_ns;
     bf_diags *d = bf_diags_new();
     bf_error e = {0};
     bf_status st = d && t->pend_steps && t->pend_vals ? bf_session_step(s, n, &o, d, &e)
@@ -814,7 +833,7 @@ static srv_trainer *trainer_new(srv_app *app, srv_page *p, const char *client) {
 
 static const char usage[] =
     "train takes {\"action\": \"start\"|\"resume\"|\"pause\"|\"step\"|\"reset\"|\"watch\", "
-    "\"steps\"?: N, \"metrics\"?: [ref], \"watch\"?: [ref]}";
+    "\"steps\"?: N, \"rate\"?: steps a second, \"metrics\"?: [ref], \"watch\"?: [ref]}";
 
 /* Set t's metrics and watch from the body (loop): now while paused, at the next boundary
  * while playing. false with res filled. */
@@ -931,11 +950,14 @@ static void train(srv_app *app, const char *name, const char *client, const srv_
         body = cJSON_ParseWithLength(req->body, req->body_len);
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(body, "action");
     const cJSON *steps = cJSON_GetObjectItemCaseSensitive(body, "steps");
+    const cJSON *rate = cJSON_GetObjectItemCaseSensitive(body, "rate");
     if (!cJSON_IsObject(body) || !cJSON_IsString(act) ||
+        (rate && !(cJSON_IsNumber(rate) && rate->valuedouble >= 0 && rate->valuedouble <= 1e6)) ||
         (steps && !cJSON_IsNull(steps) &&
          !(cJSON_IsNumber(steps) && steps->valuedouble >= 1 && steps->valuedouble <= 1e15 &&
            steps->valuedouble == floor(steps->valuedouble)))) {
-        srv_error(res, 400, "bad_request", "%s (steps: a whole number >= 1)", usage);
+        srv_error(res, 400, "bad_request", "%s (steps: a whole number >= 1; rate: steps a "
+                  "second, 0 for all)", usage);
         cJSON_Delete(body);
         return;
     }
@@ -951,6 +973,11 @@ static void train(srv_app *app, const char *name, const char *client, const srv_
     srv_page *p = srv_page_find(app, name);
     srv_trainer *t = p ? trainer_find(app, p) : NULL;
     bool play = t && playing(t);
+    if (t && rate) { /* any action may set the pace; it applies at the next step */
+        uv_mutex_lock(&t->mu);
+        t->rate = rate->valuedouble;
+        uv_mutex_unlock(&t->mu);
+    }
     if (pause) {
         if (play) {
             uv_mutex_lock(&t->mu);
@@ -1001,6 +1028,7 @@ static void train(srv_app *app, const char *name, const char *client, const srv_
         cJSON_Delete(body);
         return;
     }
+    if (rate) t->rate = rate->valuedouble; /* not playing: no worker reads it now */
     if (!configure(t, body, true, res)) {
         cJSON_Delete(body);
         return;

@@ -174,6 +174,20 @@ class TestTrainJobs(TrainCase):
         hist = self.status("tiny")["history"]["loss"]
         self.assertEqual([p[0] for p in hist], list(range(1, paused + 8)))
 
+    def test_rate_paces_the_steps(self):
+        ws = self.ws()
+        t0 = time.time()
+        self.train("cancel", {"action": "start", "rate": 40}, ws)
+        time.sleep(0.5)
+        self.srv.request("POST", "/api/pages/cancel/train", {"action": "pause"})
+        evs = self.events(ws, "cancel")
+        took = time.time() - t0
+        self.assertEqual(evs[-1]["type"], "train_paused")
+        self.assertLessEqual(evs[-1]["step"], 40 * took + 2, (evs[-1]["step"], took))
+        self.assertGreater(evs[-1]["step"], 0)
+        self.train("cancel", {"action": "watch", "rate": 0}, ws, expect=200)
+        self.train("cancel", {"action": "start", "rate": -1}, ws, expect=400)
+
     def test_reset_paused_and_while_playing(self):
         ws = self.ws()
         self.train("reset", {"action": "start", "steps": 50, "watch": ["w"]}, ws)

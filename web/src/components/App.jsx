@@ -24,8 +24,11 @@ import Inspector from './Inspector.jsx';
 import BottomPanel from './BottomPanel.jsx';
 import Dialog from './Dialog.jsx';
 import Welcome from './Welcome.jsx';
+import TrainBar from './TrainBar.jsx';
+import {Training, trainables} from '../model/training.js';
 
 const api = new Api();
+const training = new Training(api); /* live training of the open page (model/training.js) */
 
 /** A block event's state for the canvas (started, reused, done with device, kernel and ms,
  * failed or cancelled); null for an event that is not about one block. */
@@ -57,6 +60,7 @@ export default function App() {
   const [message, setMessage] = useState(null); /* {kind, text} */
   const [dialog, setDialog] = useState(null);
   const [wsState, setWsState] = useState('connecting');
+  const [marks, setMarks] = useState({}); /* gradient blocks checked: {id: {ok, text}} */
   const [, bump] = useState(0);
   const pageRef = useRef(null);
   const docRef = useRef(null);
@@ -107,6 +111,7 @@ export default function App() {
 
   /* ---- run events ------------------------------------------------------------------- */
   const onRunEvent = (ev) => {
+    if (training.handle(ev)) return;
     const mine = docRef.current && ev.page === docRef.current.name;
     /* a teaching job (it names its kind) is not the page's run: the Teach tab waits for its
      * end, and the blocks its runs computed light up on the canvas as a run's do */
@@ -165,7 +170,9 @@ export default function App() {
       /* the session may hold unsaved edits of an earlier visit: show what it holds */
       const sess = await api.getPage(name, true);
       const held = sess.session_page || got.page;
-      queue.current = new EditQueue((edits) => api.edits(name, edits));
+      queue.current = new EditQueue((edits) => training.edits(name, edits));
+      training.open(name);
+      setMarks({});
       history.current.clear();
       setDoc({name, revision: got.revision});
       setPage(held);
@@ -227,7 +234,9 @@ export default function App() {
       setDirty(false);
       say('ok', `Saved ${d.name}.json.`);
     } catch (e) {
-      if (e instanceof ApiError && e.code === 'stale_revision' && !overwrite) {
+      if (e instanceof ApiError && e.code === 'busy' && training.getSnapshot().state === 'running') {
+        say('error', 'The page is training: pause it (⏸), then save.');
+      } else if (e instanceof ApiError && e.code === 'stale_revision' && !overwrite) {
         setDialog({
           kind: 'conflict',
           title: 'The file changed on disk',
@@ -416,6 +425,21 @@ export default function App() {
     }
   }, [say]);
 
+  /** The backward pass was built on the server: show the page as its session holds it. */
+  const backwardBuilt = useCallback(async (res) => {
+    const d = docRef.current;
+    const before = pageRef.current;
+    gate.current.stale();
+    const sess = await api.getPage(d.name, true);
+    const after = sess.session_page || before;
+    setPage(after);
+    pageRef.current = after;
+    setCheck(res.page);
+    setDirty(true);
+    history.current.push(before, after, null);
+    say('ok', `Backward pass built: ${res.created.blocks.length} blocks added on the right.`);
+  }, [say]);
+
   /** A constant's grid changed: send the edit, then re-run (only what depends on it runs). */
   const editValue = useCallback((edits, opts) => {
     change(edits, opts);
@@ -484,6 +508,7 @@ export default function App() {
         onRun={() => startRun(null)} onRunTo={() => selectedBlock && startRun(selectedBlock.id)}
         onCancel={cancelRun} onPageAction={(a, n) => setDialog({kind: a, name: n})}
       />
+      {page && trainables(page).length > 0 && <TrainBar training={training} />}
       <div className="main">
         <Palette index={index} disabled={!page}
                  onAdd={(type) => addBlock(type, freeSpot(pageRef.current))} />
@@ -491,7 +516,7 @@ export default function App() {
           {page && index ? (
             <ReactFlowProvider>
               <Canvas
-                page={page} index={index} check={check} run={run} selected={selected}
+                page={page} index={index} check={check} run={run} selected={selected} marks={marks}
                 onSelect={setSelected} onConnect={connect} onRemoveBlocks={removeBlocks}
                 onDisconnect={disconnect} onMove={moveBlock} onDropBlock={addBlock}
               />
@@ -505,6 +530,7 @@ export default function App() {
             index={index} onSelect={(id) => setSelected(id ? [id] : [])}
             onRunTo={(id) => startRun(id)} events={jobEvents.current} gate={gate.current}
             docName={doc && doc.name} check={check} onAddGradients={addGradients}
+            training={training} onBackwardBuilt={backwardBuilt} onMarks={setMarks}
           />
         </div>
         <Inspector

@@ -11,14 +11,14 @@ import WireEdge from './WireEdge.jsx';
 const nodeTypes = {block: BlockNode};
 const edgeTypes = {wire: WireEdge};
 
-export default function Canvas({page, index, check, run, selected, onSelect, onConnect,
+export default function Canvas({page, index, check, run, marks, selected, onSelect, onConnect,
                                 onRemoveBlocks, onDisconnect, onMove, onDropBlock}) {
   const flow = useReactFlow();
   const [drag, setDrag] = useState(null); /* {id, x, y} while a block is dragged */
   const [selEdges, setSelEdges] = useState([]);
   const graph = useMemo(() => pageToGraph(page, index, check,
-                                          {status: run ? run.status : null}),
-                        [page, index, check, run]);
+                                          {status: run ? run.status : null, marks}),
+                        [page, index, check, run, marks]);
   /* React Flow's measured size of each block, carried on the nodes we pass: a node object
    * without `measured` is taken for a new node, unmeasured until the next frame, and a fit
    * (the controls' button) in that window after a re-check or a run framed nothing. */

@@ -9,6 +9,7 @@ import {wireCandidates} from '../model/wires.js';
 import AttrField from './AttrField.jsx';
 import DocToggle from './DocToggle.jsx';
 import ConstGrid from './ConstGrid.jsx';
+import ScalarSlider from './ScalarSlider.jsx';
 
 function TextCommit({label, value, onCommit, multiline, testid}) {
   /* The draft belongs to one field and one value. React reuses this component when the panel
@@ -118,6 +119,7 @@ export default function Inspector({page, index, check, block, files, onChange, o
                      [{op: 'set_attr', block: block.id, attr: w.name, value}],
                      {key: `attr:${block.id}:${w.name}`})} />
       ))}
+      {block.type === 'Const' && <ScalarSlider block={block} onChange={onChange} />}
       {block.type === 'Const' && <ConstGrid page={page} block={block}
                                             onEditValue={onEditValue || onChange} />}
       {info && (
