@@ -3,9 +3,11 @@
  * step boundaries, coalesced step events, and views of the Variables while it learns.
  *
  *   POST /api/pages/{name}/train  {"action": "start" | "resume" | "pause" | "step" | "reset" |
- *                                  "watch", "steps"?: N, "rate"?: R, "metrics"?: [ref],
+ *                                  "watch" | "view", "steps"?: N, "rate"?: R, "metrics"?: [ref],
  *                                  "watch"?: [ref]}
- *        (rate: at most R steps a second, so a class can watch a fast page learn; 0: all)
+ *        (rate: at most R steps a second, so a class can watch a fast page learn; 0: all;
+ *        "view": a segment that only copies the watched tensors, e.g. the Variables before
+ *        the first step, so that they have a run id to be read with)
  *   GET  /api/pages/{name}/train  -> {"state": "running"|"paused"|"idle", "step", "run_id",
  *                                     "target", "metrics", "watch", "history": {m: [[s, v]]}}
  *   POST /api/pages/{name}/edits  while a job plays: queued, applied at the next step boundary
@@ -53,7 +55,7 @@
 
 #include <cjson/cJSON.h>
 
-enum { SEG_PLAY, SEG_STEP, SEG_RESET };
+enum { SEG_PLAY, SEG_STEP, SEG_RESET, SEG_VIEW };
 enum {
     MAX_REFS = 64,         /* metrics, and watched tensors */
     REF_BYTES = 300,
@@ -127,6 +129,7 @@ typedef struct srv_trainer {
     double *pend_vals;      /* PENDING_CAP x metrics.n */
     int n_pend;
     bool snap_fresh;
+    cJSON *views;           /* the refs of the newest copy */
     /* loop */
     snapshot *snap;
     struct srv_trainer *next;
@@ -280,14 +283,39 @@ static snapshot *snap_take(bf_session *s, const refs *watch, const snapshot *pre
     return sn;
 }
 
+/* The refs a copy holds, as a JSON array. */
+static cJSON *snap_refs(const snapshot *sn) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && sn && i < sn->n; i++) cJSON_AddItemToArray(a, cJSON_CreateString(sn->refs[i]));
+    return a;
+}
+
 /* Hand a new copy to the loop (worker side). */
 static void snap_publish(srv_trainer *t, snapshot *sn) {
     if (!sn) return;
+    cJSON_Delete(t->views);
+    t->views = snap_refs(sn);
     uv_mutex_lock(&t->mu);
     snap_free(t->snap_new);
     t->snap_new = sn;
     uv_mutex_unlock(&t->mu);
     t->snap_fresh = true;
+}
+
+/* "snapshot": step and "views": the refs readable, on an event after a new copy (worker). */
+static void add_snapshot(srv_trainer *t, cJSON *o, int64_t step) {
+    if (!t->snap_fresh) return;
+    cJSON_AddNumberToObject(o, "snapshot", (double)step);
+    if (t->views) cJSON_AddItemToObject(o, "views", cJSON_Duplicate(t->views, 1));
+    t->snap_fresh = false;
+}
+
+/* A new copy taken on the loop while paused; what it cannot read keeps the newest copy's. */
+static void loop_refresh(srv_trainer *t, bf_session *s) {
+    uv_mutex_lock(&t->mu);
+    const snapshot *prev = t->snap_new ? t->snap_new : t->snap;
+    uv_mutex_unlock(&t->mu);
+    snap_publish(t, snap_take(s, &t->watch, prev));
 }
 
 /* srv_run_tensor for a trainer's runs: the newest copy (loop). */
@@ -421,8 +449,7 @@ static void send_step(srv_trainer *t, uint64_t now) {
         for (int k = 0; k < nm; k++) cJSON_AddItemToArray(p, num(t->pend_vals[i * nm + k]));
         cJSON_AddItemToArray(pts, p);
     }
-    if (t->snap_fresh) cJSON_AddNumberToObject(o, "snapshot", (double)t->pend_steps[last]);
-    t->snap_fresh = false;
+    add_snapshot(t, o, t->pend_steps[last]);
     cJSON_AddNumberToObject(o, "t", wall_ms());
     t->sent_step = t->pend_steps[last];
     t->n_pend = 0;
@@ -603,8 +630,7 @@ static void end_segment(srv_trainer *t, srv_run *r, bf_session *s, const char *t
     cJSON *o = srv_run_event(r, type);
     int64_t step = bf_session_step_count(s);
     cJSON_AddNumberToObject(o, "step", (double)step);
-    if (t->snap_fresh) cJSON_AddNumberToObject(o, "snapshot", (double)step);
-    t->snap_fresh = false;
+    add_snapshot(t, o, step);
     if (st) {
         cJSON *err = cJSON_AddObjectToObject(o, "error");
         const bf_error *first = e;
@@ -657,9 +683,10 @@ static void train_exec(srv_run *r, void *user) {
         t->rate_ns = 0;
         t->snap_fresh = false;
         cJSON *o = srv_run_event(r, "train_started");
-        cJSON_AddStringToObject(o, "mode", t->seg_kind == SEG_PLAY   ? "play"
-                                           : t->seg_kind == SEG_STEP ? "step"
-                                                                     : "reset");
+        cJSON_AddStringToObject(o, "mode", t->seg_kind == SEG_PLAY    ? "play"
+                                           : t->seg_kind == SEG_STEP  ? "step"
+                                           : t->seg_kind == SEG_RESET ? "reset"
+                                                                      : "view");
         cJSON_AddNumberToObject(o, "step", (double)bf_session_step_count(s));
         uv_mutex_lock(&t->mu);
         if (t->target >= 0) cJSON_AddNumberToObject(o, "target", (double)t->target);
@@ -681,7 +708,7 @@ static void train_exec(srv_run *r, void *user) {
     double rate = t->rate;
     uv_mutex_unlock(&t->mu);
     int64_t step = bf_session_step_count(s);
-    if (t->seg_kind == SEG_RESET || pause) {
+    if (t->seg_kind == SEG_RESET || t->seg_kind == SEG_VIEW || pause) {
         end_segment(t, r, s, "train_paused", BF_OK, NULL, NULL);
         return;
     }
@@ -772,6 +799,7 @@ static void trainer_free(srv_trainer *t) {
     series_clear(t);
     snap_free(t->snap_new);
     snap_free(t->snap);
+    cJSON_Delete(t->views);
     free(t->pend_steps);
     free(t->pend_vals);
     uv_mutex_destroy(&t->mu);
@@ -832,7 +860,8 @@ static srv_trainer *trainer_new(srv_app *app, srv_page *p, const char *client) {
 }
 
 static const char usage[] =
-    "train takes {\"action\": \"start\"|\"resume\"|\"pause\"|\"step\"|\"reset\"|\"watch\", "
+    "train takes {\"action\": \"start\"|\"resume\"|\"pause\"|\"step\"|\"reset\"|\"watch\"|"
+    "\"view\", "
     "\"steps\"?: N, \"rate\"?: steps a second, \"metrics\"?: [ref], \"watch\"?: [ref]}";
 
 /* Set t's metrics and watch from the body (loop): now while paused, at the next boundary
@@ -875,13 +904,7 @@ static bool configure(srv_trainer *t, const cJSON *body, bool now, srv_response 
     }
     uv_mutex_unlock(&t->mu);
     if (now) { /* a copy of what is readable now (paused: the loop holds the session) */
-        snapshot *sn = snap_take(srv_page_session(t->page), &t->watch, t->snap);
-        if (sn) {
-            uv_mutex_lock(&t->mu);
-            snap_free(t->snap_new);
-            t->snap_new = sn;
-            uv_mutex_unlock(&t->mu);
-        }
+        loop_refresh(t, srv_page_session(t->page));
         free(t->pend_steps), free(t->pend_vals);
         t->pend_steps = NULL, t->pend_vals = NULL; /* sized for the metrics at the next step */
     }
@@ -898,6 +921,10 @@ static void start_segment(srv_trainer *t, int kind, const char *client, srv_resp
     cJSON_AddStringToObject(o, "run_id", t->run_id);
     cJSON_AddStringToObject(o, "page", srv_page_name(t->page));
     cJSON_AddStringToObject(o, "state", kind == SEG_PLAY ? "running" : "stepping");
+    cJSON_AddStringToObject(o, "mode", kind == SEG_PLAY    ? "play"
+                                       : kind == SEG_STEP  ? "step"
+                                       : kind == SEG_RESET ? "reset"
+                                                           : "view");
     uv_mutex_lock(&t->mu);
     cJSON_AddNumberToObject(o, "step", (double)t->step);
     uv_mutex_unlock(&t->mu);
@@ -939,6 +966,7 @@ static void status(srv_app *app, const char *name, srv_response *res) {
     }
     uv_mutex_unlock(&t->mu);
     if (!play) cJSON_AddItemToObject(o, "watch", refs_json(&t->watch));
+    if (!play && t->views) cJSON_AddItemToObject(o, "views", cJSON_Duplicate(t->views, 1));
     srv_json(res, 200, print(o));
 }
 
@@ -964,8 +992,8 @@ static void train(srv_app *app, const char *name, const char *client, const srv_
     const char *a = act->valuestring;
     bool start = !strcmp(a, "start") || !strcmp(a, "play"), resume = !strcmp(a, "resume");
     bool pause = !strcmp(a, "pause"), step = !strcmp(a, "step"), reset = !strcmp(a, "reset");
-    bool watch = !strcmp(a, "watch");
-    if (!start && !resume && !pause && !step && !reset && !watch) {
+    bool watch = !strcmp(a, "watch"), view = !strcmp(a, "view");
+    if (!start && !resume && !pause && !step && !reset && !watch && !view) {
         srv_error(res, 400, "bad_request", "%s", usage);
         cJSON_Delete(body);
         return;
@@ -1047,7 +1075,8 @@ static void train(srv_app *app, const char *name, const char *client, const srv_
     if (reset) t->reset_req = true;
     uv_mutex_unlock(&t->mu);
     cJSON_Delete(body);
-    start_segment(t, start || resume ? SEG_PLAY : step ? SEG_STEP : SEG_RESET, client, res);
+    start_segment(t, start || resume ? SEG_PLAY : step ? SEG_STEP : reset ? SEG_RESET : SEG_VIEW,
+                  client, res);
     if (res->status != 202 && reset) {
         uv_mutex_lock(&t->mu);
         t->reset_req = false;
@@ -1114,12 +1143,7 @@ static bool edits(srv_app *app, const char *name, const srv_request *req, srv_re
     bool ok = !strcmp(cJSON_GetObjectItemCaseSensitive(ev, "type")->valuestring, "edits_applied");
     if (ok) {
         srv_page_changed(p);
-        if (resets) {
-            snapshot *sn = snap_take(s, &t->watch, t->snap);
-            uv_mutex_lock(&t->mu);
-            if (sn) snap_free(t->snap_new), t->snap_new = sn;
-            uv_mutex_unlock(&t->mu);
-        }
+        if (resets) loop_refresh(t, s);
         cJSON *check = cJSON_DetachItemFromObject(ev, "check");
         cJSON *reset = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ev, "state_reset"), 1);
         if (!check) check = cJSON_CreateObject();

@@ -19,8 +19,19 @@ function Tile({tile, lim, cell, name, onHover}) {
     const ctx = ref.current.getContext('2d');
     for (let r = 0; r < tile.rows; r++) {
       for (let c = 0; c < tile.cols; c++) {
-        ctx.fillStyle = color(tile.values[r * tile.cols + c], lim);
+        const v = tile.values[r * tile.cols + c];
+        ctx.fillStyle = color(v, lim);
         ctx.fillRect(c * cell, r * cell, cell, cell);
+        if (cell >= 34 && v !== null && Number.isFinite(v)) { /* big cells: the numbers too */
+          const x = lim > 0 ? Math.abs(v / lim) : 0;
+          ctx.fillStyle = x > 0.55 ? '#fff' : '#1d2733';
+          ctx.font = `${Math.floor(cell / 3.4)}px ui-monospace, monospace`;
+          ctx.textAlign = 'center';
+          ctx.textBaseline = 'middle';
+          const text = lim < 0.05 ? v.toExponential(0)
+            : Math.abs(v) < 5e-3 ? '0' : v.toFixed(Math.abs(v) >= 10 ? 0 : 2);
+          ctx.fillText(text, (c + 0.5) * cell, (r + 0.5) * cell);
+        }
       }
     }
   });
@@ -52,7 +63,8 @@ export default function FilterGrid({name, title, view, size = 72}) {
   const {tiles, min, max} = filterTiles(view.shape, view.values);
   const lim = Math.max(Math.abs(min), Math.abs(max));
   const big = tiles.length === 1 ? Math.max(tiles[0].rows, tiles[0].cols) : Math.max(...tiles.map((t) => Math.max(t.rows, t.cols)));
-  const cell = Math.max(2, Math.min(24, Math.floor((tiles.length === 1 ? 2.5 * size : size) / big)));
+  const cell = Math.max(2, Math.min(tiles.length <= 2 ? 46 : 24,
+                                    Math.floor((tiles.length <= 2 ? 2.2 * size : size) / big)));
   return (
     <div className="filtergrid" data-testid={`grid-${name}`}>
       <div className="filtergrid-head">

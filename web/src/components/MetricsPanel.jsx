@@ -19,7 +19,10 @@ function options(names, width, height, log) {
   return {
     width, height, series,
     scales: {x: {time: false}, y: log ? {distr: 3} : {}},
-    axes: [{label: 'step'}, {size: 60}],
+    axes: [{label: 'step'},
+           {size: 64, values: (u, vals) => vals.map((v) => (v === null ? '' : log
+             ? (Math.abs(Math.log10(Math.abs(v)) % 1) < 1e-9 ? Number(v).toExponential(0) : '')
+             : Number(v).toPrecision(3)))}],
     legend: {live: true},
     cursor: {drag: {x: true, y: false}},
   };
@@ -35,6 +38,9 @@ export default function MetricsPanel({training, scalars = []}) {
   const names = t.metrics;
   const data = plotData(t.series, names, {weight, log});
   const points = data[0].length;
+  const s0 = names.length ? t.series[names[0]] : null; /* read by the tests: first and last raw */
+  const first = s0 && s0.vals.length ? s0.vals[0] : '';
+  const last = s0 && s0.vals.length ? s0.vals[s0.vals.length - 1] : '';
   useEffect(() => {
     const ro = new ResizeObserver(([e]) => setWidth(Math.max(240, Math.floor(e.contentRect.width))));
     ro.observe(box.current);
@@ -50,7 +56,8 @@ export default function MetricsPanel({training, scalars = []}) {
   const add = (ref) => ref && !names.includes(ref) && training.configure({metrics: [...names, ref]});
   const remove = (ref) => training.configure({metrics: names.filter((n) => n !== ref)});
   return (
-    <section className="metrics" aria-label="Metrics" data-testid="metrics" data-points={points}>
+    <section className="metrics" aria-label="Metrics" data-testid="metrics" data-points={points}
+             data-first={first} data-last={last} data-first-step={data[0].length ? data[0][0] : ''}>
       <div className="metrics-tools">
         <label><input type="checkbox" checked={log} onChange={(e) => setLog(e.target.checked)}
                       data-testid="metrics-log" /> log scale</label>

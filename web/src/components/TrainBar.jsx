@@ -3,6 +3,19 @@
  * (Alt+P play or pause, Alt+. one step, Alt+R reset) in its title. */
 import React, {useEffect, useSyncExternalStore} from 'react';
 
+/* ⏸ and ⏭ as drawings: not every system font has those two characters */
+const PATHS = {
+  pause: 'M3 2h3v10H3zM8 2h3v10H8z',
+  step: 'M2 2l6 5-6 5zM8 2l4 5-4 5zM11 2h2v10h-2z',
+};
+function Icon({name}) {
+  return (
+    <svg className="icon" width="12" height="12" viewBox="0 0 14 14" aria-hidden="true">
+      <path d={PATHS[name]} fill="currentColor" />
+    </svg>
+  );
+}
+
 export default function TrainBar({training, onPlay, onStep}) {
   const t = useSyncExternalStore(training.subscribe, training.getSnapshot);
   const playing = t.state === 'running';
@@ -25,13 +38,13 @@ export default function TrainBar({training, onPlay, onStep}) {
       <span className="trainbar-title">Training</span>
       {playing ? (
         <button onClick={() => say(training.pause())} title="Pause after this step (Alt+P)"
-                data-testid="train-pause">⏸ Pause</button>
+                data-testid="train-pause" aria-label="Pause"><Icon name="pause" /> Pause</button>
       ) : (
         <button className="primary" onClick={play} disabled={busy}
                 title="Train step after step until paused (Alt+P)" data-testid="train-play">▶ Play</button>
       )}
       <button onClick={step} disabled={playing || busy} title="One training step (Alt+.)"
-              data-testid="train-step">⏭ Step</button>
+              data-testid="train-step" aria-label="Step"><Icon name="step" /> Step</button>
       <button onClick={() => say(training.reset())} title="Variables back to their initial values, step 0 (Alt+R)"
               data-testid="train-reset">⟲ Reset</button>
       <label className="trainbar-speed">speed{' '}

@@ -147,6 +147,7 @@ export class Training {
     this.earlyEdits = new Map();   /* edit id -> event that came before the 202 answer */
     this.views = {};               /* ref -> {shape, values} */
     this.slices = {};              /* ref -> the slice read of it (an activation's image 0) */
+    this.readable = null;          /* the refs the server's newest copy holds (null: unknown) */
     this.viewTimer = null;
     this.viewBusy = false;
     this.viewWanted = false;
@@ -170,6 +171,7 @@ export class Training {
   /** A page was opened: its training state (curve included) from the server. */
   async open(name) {
     this.views = {};
+    this.readable = null;
     this.set({...this.fresh(name)});
     if (!name) return;
     try {
@@ -179,6 +181,7 @@ export class Training {
       for (const [m, pts] of Object.entries(s.history || {})) {
         series[m] = {steps: pts.map((p) => p[0]), vals: pts.map((p) => p[1])};
       }
+      if (s.views) this.readable = new Set(s.views);
       this.set({state: s.state === 'running' ? 'running' : s.state === 'paused' ? 'paused' : 'idle',
                 step: s.step || 0, runId: s.run_id || null, metrics: s.metrics || [], series,
                 watch: s.watch || []});
@@ -196,6 +199,7 @@ export class Training {
     const ours = MINE.has(ev.type) ||
       (/^run_(failed|cancelled)$/.test(ev.type) && ev.run_id === s.runId && s.state !== 'idle');
     if (!ours) return false;
+    if (Array.isArray(ev.views)) this.readable = new Set(ev.views);
     switch (ev.type) {
       case 'train_started':
         this.set({state: ev.mode === 'play' ? 'running' : 'stepping', runId: ev.run_id,
@@ -302,6 +306,10 @@ export class Training {
     if (watch) this.set({watch});
     if (!this.snap.page || (!metrics && !watch)) return;
     await this.command('watch', body).catch(() => {});
+    /* nothing trained yet: a "view" segment copies the watched tensors under a run id */
+    if (!this.snap.runId && this.snap.state === 'idle' && watch && watch.length) {
+      await this.command('view').catch(() => {});
+    }
     this.wantViews(true);
   }
 
@@ -342,6 +350,7 @@ export class Training {
     try {
       const got = {};
       for (const ref of watch) {
+        if (this.readable && !this.readable.has(ref)) continue; /* not computed yet */
         try {
           const t = await this.api.req('GET', this.api.tensorUrl(runId, ref, 'values',
                                                                  this.slices[ref]));
