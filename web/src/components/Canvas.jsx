@@ -86,7 +86,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
         if (c.dragging) setDrag({id: c.id, ...c.position});
       } else if (c.type === 'position' && c.dragging === false) {
         setDrag((d) => {
-          if (d && d.id === c.id) onMove(c.id, {x: d.x, y: d.y});
+          if (d && d.id === c.id) onMove({[c.id]: {x: d.x, y: d.y}}, `move:${c.id}`);
           return null;
         });
       } else if (c.type === 'dimensions' && c.dimensions) {

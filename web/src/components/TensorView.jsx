@@ -23,13 +23,16 @@ export default function TensorView({api, run, block, index, onRunTo, gate, room 
   const replaced = !!(gate && (gate.jobSinceRun || gate.running));
   const ready = run && run.id && run.state === 'finished' && !replaced;
 
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   useEffect(() => { setPort(outputs[0]); setPicks({}); }, [block && block.id]);
   useEffect(() => { if (block) setLayout(defaultLayout(block.type, block.attrs)); },
+            // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
             [block && block.id, block && JSON.stringify(block.attrs)]);
   useEffect(() => {
     setSummary(null); setWin(null); setErr(null);
     if (!ready || !spec) return;
     api.tensor(run.id, spec, 'summary').then(setSummary).catch((e) => setErr(e));
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   }, [ready, run && run.id, spec]);
 
   const sl = useMemo(() => (summary ? sliceSpec(summary.shape, layout, picks) : null),
@@ -37,6 +40,7 @@ export default function TensorView({api, run, block, index, onRunTo, gate, room 
   useEffect(() => {
     if (!sl || !summary) return;
     api.tensor(run.id, spec, 'values', sl.slice).then(setWin).catch((e) => setErr(e));
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   }, [sl && sl.slice, summary]);
 
   if (!block) return <p className="muted">Select a block to see its output after a run.</p>;

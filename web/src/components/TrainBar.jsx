@@ -1,7 +1,8 @@
 /* TrainBar.jsx - the training bar of a page that trains: ▶ Play, ⏸ Pause, ⏭ Step, ⟲ Reset,
- * the step count and the steps per second. Buttons in the tab order, each with its shortcut
- * (Alt+P play or pause, Alt+. one step, Alt+R reset) in its title. */
-import React, {useEffect, useSyncExternalStore} from 'react';
+ * the pace, the step count, the steps per second and the latest metrics. Buttons in the tab
+ * order; their shortcuts (Alt+P play or pause, Alt+. one step, Alt+R reset) are actions of
+ * the action table (model/actions.js). */
+import React, {useSyncExternalStore} from 'react';
 
 /* ⏸ and ⏭ as drawings: not every system font has those two characters */
 const PATHS = {
@@ -23,16 +24,6 @@ export default function TrainBar({training, onPlay, onStep}) {
   const say = (p) => p.catch(() => {});
   const play = () => say(onPlay ? onPlay() : training.play());
   const step = () => say(onStep ? onStep() : training.stepOnce());
-  useEffect(() => {
-    const onKey = (e) => {
-      if (!e.altKey || e.ctrlKey || e.metaKey) return;
-      if (e.code === 'KeyP') { e.preventDefault(); if (playing) say(training.pause()); else play(); }
-      else if (e.code === 'Period' && !playing && !busy) { e.preventDefault(); step(); }
-      else if (e.code === 'KeyR') { e.preventDefault(); say(training.reset()); }
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  });
   return (
     <div className="trainbar" role="toolbar" aria-label="Training">
       <span className="trainbar-title">Training</span>

@@ -319,8 +319,8 @@ export class Training {
    * the server answered, or throws an ApiError 422.
    */
   async edits(name, edits) {
-    const {status, data} = await this.api.reqFull('POST', pagePath(name) + '/edits', edits);
-    if (status !== 202 || !data || !data.queued) return data;
+    const data = await this.api.edits(name, edits);
+    if (!data || data.queued !== true) return data; /* applied at once: the check */
     const ev = this.earlyEdits.get(data.edit) || await new Promise((resolve) => {
       this.waitingEdits.set(data.edit, resolve);
     });
