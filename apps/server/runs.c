@@ -547,6 +547,7 @@ static void execute(srv_run *r) {
 
 static void worker_main(void *arg) {
     srv_app *app = arg;
+    srv_worker_nice(); /* train_jobs.c: the loop thread first */
     for (;;) {
         uv_mutex_lock(&app->mu);
         while (!app->jobs_head && !app->quit) uv_cond_wait(&app->cv, &app->mu);

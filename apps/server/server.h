@@ -306,6 +306,9 @@ bool srv_train_route(srv_app *app, const char *act, const char *name, const char
 void srv_train_page_closed(srv_app *app, srv_page *p);
 /* Free what train_jobs.c holds (after the workers have stopped). */
 void srv_train_free(srv_app *app);
+/* Lower the calling run worker's priority a little (Linux: per thread), so that the loop
+ * thread answers quickly while every worker trains. */
+void srv_worker_nice(void);
 
 /* ---- JSON answers shared by router.c and runs.c -------------------------------------------- */
 /* res <- status with {"error": {"code", "message", and the fields of e that are set}}. */

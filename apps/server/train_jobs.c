@@ -44,14 +44,21 @@
  * (step, history, the newest copy) are under its mutex; the session is touched by the worker
  * while a segment holds the page, by the loop otherwise.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* syscall(SYS_gettid): the nice value of one thread */
+#endif
 #include "server.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -146,6 +153,21 @@ typedef struct srv_train_hub {
     client_gap *gaps;
     int n_gaps, cap_gaps;
 } srv_train_hub;
+
+/* ---- the workers' priority ------------------------------------------------------------------ */
+
+void srv_worker_nice(void) {
+#ifdef SYS_gettid
+    /* on Linux the nice value is per thread: this one, and the threads it starts (libuv's pool,
+     * made by the first run), yield to the loop thread, which answers requests and delivers
+     * events; a class training at once then still gets quick answers. Best effort. */
+    errno = 0;
+    int base = getpriority(PRIO_PROCESS, 0);
+    if (errno) base = 0;
+    int want = base + 5 > 19 ? 19 : base + 5;
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), want);
+#endif
+}
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
