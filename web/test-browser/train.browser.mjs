@@ -5,8 +5,9 @@
 // loss drops 100x; Alt+P pauses; the plot has points, the step count stays put while paused, ⏭
 // adds exactly one step; the filter tiles' cells equal the Sobel filter within 1e-2 (read from
 // the page); a learning-rate change with the Inspector's slider while playing keeps the step
-// count and the loss curve; the Teach tab explains conv's filter gradient while paused; ⟲ goes
-// back to step 0. Screenshots at 1280x720 and 1920x1080 go to BF_SCREENSHOTS (default
+// count and the loss curve; the Teach tab explains conv's filter gradient while paused; "Check
+// backward pass" marks the gradient block green; ⟲ goes back to step 0; and on the forward
+// page, "Build backward pass" with SGD from the Training tab adds the update and it trains. Screenshots at 1280x720 and 1920x1080 go to BF_SCREENSHOTS (default
 // build/train-screenshots). Exit 77 (ctest: skipped) without Chromium.
 import {cpSync, rmSync} from 'node:fs';
 import {join} from 'node:path';
@@ -21,6 +22,7 @@ const SOBEL = [-1, 0, 1, -2, 0, 2, -1, 0, 1];
 
 const {tmp, pages} = tempPages('bf-train-');
 cpSync(join(repo, 'examples/train/learn_a_filter.json'), join(pages, 'learn_a_filter.json'));
+cpSync(join(repo, 'examples/train/learn_a_filter.forward.json'), join(pages, 'forward.json'));
 const token = 'train-test-token-0123';
 const {server, port, stderr: serverErr} = await startServer(pages, token);
 const browser = await launchChromium();
@@ -130,14 +132,42 @@ try {
   await page.getByTestId('terms-table').waitFor({timeout: WAIT});
   await shot('teach-tab-while-paused');
 
-  /* ⟲: back to step 0, the curve and the filter with it */
+  /* "Check backward pass": the gradient block is marked green with its relative error */
   await page.getByTestId('training-tab').click();
+  await page.getByTestId('check-backward').click();
+  await page.getByTestId('check-result').waitFor({timeout: WAIT});
+  const mark = page.getByTestId('mark-predictions_grad_filter');
+  await mark.waitFor({timeout: WAIT});
+  assert.match(await mark.textContent(), /✓ gradient check · rel\. error/);
+  await shot('backward-pass-checked');
+
+  /* ⟲: back to step 0, the curve and the filter with it */
   await page.getByTestId('train-reset').click();
   await waitFor(() => document.querySelector('[data-testid="train-step-count"]').textContent === '0');
   await waitFor(() => Number(document.querySelector('[data-testid="metrics"]').dataset.points) === 0);
   await waitFor(() => { const e = document.querySelector('[data-testid="tile-w-0-0"]');
     return e && JSON.parse(e.dataset.values).every((v) => v === 0); });
   await shot('reset-to-step-0');
+
+  /* the forward page: build its backward pass with SGD from the Training tab, then train */
+  await page.goto(`http://127.0.0.1:${port}/`);
+  await page.getByRole('button', {name: 'forward'}).click();
+  await page.getByTestId('block-w').waitFor();
+  await page.getByTestId('training-tab').click();
+  assert.equal(await page.getByTestId('train-play').count(), 0, 'no training bar without updates');
+  await page.getByLabel('Optimizer').selectOption('sgd');
+  await page.getByLabel('Learning rate').fill('0.5');
+  await page.getByRole('button', {name: /Build backward pass/}).click();
+  await page.getByTestId('block-w_update').waitFor({timeout: WAIT});
+  await page.getByTestId('train-play').waitFor();
+  await shot('forward-page-backward-built');
+  await page.getByTestId('train-speed').selectOption('0');
+  await page.getByTestId('train-play').click();
+  await waitFor(() => { const e = document.querySelector('[data-testid="metrics"]');
+    return e && Number(e.dataset.points) > 5 && Number(e.dataset.last) <= Number(e.dataset.first) / 100; });
+  await page.keyboard.press('Alt+P');
+  await page.getByTestId('train-play').waitFor({timeout: WAIT});
+  await shot('forward-page-trained');
 
   assert.deepEqual(consoleErrors, [], 'no errors in the browser console');
   console.log('train.browser: all checks passed');
