@@ -62,6 +62,12 @@ test('plotData: steps, then each metric raw and smoothed; log drops non-positive
   assert.deepEqual(d[3], [0.1, 0.5, 0.9]);
   assert.deepEqual(plotData(series, ['loss'], {log: true})[1], [1, null, 0.25]);
   assert.deepEqual(plotData({}, ['loss']), [[], [], []]);
+  const long = {loss: {steps: Array.from({length: 1001}, (_, i) => i + 1),
+                       vals: Array.from({length: 1001}, (_, i) => 1 / (i + 1))}};
+  const thin = plotData(long, ['loss'], {maxPoints: 100});
+  assert.ok(thin[0].length <= 101 && thin[0].length >= 50, `${thin[0].length} points`);
+  assert.equal(thin[0][thin[0].length - 1], 1001, 'the last point is kept');
+  assert.equal(thin[1][thin[1].length - 1], 1 / 1001);
 });
 
 test('scalarRefs and optimizerText', () => {
@@ -93,7 +99,7 @@ function fakeApi(answers = {}) {
 test('Training: events grow the curves, a reset clears them, other pages are not ours', async () => {
   const api = fakeApi({status: {state: 'paused', step: 2, run_id: 'r1', metrics: ['loss'],
                                 history: {loss: [[1, 4], [2, 3]]}}});
-  const tr = new Training(api);
+  const tr = new Training(api, {notifyEveryMs: 0});
   await tr.open('p');
   assert.deepEqual(tr.getSnapshot().series.loss, {steps: [1, 2], vals: [4, 3]});
   let told = 0;
@@ -132,4 +138,22 @@ test('Training.edits: applied at once, or queued until its edits_applied / edits
   /* an event that comes before the 202 answer is kept for it */
   tr.handle({type: 'edits_failed', page: 'p', edit: 3, problems: [{message: 'no block "q"'}]});
   await assert.rejects(tr.edits('p', []), (e) => e.status === 422 && /no block/.test(e.message));
+});
+
+test('Training: step events tell the components at most every notifyEveryMs, the last always', async () => {
+  const tr = new Training(fakeApi(), {notifyEveryMs: 40});
+  await tr.open('p');
+  tr.handle({type: 'train_started', page: 'p', run_id: 'r1', mode: 'play', step: 0, metrics: ['loss']});
+  let told = 0;
+  tr.subscribe(() => told++);
+  for (let k = 1; k <= 5; k++) {
+    tr.handle({type: 'step_finished', page: 'p', run_id: 'r1', step: k, names: ['loss'], points: [[k, 1 / k]]});
+  }
+  assert.equal(tr.getSnapshot().step, 5, 'the snapshot is always the newest');
+  const atOnce = told;
+  assert.ok(atOnce <= 1, `told ${told} times at once`);
+  await new Promise((r) => setTimeout(r, 80));
+  assert.equal(told, atOnce + 1, 'and once more for the last');
+  tr.handle({type: 'train_paused', page: 'p', run_id: 'r1', step: 5});
+  assert.equal(told, atOnce + 2, 'a pause is told at once');
 });

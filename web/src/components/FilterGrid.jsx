@@ -3,7 +3,7 @@
  * four), as ConvNetJS shows a layer's filters; a matrix as one tile. One colour scale for the
  * whole tensor (blue negative, white zero, red positive), so tiles compare. Each tile carries
  * its values (data-values) and shows the one under the pointer. */
-import React, {useEffect, useRef, useState} from 'react';
+import React, {memo, useEffect, useMemo, useRef, useState} from 'react';
 import {filterTiles} from '../model/training.js';
 
 function color(v, lim) {
@@ -13,7 +13,7 @@ function color(v, lim) {
   return x >= 0 ? `rgb(255,${a},${a})` : `rgb(${a},${a},255)`;
 }
 
-function Tile({tile, lim, cell, name, onHover}) {
+const Tile = memo(function Tile({tile, lim, cell, name, onHover}) {
   const ref = useRef(null);
   useEffect(() => {
     const ctx = ref.current.getContext('2d');
@@ -34,7 +34,7 @@ function Tile({tile, lim, cell, name, onHover}) {
         }
       }
     }
-  });
+  }, [tile, lim, cell]);
   const move = (e) => {
     const b = ref.current.getBoundingClientRect();
     const c = Math.floor((e.clientX - b.left) / cell);
@@ -47,20 +47,24 @@ function Tile({tile, lim, cell, name, onHover}) {
     <figure className="tile">
       <canvas ref={ref} width={tile.cols * cell} height={tile.rows * cell}
               data-testid={`tile-${name}-${tile.out ?? 0}-${tile.in ?? 0}`}
-              data-values={JSON.stringify(tile.values)} onMouseMove={move}
+              data-values={tile.values.length <= 256 ? JSON.stringify(tile.values) : undefined}
+              onMouseMove={move}
               onMouseLeave={() => onHover(null)} role="img"
               aria-label={`${name} ${tile.label}, ${tile.rows} by ${tile.cols}`} />
       <figcaption>{tile.label}</figcaption>
     </figure>
   );
-}
+});
 
-export default function FilterGrid({name, title, view, size = 72}) {
+/* memo: the panel re-renders at every step event; a grid only when its tensor was read again */
+export default memo(function FilterGrid({name, title, view, size = 72, layout = 'hwio'}) {
   const [hover, setHover] = useState(null);
-  if (!view) {
+  const grid = useMemo(() => (view ? filterTiles(view.shape, view.values, {layout}) : null),
+                       [view, layout]);
+  if (!grid) {
     return <div className="filtergrid muted">{title}: after the next step</div>;
   }
-  const {tiles, min, max} = filterTiles(view.shape, view.values);
+  const {tiles, min, max} = grid;
   const lim = Math.max(Math.abs(min), Math.abs(max));
   const big = tiles.length === 1 ? Math.max(tiles[0].rows, tiles[0].cols) : Math.max(...tiles.map((t) => Math.max(t.rows, t.cols)));
   const cell = Math.max(2, Math.min(tiles.length <= 2 ? 46 : 24,
@@ -76,4 +80,4 @@ export default function FilterGrid({name, title, view, size = 72}) {
       <div className="muted tile-hover" aria-live="polite">{hover || '\u00a0'}</div>
     </div>
   );
-}
+});

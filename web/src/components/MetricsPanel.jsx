@@ -52,7 +52,24 @@ export default function MetricsPanel({training, scalars = []}) {
     return () => { plot.current.destroy(); plot.current = null; };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key]);
-  useEffect(() => { if (plot.current) plot.current.setData(data); });
+  /* redraw at most every 200 ms (the newest data always drawn last): a software-rendered
+   * canvas redrawn at every step event costs a busy machine its frames */
+  const latest = useRef(data);
+  latest.current = data;
+  const timer = useRef({at: 0, id: null});
+  useEffect(() => {
+    const tm = timer.current;
+    const draw = () => {
+      tm.id = null;
+      tm.at = Date.now();
+      if (plot.current) plot.current.setData(latest.current);
+    };
+    if (tm.id) return;
+    const wait = 200 - (Date.now() - tm.at);
+    if (wait <= 0) draw();
+    else tm.id = setTimeout(draw, wait);
+  });
+  useEffect(() => () => clearTimeout(timer.current.id), []);
   const add = (ref) => ref && !names.includes(ref) && training.configure({metrics: [...names, ref]});
   const remove = (ref) => training.configure({metrics: names.filter((n) => n !== ref)});
   return (

@@ -87,8 +87,9 @@ export default function TrainPanel({training, api, events, page, check, selected
         ))}
         {activation && (
           <FilterGrid name={activation} title={`${activation} (activation, first image)`}
-                      view={t.views[activation] && {...t.views[activation],
-                        shape: t.views[activation].shape}} />
+                      view={t.views[activation]}
+                      layout={t.views[activation] && t.views[activation].shape.length === 4
+                        ? 'nhwc' : 'hwio'} />
         )}
         <div className="backward">
           <h3>Backward pass</h3>

@@ -118,19 +118,32 @@ export function smooth(vals, weight) {
 /**
  * uPlot's data for the chosen metrics: [steps, m1, m1 smoothed, m2, ...]. Every metric of a
  * job is recorded at the same steps, so the first metric's steps are the x axis; on a log
- * scale values <= 0 are left out (null).
+ * scale values <= 0 are left out (null). Smoothed over every point, then thinned to at most
+ * about `maxPoints` for drawing (the last point always kept).
  */
-export function plotData(series, names, {weight = 0, log = false} = {}) {
+export function plotData(series, names, {weight = 0, log = false, maxPoints = 2000} = {}) {
   const first = names.map((n) => series[n]).find((s) => s && s.steps.length);
-  const xs = first ? first.steps.slice() : [];
-  const data = [xs];
-  for (const n of names) {
+  const all = first ? first.steps : [];
+  const data = [];
+  const raw = names.map((n) => {
     const s = series[n] || {steps: [], vals: []};
-    const at = new Map(s.steps.map((st, i) => [st, s.vals[i]]));
-    let ys = xs.map((x) => (at.has(x) ? at.get(x) : null));
+    const same = s.steps.length === all.length &&
+      (!all.length || s.steps[all.length - 1] === all[all.length - 1]);
+    let ys;
+    if (same) {
+      ys = s.vals.slice(); /* recorded at the same steps (the usual case): no lookup */
+    } else {
+      const at = new Map(s.steps.map((st, i) => [st, s.vals[i]]));
+      ys = all.map((x) => (at.has(x) ? at.get(x) : null));
+    }
     if (log) ys = ys.map((v) => (v !== null && v > 0 ? v : null));
-    data.push(ys, smooth(ys, weight));
-  }
+    return [ys, smooth(ys, weight)];
+  });
+  /* a plot a few hundred pixels wide needs no more points: every k-th, and the last */
+  const k = Math.max(1, Math.ceil(all.length / maxPoints));
+  const keep = (a) => (k === 1 ? a : a.filter((_, i) => i % k === 0 || i === a.length - 1));
+  data.push(keep(all));
+  for (const [ys, sm] of raw) data.push(keep(ys), keep(sm));
   return data;
 }
 
@@ -139,9 +152,12 @@ const MINE = new Set(['train_started', 'step_finished', 'train_paused', 'train_f
                       'train_reset', 'edits_applied', 'edits_failed']);
 
 export class Training {
-  constructor(api, {viewEveryMs = 300} = {}) {
+  constructor(api, {viewEveryMs = 300, notifyEveryMs = 100} = {}) {
     this.api = api;
     this.viewEveryMs = viewEveryMs;
+    this.notifyEveryMs = notifyEveryMs;
+    this.lastNotify = 0;
+    this.notifyTimer = null;
     this.listeners = new Set();
     this.waitingEdits = new Map(); /* edit id -> {resolve, reject} */
     this.earlyEdits = new Map();   /* edit id -> event that came before the 202 answer */
@@ -163,8 +179,25 @@ export class Training {
   /* ---- the store ---------------------------------------------------------------------- */
   subscribe = (f) => { this.listeners.add(f); return () => this.listeners.delete(f); };
   getSnapshot = () => this.snap;
-  set(patch) {
+  set(patch, {lazy = false} = {}) {
     this.snap = {...this.snap, ...patch, version: this.snap.version + 1};
+    /* step events come up to 20 a second per page: tell the components at most every
+     * notifyEveryMs of those (the last one always), everything else at once */
+    const now = Date.now();
+    if (lazy && now - this.lastNotify < this.notifyEveryMs) {
+      if (!this.notifyTimer) {
+        this.notifyTimer = setTimeout(() => { this.notifyTimer = null; this.notify(); },
+                                      this.notifyEveryMs - (now - this.lastNotify));
+      }
+      return;
+    }
+    this.notify();
+  }
+
+  notify() {
+    clearTimeout(this.notifyTimer);
+    this.notifyTimer = null;
+    this.lastNotify = Date.now();
     for (const f of this.listeners) f();
   }
 
@@ -222,7 +255,7 @@ export class Training {
           series[names[k]] = {steps, vals};
         }
         this.set({step: ev.step, stepsPerS: ev.steps_per_s || s.stepsPerS, series,
-                  metrics: names, runId: ev.run_id});
+                  metrics: names, runId: ev.run_id}, {lazy: true});
         if (ev.snapshot !== undefined) this.wantViews();
         break;
       }
