@@ -5,7 +5,7 @@
  *
  *   blockflow bench [--cases FILE] [--ops LIST] [--threads N] [--rounds R] [--time S]
  *                   [--dtype f32|f64] [--isa generic|avx2|avx512] [--no-peers] [--json]
- *                   [--device gpu ...]
+ *                   [--clock wall|cpu] [--device gpu ...]
  *
  * Every case runs with NHWC activations and HWIO filters (depthwise [fh,fw,C,M] = HWIO
  * [fh,fw,1,C*M]), TF SAME/VALID padding. Tensors and workspace are allocated once per
@@ -17,6 +17,11 @@
  * --dtype picks float or double tensors (ours and the peers alike; oneDNN has no f64
  * convolution, so its column is n/a then), --isa our kernels' instruction set (default: the
  * best this CPU runs; one it does not run is refused).
+ * --clock cpu times each call in process CPU time (CLOCK_PROCESS_CPUTIME_ID) instead of wall
+ * time, ours and the peers' alike (the peers read $BF_BENCH_CLOCK, which the bench sets): on a
+ * machine whose cores are shared with other work, the time a call spends descheduled is left
+ * out. Meant for --threads 1; with more threads a call's CPU time is the sum over its
+ * threads, spin-waiting included.
  *
  * Peer protocol (text lines over the peer's stdin/stdout). On start the peer prints
  *   ready <name> <version>
@@ -48,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench_gpu.h"
@@ -63,6 +69,7 @@ typedef struct bench_opts {
     double seconds;      /* per implementation and row, over all rounds */
     bf_dtype dtype;      /* BF_DTYPE_F32 or BF_DTYPE_F64 */
     bf_conv_isa isa;     /* our kernels' instruction set (supported by this CPU) */
+    int cpu_clock;       /* --clock cpu: per-call process CPU time instead of wall time */
 } bench_opts;
 
 typedef struct peer {
@@ -333,14 +340,21 @@ static void ours_free(ours *o) {
     memset(o, 0, sizeof *o);
 }
 
+/* Process CPU time in seconds (--clock cpu). */
+static double cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static void ours_round(ours *o, bf_conv_op op, const bf_conv_geom *g, double seconds,
-                       samples *s) {
+                       int cpu_clock, samples *s) {
     double t0 = bf_now();
     int calls = 0;
     do {
-        double a = bf_now();
+        double a = cpu_clock ? cpu_now() : bf_now();
         ours_call(o, op, g);
-        push(s, (bf_now() - a) * 1e3);
+        push(s, ((cpu_clock ? cpu_now() : bf_now()) - a) * 1e3);
         calls++;
     } while (bf_now() - t0 < seconds && calls < BENCH_MAX_TIMES / 8);
 }
@@ -348,17 +362,19 @@ static void ours_round(ours *o, bf_conv_op op, const bf_conv_geom *g, double sec
 /* ---- the run --------------------------------------------------------------------------------- */
 
 typedef struct row_result {
-    double med, lo, hi, gflops, peer_med[BENCH_PEERS], ratio;
+    double med, lo, hi, gflops, peer_med[BENCH_PEERS], peer_min[BENCH_PEERS], ratio;
 } row_result;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: blockflow bench [--cases FILE] [--ops LIST] [--threads N] [--rounds R]\n"
                "                       [--time SECONDS] [--dtype f32|f64]\n"
                "                       [--isa generic|avx2|avx512] [--no-peers] [--json]\n"
-               "                       [--device cpu|gpu]\n"
+               "                       [--clock wall|cpu] [--device cpu|gpu]\n"
                "  --dtype  float or double tensors, ours and the peers' (default f32; oneDNN\n"
                "           has no f64 convolution)\n"
-               "  --isa    our CPU kernels' instruction set (default: the best this CPU runs)\n");
+               "  --isa    our CPU kernels' instruction set (default: the best this CPU runs)\n"
+               "  --clock  cpu: time each call in process CPU time, ours and the peers'\n"
+               "           (a shared machine's descheduled time left out; for --threads 1)\n");
 }
 
 /* The ISA named `name`, or BF_CONV_ISA_COUNT when it names none. */
@@ -411,6 +427,8 @@ int bf_bench_main(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--json")) o.json = 1;
         else if (!strcmp(a, "--no-peers")) o.peers = 0;
+        else if (!strcmp(a, "--clock") && v && (!strcmp(v, "wall") || !strcmp(v, "cpu")))
+            o.cpu_clock = !strcmp(v, "cpu"), i++;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else { usage(stderr); return 2; }
     }
@@ -440,6 +458,7 @@ int bf_bench_main(int argc, char **argv) {
     char nt_s[16];
     snprintf(nt_s, sizeof nt_s, "%d", o.threads);
     setenv("OMP_NUM_THREADS", nt_s, 1);
+    setenv("BF_BENCH_CLOCK", o.cpu_clock ? "cpu" : "wall", 1); /* the peers time as we do */
     peer peers[BENCH_PEERS] = {{.name = "oneDNN"}, {.name = "PyTorch"}};
     if (o.peers) {
         char p1[PATH_MAX + 64], p2[PATH_MAX + 64];
@@ -470,9 +489,10 @@ int bf_bench_main(int argc, char **argv) {
         return 1;
     }
     if (!o.json) {
-        printf("blockflow bench: %s, %d thread%s, CPU kernels %s, %d rounds x %.2f s, peers:",
+        printf("blockflow bench: %s, %d thread%s, CPU kernels %s, %d rounds x %.2f s, %s "
+               "time, peers:",
                dtype_name, o.threads, o.threads > 1 ? "s" : "", bf_conv_cpu_isa_name(o.isa),
-               o.rounds, o.seconds / o.rounds);
+               o.rounds, o.seconds / o.rounds, o.cpu_clock ? "CPU" : "wall");
         for (int p = 0; p < BENCH_PEERS; p++)
             printf(" %s %s", peers[p].name, peers[p].alive ? peers[p].version : "n/a");
         printf("\n\n%-24s %-36s %9s %19s %8s %15s %9s %7s\n", "case", "op", "median_ms",
@@ -521,7 +541,7 @@ int bf_bench_main(int argc, char **argv) {
             for (int p = 0; p < BENCH_PEERS; p++) theirs[p].n = 0, peer_ok[p] = peers[p].alive;
             double per = o.seconds / o.rounds;
             for (int r = 0; r < o.rounds; r++) {
-                ours_round(&me, (bf_conv_op)op, &g, per, mine);
+                ours_round(&me, (bf_conv_op)op, &g, per, o.cpu_clock, mine);
                 for (int p = 0; p < BENCH_PEERS; p++) {
                     if (!peer_ok[p]) continue;
                     char perr[256] = "";
@@ -543,6 +563,7 @@ int bf_bench_main(int argc, char **argv) {
             double best = INFINITY;
             for (int p = 0; p < BENCH_PEERS; p++) {
                 rr.peer_med[p] = peer_ok[p] ? median_of(&theirs[p]) : NAN;
+                rr.peer_min[p] = peer_ok[p] && theirs[p].n ? theirs[p].t[0] : NAN; /* sorted */
                 if (rr.peer_med[p] < best) best = rr.peer_med[p];
             }
             if (isfinite(best)) {
@@ -553,14 +574,17 @@ int bf_bench_main(int argc, char **argv) {
             }
             if (o.json) {
                 printf("{\"case\":\"%s\",\"op\":\"%s\",\"dtype\":\"%s\",\"isa\":\"%s\","
-                       "\"threads\":%d,\"median_ms\":%.6g,"
+                       "\"threads\":%d,\"clock\":\"%s\",\"median_ms\":%.6g,"
                        "\"min_ms\":%.6g,\"max_ms\":%.6g,\"gflops\":%.6g,\"calls\":%d",
                        cname, op_names[dw][op], dtype_name, bf_conv_cpu_isa_name(o.isa),
-                       o.threads, rr.med, rr.lo, rr.hi, rr.gflops, mine->n);
+                       o.threads, o.cpu_clock ? "cpu" : "wall", rr.med, rr.lo, rr.hi,
+                       rr.gflops, mine->n);
                 for (int p = 0; p < BENCH_PEERS; p++) {
+                    const char *pn = p ? "torch" : "onednn";
                     if (isfinite(rr.peer_med[p]))
-                        printf(",\"%s_median_ms\":%.6g", p ? "torch" : "onednn", rr.peer_med[p]);
-                    else printf(",\"%s_median_ms\":null", p ? "torch" : "onednn");
+                        printf(",\"%s_median_ms\":%.6g,\"%s_min_ms\":%.6g", pn, rr.peer_med[p],
+                               pn, rr.peer_min[p]);
+                    else printf(",\"%s_median_ms\":null", pn);
                 }
                 if (isfinite(rr.peer_med[0]) && peer_mode[0][0])
                     printf(",\"onednn_mode\":\"%s\"", peer_mode[0]);

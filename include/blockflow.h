@@ -112,6 +112,14 @@ BF_API int bf_error_format(const bf_error *e, char *buf, size_t size);
  */
 BF_API bf_status bf_error_json(const bf_error *e, char **out, bf_error *err);
 
+/*
+ * The check a JSON text from outside passes before it is parsed (the page loader and the
+ * server use it): nesting no deeper than `max_depth` (0: 64), and no NUL in it, neither a raw
+ * 0 byte nor "\u0000" in a string (C strings would silently cut the text there). BF_OK, or
+ * BF_ELIMIT code "too_deep" / BF_EPARSE code "nul_in_string" with the line and column.
+ */
+BF_API bf_status bf_json_check(const char *text, size_t len, int max_depth, bf_error *err);
+
 /* Reset `e` to "no error". Accepts NULL. */
 BF_API void bf_error_clear(bf_error *e);
 
@@ -174,7 +182,37 @@ typedef struct bf_tensor bf_tensor;
  */
 BF_API bf_status bf_tensor_new(const bf_context *ctx, bf_dtype dt, int rank,
                                const int64_t *dims, bf_tensor **out, bf_error *err);
-/* Free a tensor made by bf_tensor_new / bf_tensor_load_npy / bf_tensor_copy. Accepts NULL. */
+/* bf_tensor_new without the zero-fill, for a caller that writes every element (the data is
+ * whatever the memory held). Same checks and errors. */
+BF_API bf_status bf_tensor_new_uninit(const bf_context *ctx, bf_dtype dt, int rank,
+                                      const int64_t *dims, bf_tensor **out, bf_error *err);
+
+/* Frees memory lent with bf_tensor_wrap: called once with that `data` and `user`. */
+typedef void (*bf_release_fn)(void *data, void *user);
+
+/*
+ * A tensor over the caller's memory, without a copy (as TF_NewTensor and ONNX Runtime's
+ * CreateTensorWithDataAsOrtValue). Rules:
+ * - `data` holds the tensor row-major (C order), `nbytes` == numel * bf_dtype_size(dt) bytes
+ *   (checked: a mismatch is BF_EINVAL), aligned to at least the element size (checked);
+ *   64-byte alignment is best for the kernels. NULL is allowed when nbytes is 0.
+ * - Lifetime: the memory must stay valid, and must not be changed while a session may read
+ *   it, until `release` (may be NULL: then the caller decides when the memory is no longer
+ *   used, i.e. after freeing the tensor) is called. It is called exactly once, by the
+ *   bf_tensor_free of this tensor, on the thread that calls it: the caller's own, or a
+ *   session's that took the tensor (bf_session_feed_tensor: at the next feed of that block,
+ *   when the block is removed, or in bf_session_free).
+ * - The library never writes into a tensor that is fed; bf_tensor_data() gives `data` back.
+ * On failure `release` is not called and the memory stays the caller's.
+ * Errors: BF_EINVAL (NULL out, dims or data; misaligned data; wrong nbytes), BF_ELIMIT,
+ * BF_ENOMEM.
+ */
+BF_API bf_status bf_tensor_wrap(const bf_context *ctx, bf_dtype dt, int rank,
+                                const int64_t *dims, void *data, size_t nbytes,
+                                bf_release_fn release, void *user, bf_tensor **out,
+                                bf_error *err);
+/* Free a tensor made by bf_tensor_new / _new_uninit / _wrap / _load_npy / _copy or handed over
+ * by bf_session_take_output (a wrapped one: its release is called). Accepts NULL. */
 BF_API void bf_tensor_free(bf_tensor *t);
 /* A deep copy of `t` in host memory. */
 BF_API bf_status bf_tensor_copy(const bf_tensor *t, bf_tensor **out, bf_error *err);
@@ -422,6 +460,19 @@ BF_API bf_status bf_session_check(bf_session *s, bf_diags *diags, bf_error *err)
 BF_API bf_status bf_session_feed(bf_session *s, const char *block_id, const bf_tensor *t,
                                  bf_error *err);
 
+/*
+ * Feed a Placeholder with `t` itself, without a copy: the session takes `t`, on success and on
+ * failure alike (then it is freed at once), and frees it (calling a wrapped tensor's release)
+ * when it no longer needs it: at the next feed of that block, when the block is removed, or
+ * in bf_session_free. The caller must not use or free `t` afterwards. The Placeholder's
+ * output is then t's memory itself, read (never written) whenever the block or what depends
+ * on it is computed, so a wrapped buffer must stay unchanged while fed. The bytes count
+ * against max_session_bytes as a copied feed does. Errors: those of bf_session_feed,
+ * BF_EINVAL (NULL, or a tensor not in host memory), BF_ELIMIT.
+ */
+BF_API bf_status bf_session_feed_tensor(bf_session *s, const char *block_id, bf_tensor *t,
+                                        bf_error *err);
+
 /* ---------------------------------------------------------------------------------------------
  * Editing the session's page in place (an editor's live page). Each call validates what it
  * touches and fails with an error naming the block, port or attribute, and then changes
@@ -548,6 +599,21 @@ BF_API void bf_session_cancel(bf_session *s);
  */
 BF_API const bf_tensor *bf_session_output(bf_session *s, const char *block_id,
                                           const char *port);
+/*
+ * Hand the result of output `port` (NULL = the first) of block `block_id` over to the caller
+ * without a copy: *out is the caller's, freed with bf_tensor_free, and stays valid through
+ * later runs, edits and bf_session_free (as an output of TF_SessionRun or ONNX Runtime's Run).
+ * The session gives the result up: bf_session_output returns NULL for that port from then on
+ * (the block's other ports stay readable until the next run), and a later run that needs it
+ * runs the block again (the blocks it reads stay cached). A result that is not the block's own
+ * memory (a Placeholder's output is its feed) is copied instead. For a result made on a GPU,
+ * the host copy the run made is handed over and the GPU tensor stays, so nothing is run
+ * again. Errors: BF_EINVAL (NULL argument),
+ * BF_ENOTFOUND (no such block or port, or no result to hand over: the block did not run, or
+ * its result stayed on a GPU), BF_ENOMEM.
+ */
+BF_API bf_status bf_session_take_output(bf_session *s, const char *block_id, const char *port,
+                                        bf_tensor **out, bf_error *err);
 /*
  * The most tensor bytes the session held at once during its last run: its results, the
  * cache, the constants' tensors and kernel workspaces, the same bytes that

@@ -37,26 +37,6 @@ bool srv_secret_eq(const char *a, const char *b) {
     return d == 0 && na == nb;
 }
 
-int srv_json_depth(const char *text, size_t len, int limit) {
-    int depth = 0, max = 0;
-    bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = text[i];
-        if (in_str) {
-            if (c == '\\') i++;
-            else if (c == '"') in_str = false;
-        } else if (c == '"') {
-            in_str = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > max) max = depth;
-            if (max > limit) return max;
-        } else if (c == ']' || c == '}') {
-            depth--;
-        }
-    }
-    return max;
-}
-
 long srv_base64_decode(const char *in, size_t n, unsigned char *out, size_t cap) {
     unsigned acc = 0;
     int bits = 0;
@@ -106,8 +86,32 @@ static bool query_get(const char *q, const char *key, char *buf, size_t size) {
     return false;
 }
 
-/* The token from "Authorization: Bearer T" or the cookie blockflow_token=T, into buf. */
-static bool request_token(const srv_request *req, char *buf, size_t size) {
+void srv_random_hex(char *out, size_t n) {
+    unsigned char b[64];
+    size_t k = (n - 1) / 2 < sizeof(b) ? (n - 1) / 2 : sizeof(b);
+    if (uv_random(NULL, NULL, b, k, 0, NULL) != 0) {
+        FILE *f = fopen("/dev/urandom", "rb");
+        if (!f || fread(b, 1, k, f) != k) abort(); /* no entropy: never serve */
+        fclose(f);
+    }
+    for (size_t i = 0; i < k; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+    out[2 * k] = '\0';
+}
+
+const char *srv_route_strip(const srv_app *app, const char *path) {
+    size_t n = strlen(app->prefix);
+    if (path && n && !strncmp(path, app->prefix, n) && path[n] == '/') return path + n;
+    return path;
+}
+
+bool srv_route_is_open(const srv_app *app, const char *path) {
+    path = srv_route_strip(app, path);
+    return path && (!strcmp(path, "/") || !strcmp(path, "/index.html") ||
+                    !strncmp(path, "/assets/", 8));
+}
+
+/* The token from "Authorization: Bearer T" or this server's cookie (app->cookie_name=T). */
+static bool request_token(const srv_app *app, const srv_request *req, char *buf, size_t size) {
     const char *a = req->authorization;
     if (a && !strncasecmp(a, "Bearer ", 7)) {
         a += 7;
@@ -115,10 +119,11 @@ static bool request_token(const srv_request *req, char *buf, size_t size) {
         snprintf(buf, size, "%s", a);
         return true;
     }
-    for (const char *c = req->cookie; c && *c;) {
+    size_t cn = strlen(app->cookie_name);
+    for (const char *c = req->cookie; cn && c && *c;) {
         while (*c == ' ' || *c == ';') c++;
-        if (!strncmp(c, "blockflow_token=", 16)) {
-            c += 16;
+        if (!strncmp(c, app->cookie_name, cn) && c[cn] == '=') {
+            c += cn + 1;
             size_t n = strcspn(c, "; ");
             if (n >= size) n = size - 1;
             memcpy(buf, c, n);
@@ -149,9 +154,9 @@ static cJSON *parse_body(srv_app *app, const srv_request *req, srv_response *res
         srv_error(res, 400, "bad_request", "this request needs a JSON body");
         return NULL;
     }
-    if (srv_json_depth(req->body, req->body_len, limit) > limit) {
-        srv_error(res, 400, "limit", "the JSON body nests deeper than %d levels "
-                  "(max_json_depth)", limit);
+    bf_error jc = {0};
+    if (bf_json_check(req->body, req->body_len, limit, &jc)) {
+        srv_error_bf(res, 400, &jc);
         return NULL;
     }
     const char *end = NULL;
@@ -209,7 +214,7 @@ static void get_page(srv_app *app, const char *name, const srv_request *req,
     }
     bf_string_free(held);
     int limit = bf_context_config(app->ctx)->max_json_depth;
-    cJSON *page = srv_json_depth(text, len, limit) <= limit
+    cJSON *page = bf_json_check(text, len, limit, NULL) == BF_OK
                       ? cJSON_ParseWithLengthOpts(text, len, NULL, 0)
                       : NULL;
     if (page) cJSON_AddItemToObject(o, "page", page);
@@ -319,7 +324,7 @@ static void put_page(srv_app *app, const char *name, const srv_request *req, srv
     char *given = cJSON_PrintUnformatted(page);
     cJSON_Delete(body);
     if (!given) {
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         return;
     }
     char *text = canonical_page(app, name, given, strlen(given), res);
@@ -460,9 +465,9 @@ static void check_page(srv_app *app, const char *name, const srv_request *req,
         srv_error(res, 400, "bad_request", "check takes the page to check as its body");
         return;
     }
-    if (srv_json_depth(req->body, req->body_len, limit) > limit) {
-        srv_error(res, 400, "limit", "the JSON body nests deeper than %d levels "
-                  "(max_json_depth)", limit);
+    bf_error jc = {0};
+    if (bf_json_check(req->body, req->body_len, limit, &jc)) {
+        srv_error_bf(res, 400, &jc);
         return;
     }
     bf_diags *d = bf_diags_new();
@@ -475,7 +480,7 @@ static void check_page(srv_app *app, const char *name, const srv_request *req,
                                      BF_LOAD_INCOMPLETE, &page, d, &e)
                      : BF_ENOMEM;
     if (st == BF_OK) st = bf_session_new(app->ctx, page, &s, &e);
-    if (st == BF_ENOMEM) srv_error(res, 500, "no_memory", "out of memory");
+    if (st == BF_ENOMEM) srv_error(res, 500, "out_of_memory", "out of memory");
     else srv_json(res, 200, check_json(s, st, d, &e));
     bf_session_free(s);
     bf_diags_free(d);
@@ -514,7 +519,7 @@ static void edit_page(srv_app *app, const char *name, const char *client,
     free(text);
     cJSON_Delete(body);
     if (st) {
-        if (st == BF_ENOMEM) srv_error(res, 500, "no_memory", "out of memory");
+        if (st == BF_ENOMEM) srv_error(res, 500, "out_of_memory", "out of memory");
         else srv_problems(res, 422, &e, d);
         bf_diags_free(d);
         return;
@@ -619,7 +624,7 @@ static void run_page(srv_app *app, const char *name, const char *client, const s
         return;
     }
     srv_page *p = srv_page_open(app, name, client, res);
-    if (!p) {
+    if (!p || !srv_app_room_for_run(app, p, res)) {
         cJSON_Delete(body);
         return;
     }
@@ -642,7 +647,7 @@ static void run_page(srv_app *app, const char *name, const char *client, const s
     }
     char **fetches = nf ? calloc((size_t)nf, sizeof(char *)) : NULL;
     if (nf && !fetches) {
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         cJSON_Delete(body);
         return;
     }
@@ -808,7 +813,7 @@ static void tensor_npy(const bf_tensor *t, const char *name, srv_response *res) 
     size_t data = (size_t)n * esize, size = total_hdr + pad + data;
     char *buf = malloc(size ? size : 1);
     if (!buf) {
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         return;
     }
     memcpy(buf, "\x93NUMPY\x01\x00", 8);
@@ -933,8 +938,8 @@ int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_
     }
     char tok[128];
     if (need_token) {
-        bool have = request_token(req, tok, sizeof(tok));
-        if (!have && !strcmp(req->path ? req->path : "", "/ws"))
+        bool have = request_token(app, req, tok, sizeof(tok));
+        if (!have && !strcmp(req->path ? srv_route_strip(app, req->path) : "", "/ws"))
             have = query_get(req->query, "token", tok, sizeof(tok));
         if (!have || !srv_secret_eq(tok, app->token)) {
             srv_error(res, 401, "unauthorized",
@@ -946,15 +951,30 @@ int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_
     return 0;
 }
 
-void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
+void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
     memset(res, 0, sizeof(*res));
+    srv_request stripped = *req_in;
+    stripped.path = srv_route_strip(app, req_in->path);
+    const srv_request *req = &stripped;
     const char *m = req->method ? req->method : "";
-    const char *client = req->client && srv_name_ok(req->client) ? req->client : "";
     char seg[6][208];
     bool root = req->path && (!strcmp(req->path, "/") || !strcmp(req->path, "/index.html"));
     /* the editor's own files hold no data: they need no token (the API they call does) */
     bool asset = req->path && !strncmp(req->path, "/assets/", 8);
     if (srv_route_access(app, req, !root && !asset, res)) return;
+    /* X-Blockflow-Client must be the id the server gave a connected WebSocket: ids are random
+       and known only to their socket, so nobody can take another's events or page quota */
+    const char *client = "";
+    if (req->client) {
+        if (!srv_name_ok(req->client) || !app->client_known ||
+            !app->client_known(app->emit_user, req->client)) {
+            srv_error(res, 400, "unknown_client",
+                      "X-Blockflow-Client must be the id of a connected WebSocket (its hello "
+                      "event); reconnect and use the new id");
+            return;
+        }
+        client = req->client;
+    }
     if (asset) {
         if (strcmp(m, "GET") && strcmp(m, "HEAD")) goto method;
         srv_static(app, req->path, res);
@@ -966,9 +986,21 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
             srv_error(res, 405, "method_not_allowed", "%s / is not allowed", m);
             return;
         }
-        if (query_get(req->query, "token", tok, sizeof(tok)) && srv_secret_eq(tok, app->token))
+        if (query_get(req->query, "token", tok, sizeof(tok)) && srv_secret_eq(tok, app->token)) {
+            /* the cookie is named for this server and scoped to its random path, so a browser
+               sends it to no other server, not even one on another port of this machine */
             snprintf(res->set_cookie, sizeof(res->set_cookie),
-                     "blockflow_token=%s; Path=/; HttpOnly; SameSite=Strict", app->token);
+                     "%s=%s; Path=%s/; HttpOnly; SameSite=Strict", app->cookie_name, app->token,
+                     app->prefix[0] ? app->prefix : "");
+            if (app->prefix[0] && req->path == req_in->path) { /* "/?token=": to the prefix */
+                snprintf(res->location, sizeof(res->location), "%s/", app->prefix);
+                char *b = malloc(sizeof(res->location) + 20);
+                if (b) snprintf(b, sizeof(res->location) + 20, "{\"location\":\"%s\"}",
+                                res->location);
+                srv_json(res, 303, b);
+                return;
+            }
+        }
         if (app->have_web) {
             srv_static(app, "/", res);
             if (res->status == 200) return;
@@ -1003,7 +1035,18 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
         cJSON_AddNumberToObject(o, "active_runs", app->n_active);
         cJSON_AddNumberToObject(o, "ws_clients", app->ws_clients);
         cJSON_AddNumberToObject(o, "ws_dropped", (double)app->ws_dropped);
+        cJSON_AddNumberToObject(o, "pages_evicted", (double)app->pages_evicted);
+        cJSON_AddNumberToObject(o, "workers", app->n_threads);
+        cJSON_AddNumberToObject(o, "connections", app->n_conns);
+        cJSON_AddNumberToObject(o, "unauthenticated", app->n_unauth);
+        cJSON_AddNumberToObject(o, "connections_refused", (double)app->conns_refused);
+        cJSON_AddNumberToObject(o, "connections_timed_out", (double)app->conns_timed_out);
         srv_json(res, 200, print(o));
+        return;
+    }
+    if (n == 2 && !strcmp(what, "import")) { /* an enuSpace page (import_routes.c) */
+        if (post) srv_import(app, req, res);
+        else goto method;
         return;
     }
     if (n == 2 && !strcmp(what, "blocks")) {

@@ -95,7 +95,7 @@ void srv_json(srv_response *res, int status, char *json) {
     free(res->body);
     res->status = json ? status : 500;
     res->content_type = "application/json";
-    res->body = json ? json : strdup("{\"error\":{\"code\":\"no_memory\",\"message\":"
+    res->body = json ? json : strdup("{\"error\":{\"code\":\"out_of_memory\",\"message\":"
                                      "\"out of memory\"}}");
     res->body_len = res->body ? strlen(res->body) : 0;
 }
@@ -194,6 +194,52 @@ static bf_status load_session(srv_app *app, const char *name, const char *text, 
     return bf_session_new(app->ctx, page, out, err);
 }
 
+/* Tensor bytes held by the open pages: what each session held at its peak (its last run). */
+static uint64_t pages_bytes(const srv_app *app) {
+    uint64_t n = 0;
+    for (const srv_page *p = app->pages; p; p = p->next) n += bf_session_peak_bytes(p->s);
+    return n;
+}
+
+/* The open page unused the longest that no run holds, other than `keep`; NULL when none. */
+static srv_page *least_recent_idle(srv_app *app, const srv_page *keep) {
+    srv_page *best = NULL;
+    for (srv_page *p = app->pages; p; p = p->next)
+        if (p != keep && !p->busy && (!best || p->last_used < best->last_used)) best = p;
+    return best;
+}
+
+/*
+ * Server-wide room for one more open page (`adding`) or a run of `keep`: while the open pages
+ * are past --max-open-pages-total or their tensors past --max-memory, close the idle page
+ * unused the longest. false with res filled (503 naming the flag) when that is not enough.
+ */
+static bool make_room(srv_app *app, const srv_page *keep, int adding, srv_response *res) {
+    for (;;) {
+        bool pages_full = app->n_pages + adding > app->lim.max_pages_total;
+        bool mem_full = pages_bytes(app) > app->lim.max_memory;
+        if (!pages_full && !mem_full) return true;
+        srv_page *victim = least_recent_idle(app, keep);
+        if (!victim) {
+            if (pages_full)
+                srv_error(res, 503, "limit", "the server has %d open pages, the most allowed "
+                          "(--max-open-pages-total); try again when one closes",
+                          app->lim.max_pages_total);
+            else
+                srv_error(res, 503, "limit", "the open pages hold more tensor memory than "
+                          "%llu bytes (--max-memory); try again when a run ends",
+                          (unsigned long long)app->lim.max_memory);
+            return false;
+        }
+        app->pages_evicted++;
+        srv_page_close(app, victim);
+    }
+}
+
+bool srv_app_room_for_run(srv_app *app, srv_page *p, srv_response *res) {
+    return make_room(app, p, 0, res);
+}
+
 srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_response *res) {
     srv_page *p = srv_page_find(app, name);
     if (p) {
@@ -207,6 +253,7 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
                   app->lim.max_open_pages);
         return NULL;
     }
+    if (!make_room(app, NULL, 1, res)) return NULL;
     char *text;
     size_t len;
     int rc = srv_store_read(&app->store, name, &text, &len);
@@ -235,7 +282,7 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
     p = calloc(1, sizeof(*p));
     if (!p) {
         bf_session_free(s);
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         return NULL;
     }
     snprintf(p->name, sizeof(p->name), "%s", name);
@@ -428,7 +475,11 @@ static void add_run_error(cJSON *o, const srv_run *r) {
     for (size_t i = 0; !e && i < bf_diags_count(r->diags); i++)
         if (bf_diags_at(r->diags, i)->status) e = bf_diags_at(r->diags, i);
     cJSON *err = cJSON_AddObjectToObject(o, "error");
-    cJSON_AddStringToObject(err, "code", e->code[0] ? e->code : bf_status_name(e->status));
+    /* one code per outcome, wherever the cancel landed (before the start, in a kernel, in
+       the scheduler): "cancelled" */
+    cJSON_AddStringToObject(err, "code", r->status == BF_ECANCELED ? "cancelled"
+                                         : e->code[0]              ? e->code
+                                                                   : bf_status_name(e->status));
     cJSON_AddStringToObject(err, "status", bf_status_name(e->status));
     cJSON_AddStringToObject(err, "message", e->message);
     if (e->block_id[0]) cJSON_AddStringToObject(err, "block", e->block_id);
@@ -480,6 +531,7 @@ static void execute_teach(srv_run *r) {
     if (atomic_load(&r->cancel)) {
         r->status = BF_ECANCELED;
         r->err.status = BF_ECANCELED;
+        snprintf(r->err.code, sizeof(r->err.code), "cancelled");
         snprintf(r->err.message, sizeof(r->err.message), "the job was cancelled before it started");
     } else if (explain) {
         bf_explain_options eo;
@@ -524,6 +576,7 @@ static void execute(srv_run *r) {
     if (atomic_load(&r->cancel)) {
         r->status = BF_ECANCELED;
         snprintf(r->err.message, sizeof(r->err.message), "run was cancelled before it started");
+        snprintf(r->err.code, sizeof(r->err.code), "cancelled");
         r->err.status = BF_ECANCELED;
     } else {
         bf_run_options o;
@@ -582,7 +635,7 @@ static srv_run *run_new(srv_app *app, srv_page *p, const char *client, srv_respo
     srv_run *r = calloc(1, sizeof(*r));
     if (!r || !(r->diags = bf_diags_new())) {
         free(r);
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         return NULL;
     }
     snprintf(r->id, sizeof(r->id), "r%llu", (unsigned long long)++app->next_run);
@@ -633,7 +686,7 @@ srv_run *srv_teach_start(srv_app *app, srv_page *p, const char *client,
     if (!r) return NULL;
     if (!(r->job = malloc(sizeof(*job)))) {
         run_free(r);
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         return NULL;
     }
     *r->job = *job;
@@ -787,7 +840,17 @@ void srv_limits_init(srv_limits *l) {
     l->run_timeout_s = 300;
     l->max_values = 65536;
     l->max_ws_queue = 8 << 20;
-    l->workers = 4;
+    l->max_ws_total = (size_t)64 << 20;
+    /* one run thread per core: more only make each run slower (kernels use every core) */
+    unsigned cores = uv_available_parallelism();
+    l->workers = cores < 1 ? 1 : cores > 64 ? 64 : (int)cores;
+    l->max_connections = 512;
+    l->max_unauth = 64;
+    l->header_timeout_s = 10;
+    l->body_timeout_s = 30;
+    l->max_pages_total = 256;
+    uint64_t ram = uv_get_total_memory();
+    l->max_memory = ram ? ram / 2 : (uint64_t)4 << 30;
 }
 
 int srv_app_init(srv_app *app, uv_loop_t *loop, const char *pages_dir, const bf_config *cfg,

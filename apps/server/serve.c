@@ -44,7 +44,16 @@ static const char serve_usage[] =
     "  --run-timeout SECONDS   one run's time limit (default 300)\n"
     "  --max-values N          elements in one ?view=values answer (default 65536)\n"
     "  --max-ws-queue BYTES    unread events before a WebSocket client is dropped (default 8M)\n"
-    "  --workers N             run threads (default 4)\n"
+    "  --max-ws-total BYTES    unread events of all WebSocket clients together; past it the\n"
+    "                          client furthest behind is dropped (default 64M)\n"
+    "  --workers N             run threads (default: the CPU cores)\n"
+    "  --max-connections N     open connections (default 512)\n"
+    "  --max-unauthenticated N connections that have not yet shown the token (default 64)\n"
+    "  --header-timeout SECONDS a request's headers must arrive within this (default 10)\n"
+    "  --body-timeout SECONDS  a request's whole body must arrive within this (default 30)\n"
+    "  --max-open-pages-total N open pages of all clients together (default 256)\n"
+    "  --max-memory BYTES      tensor memory of all open pages together; idle pages are\n"
+    "                          closed first (default: half of the RAM)\n"
     "  --mem-limit BYTES       tensor memory of one open page (default 1G)\n"
     "  --max-page-bytes BYTES  page file size (default 4M)\n";
 
@@ -111,17 +120,6 @@ static bool parse_listen(const char *s, char *iface, size_t n, int *port, bool *
 
 static bool is_loopback(const char *iface) {
     return !strncmp(iface, "127.", 4) || !strcmp(iface, "::1") || !strcasecmp(iface, "localhost");
-}
-
-static void random_token(char *out, size_t n) {
-    unsigned char b[24];
-    if (uv_random(NULL, NULL, b, sizeof(b), 0, NULL) != 0) {
-        FILE *f = fopen("/dev/urandom", "rb");
-        if (!f || fread(b, 1, sizeof(b), f) != sizeof(b)) abort(); /* no entropy: never serve */
-        fclose(f);
-    }
-    for (size_t i = 0; i < sizeof(b) && 2 * i + 2 < n; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
 /*
@@ -206,6 +204,16 @@ int bf_serve_main(int argc, char **argv) {
         else if (!strcmp(a, "--run-timeout")) ok = (lim.run_timeout_s = atof(v)) > 0;
         else if (!strcmp(a, "--max-values")) ok = parse_size(v, &u), lim.max_values = u;
         else if (!strcmp(a, "--max-ws-queue")) ok = parse_size(v, &u), lim.max_ws_queue = u;
+        else if (!strcmp(a, "--max-ws-total")) ok = parse_size(v, &u), lim.max_ws_total = u;
+        else if (!strcmp(a, "--max-connections"))
+            ok = parse_size(v, &u) && u < 100000, lim.max_connections = (int)u;
+        else if (!strcmp(a, "--max-unauthenticated"))
+            ok = parse_size(v, &u) && u < 100000, lim.max_unauth = (int)u;
+        else if (!strcmp(a, "--header-timeout")) ok = (lim.header_timeout_s = atof(v)) > 0;
+        else if (!strcmp(a, "--body-timeout")) ok = (lim.body_timeout_s = atof(v)) > 0;
+        else if (!strcmp(a, "--max-open-pages-total"))
+            ok = parse_size(v, &u) && u < 100000, lim.max_pages_total = (int)u;
+        else if (!strcmp(a, "--max-memory")) ok = parse_size(v, &u), lim.max_memory = u;
         else if (!strcmp(a, "--mem-limit")) ok = parse_size(v, &u), cfg.max_session_bytes = u;
         else if (!strcmp(a, "--max-page-bytes")) ok = parse_size(v, &u), cfg.max_page_bytes = u;
         else {
@@ -217,6 +225,8 @@ int bf_serve_main(int argc, char **argv) {
             return 2;
         }
     }
+    /* one open page never holds more than all of them may */
+    if (cfg.max_session_bytes > lim.max_memory) cfg.max_session_bytes = lim.max_memory;
     char iface[256];
     int port;
     bool v6;
@@ -255,7 +265,7 @@ int bf_serve_main(int argc, char **argv) {
     }
     open_web(&st->app, web);
     if (token) snprintf(st->app.token, sizeof(st->app.token), "%s", token);
-    else random_token(st->app.token, sizeof(st->app.token));
+    else srv_random_hex(st->app.token, 49);
     st->http = srv_http_start(&st->app, iface, port, v6, why, sizeof(why));
     int rc = 0;
     if (!st->http || srv_http_port(st->http) < 0) {
@@ -278,16 +288,24 @@ int bf_serve_main(int argc, char **argv) {
         for (int i = 0; i < n_allow && nh < 8; i++)
             snprintf(st->app.hosts[nh++], sizeof(st->app.hosts[0]), "%s:%d", allow[i], port);
         st->app.n_hosts = nh;
+        /* one cookie per server (by port), scoped to a random path of this start */
+        snprintf(st->app.cookie_name, sizeof(st->app.cookie_name), "blockflow_%d", port);
+        char nonce[17];
+        srv_random_hex(nonce, sizeof(nonce));
+        snprintf(st->app.prefix, sizeof(st->app.prefix), "/s/%s", nonce);
         uv_signal_init(&st->loop, &st->sigint);
         uv_signal_init(&st->loop, &st->sigterm);
         st->sigint.data = st->sigterm.data = st;
         uv_signal_start(&st->sigint, on_signal, SIGINT);
         uv_signal_start(&st->sigterm, on_signal, SIGTERM);
         char url[512];
-        snprintf(url, sizeof(url), v6 && !is_loopback(iface) ? "http://[%s]:%d/?token=%s"
-                                                             : "http://%s:%d/?token=%s",
-                 shown, port, st->app.token);
+        snprintf(url, sizeof(url), v6 && !is_loopback(iface) ? "http://[%s]:%d%s/?token=%s"
+                                                             : "http://%s:%d%s/?token=%s",
+                 shown, port, st->app.prefix, st->app.token);
         printf("blockflow serve: pages in %s\n", st->app.store.dir);
+        if (st->app.store.swept)
+            printf("blockflow serve: removed %u temporary files left by a stopped server\n",
+                   st->app.store.swept);
         if (st->app.have_web) printf("blockflow serve: editor from %s\n", st->app.web_dir);
         printf("blockflow serve: listening on port %d; open\n    %s\n", port, url);
         fflush(stdout);

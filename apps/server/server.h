@@ -39,7 +39,18 @@ typedef struct srv_limits {
     size_t max_values;       /* --max-values: elements in a ?view=values answer (65536) */
     size_t max_ws_queue;     /* --max-ws-queue: bytes waiting for one slow WebSocket client
                                 before it is dropped (8 MiB) */
-    int workers;             /* --workers: run threads (4) */
+    size_t max_ws_total;     /* --max-ws-total: bytes waiting for all WebSocket clients
+                                together; past it the client with the longest queue is
+                                dropped (64 MiB) */
+    int workers;             /* --workers: run threads (default: the CPU cores) */
+    int max_connections;     /* --max-connections: open TCP connections (512) */
+    int max_unauth;          /* --max-unauthenticated: connections that have not yet shown
+                                the token (64) */
+    double header_timeout_s; /* --header-timeout: seconds for a request's headers (10) */
+    double body_timeout_s;   /* --body-timeout: seconds for a whole request body (30) */
+    int max_pages_total;     /* --max-open-pages-total: open pages, all clients (256) */
+    uint64_t max_memory;     /* --max-memory: tensor bytes held by all open pages together
+                                (idle pages are closed first; default 1/2 of the RAM) */
 } srv_limits;
 
 void srv_limits_init(srv_limits *l);
@@ -64,7 +75,8 @@ typedef struct srv_response {
     const char *content_type;  /* static string */
     char *body;                /* malloc'd (free()), may be NULL */
     size_t body_len;
-    char set_cookie[160];      /* "" or a Set-Cookie value */
+    char set_cookie[256];      /* "" or a Set-Cookie value */
+    char location[64];         /* "" or a Location value (303) */
     char disposition[160];     /* "" or a Content-Disposition value */
 } srv_response;
 
@@ -76,12 +88,16 @@ typedef struct srv_store {
     char dir[4096];     /* its absolute path (for the library's "file" resolution) */
     uint64_t max_bytes; /* largest page file read */
     unsigned n_temps;   /* temporary files made so far: part of the next one's name */
+    unsigned swept;     /* temporary files of dead processes removed when it was opened */
 } srv_store;
 
 /* 1 when `name` is one safe path segment: [A-Za-z0-9._-]{1,100}, no leading dot. */
 bool srv_name_ok(const char *name);
 int srv_store_open(srv_store *st, const char *dir, uint64_t max_bytes, char *why, size_t n);
 void srv_store_close(srv_store *st);
+/* Remove the temporary files that a process no longer running (a server killed in the middle
+ * of a write) left in the folder; returns how many. srv_store_open calls it. */
+unsigned srv_store_sweep(srv_store *st);
 /*
  * Read page `name` (".json" implied) into a malloc'd NUL-terminated buffer. Symbolic links and
  * anything but a regular file are refused. Returns 0, or -ENOENT, -EFBIG, -ELOOP (a link),
@@ -122,9 +138,12 @@ struct srv_app {
     srv_store store;
     srv_limits lim;
     char token[80];
+    char cookie_name[40];  /* "blockflow_PORT": one cookie per server */
+    char prefix[40];       /* "/s/RANDOM": the editor's URL path; the cookie is scoped to it */
     char hosts[8][300];    /* accepted Host values ("127.0.0.1:8470", "localhost:8470") */
     int n_hosts;
     srv_emit_cb emit;
+    bool (*client_known)(void *emit_user, const char *client); /* a connected socket's id */
     void *emit_user;
     /* open pages: a short list (bounded by clients x max_open_pages) */
     srv_page *pages;
@@ -138,6 +157,11 @@ struct srv_app {
     bool stopping;
     int ws_clients;        /* WebSocket clients connected (http.c) */
     uint64_t ws_dropped;   /* clients dropped for not reading (http.c) */
+    uint64_t pages_evicted; /* idle open pages closed to make room (--max-memory, ...) */
+    int n_conns;           /* TCP connections open (http.c) */
+    int n_unauth;          /* of which have not shown the token */
+    uint64_t conns_refused;   /* refused at accept past --max-connections/-unauthenticated */
+    uint64_t conns_timed_out; /* closed past --header-timeout / --body-timeout */
     /* the worker threads and their job queue */
     uv_thread_t *threads;
     int n_threads;
@@ -202,6 +226,9 @@ srv_page *srv_page_find(srv_app *app, const char *name);
  * failure fills res with the error answer and returns NULL. */
 srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_response *res);
 bool srv_page_busy(const srv_page *p);
+/* Room for a run of open page p under --max-memory (idle pages closed first); false with res
+ * filled (503) when there is none. */
+bool srv_app_room_for_run(srv_app *app, srv_page *p, srv_response *res);
 bf_session *srv_page_session(srv_page *p);
 const char *srv_page_name(const srv_page *p);
 /* A change made to the session: tensors of earlier runs are gone. */
@@ -310,6 +337,9 @@ void srv_train_free(srv_app *app);
  * thread answers quickly while every worker trains. */
 void srv_worker_nice(void);
 
+/* import_routes.c: POST /api/import, an enuSpace page into the pages folder. */
+void srv_import(srv_app *app, const srv_request *req, srv_response *res);
+
 /* ---- JSON answers shared by router.c and runs.c -------------------------------------------- */
 /* res <- status with {"error": {"code", "message", and the fields of e that are set}}. */
 void srv_error(srv_response *res, int status, const char *code, const char *fmt, ...);
@@ -324,8 +354,12 @@ void srv_json(srv_response *res, int status, char *json);
 
 /* Base64 (RFC 4648, standard alphabet, padding optional). Returns bytes or -1. */
 long srv_base64_decode(const char *in, size_t n, unsigned char *out, size_t cap);
-/* Depth of JSON nesting of a text, scanning strings properly; stops at limit+1. */
-int srv_json_depth(const char *text, size_t len, int limit);
+/* `n - 1` random lowercase hex digits into out[n] (n - 1 even). */
+void srv_random_hex(char *out, size_t n);
+/* `path` without the server's own prefix (app->prefix) when it starts with it. */
+const char *srv_route_strip(const srv_app *app, const char *path);
+/* Whether `path` is served without the token (the editor's files: /, /index.html, /assets/). */
+bool srv_route_is_open(const srv_app *app, const char *path);
 /* Constant-time comparison of two NUL-terminated strings. */
 bool srv_secret_eq(const char *a, const char *b);
 

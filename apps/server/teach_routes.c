@@ -37,7 +37,7 @@ static cJSON *body_object(srv_app *app, const srv_request *req, srv_response *re
                           const char *usage) {
     int limit = bf_context_config(app->ctx)->max_json_depth;
     cJSON *j = NULL;
-    if (req->body_len && srv_json_depth(req->body, req->body_len, limit) <= limit)
+    if (req->body_len && bf_json_check(req->body, req->body_len, limit, NULL) == BF_OK)
         j = cJSON_ParseWithLength(req->body, req->body_len);
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "block");
     if (!cJSON_IsObject(j) || !cJSON_IsString(b)) {
@@ -204,7 +204,7 @@ static void grad(srv_app *app, const char *name, const char *client, const srv_r
     if (out) snprintf(out, n, "{\"created\":%s,\"page\":%s}", created, check);
     bf_string_free(created);
     bf_string_free(check);
-    if (!out) srv_error(res, 500, "no_memory", "out of memory");
+    if (!out) srv_error(res, 500, "out_of_memory", "out of memory");
     else srv_json(res, 200, out);
 }
 

@@ -4,6 +4,17 @@
  * it; X-Blockflow-Client names this tab's WebSocket so run events come here only.
  */
 
+/**
+ * The folder the editor was served from: the server serves it under a random path of its
+ * start (/s/RANDOM/) and scopes its login cookie to that path, so every call goes there too.
+ * '/api/x' -> '/s/RANDOM/api/x' (or '/api/x' when served from '/').
+ */
+export function served(path, pathname = (typeof location === 'undefined' ? '/' : location.pathname)) {
+  const base = pathname.replace(/[^/]*$/, '');
+  if (base !== '/' && path.startsWith(base)) return path; /* already there */
+  return base + path.replace(/^\//, '');
+}
+
 export class ApiError extends Error {
   constructor(status, body) {
     const e = (body && body.error) || {};
@@ -28,7 +39,7 @@ export class Api {
     const headers = {};
     if (this.client) headers['X-Blockflow-Client'] = this.client;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const r = await fetch(path, {
+    const r = await fetch(served(path), {
       method, headers, credentials: 'same-origin',
       body: body === undefined ? undefined : JSON.stringify(body),
     });
@@ -64,7 +75,7 @@ export class Api {
   tensorUrl(runId, spec, view, slice) {
     let u = `/api/runs/${runId}/tensors/${encodeURIComponent(spec)}?view=${view}`;
     if (slice !== undefined) u += `&slice=${encodeURIComponent(slice)}`;
-    return u;
+    return served(u); /* also a link's href (the .npy download): under the served folder */
   }
   tensor(runId, spec, view = 'summary', slice) {
     return this.req('GET', this.tensorUrl(runId, spec, view, slice));
@@ -80,7 +91,7 @@ export function connectEvents({onHello, onEvent, onState}) {
   let stopped = false;
   const open = () => {
     const proto = location.protocol === 'https:' ? 'wss' : 'ws';
-    ws = new WebSocket(`${proto}://${location.host}/ws`);
+    ws = new WebSocket(`${proto}://${location.host}${served('/ws')}`);
     ws.onopen = () => onState && onState('open');
     ws.onmessage = (m) => {
       let ev;

@@ -70,7 +70,7 @@ export default function App() {
         <Palette index={index} disabled={!page} onAdd={(type) => ed.addBlock(type, null)} />
         <div className="centre">
           {page && index ? (
-            <ReactFlowProvider>
+            <ReactFlowProvider key={doc ? doc.name : ''}>
               <Canvas
                 page={page} index={index} check={check} run={run} selected={selected} marks={marks}
                 onSelect={(ids) => ed.select(ids)} onConnect={(c) => ed.connect(c)}
@@ -97,7 +97,7 @@ export default function App() {
           page={page} index={index} check={check} block={selectedBlock} files={files}
           run={run} onChange={(edits, opts) => ed.change(edits, opts)}
           onEditValue={(edits, opts) => ed.editValue(edits, opts)}
-          onSelect={(ids) => ed.select(ids)} onRefreshFiles={() => ed.refreshLists()}
+          onRename={(id, to) => ed.renameBlock(id, to)} onRefreshFiles={() => ed.refreshLists()}
           onWire={(t, p, s) => ed.wireFrom(t, p, s)}
         />
       </div>

@@ -21,7 +21,8 @@ export default function TensorView({api, run, block, index, onRunTo, gate, room 
   const spec = block ? (port === outputs[0] ? block.id : `${block.id}:${port}`) : null;
   /* a teaching job (explain, gradcheck) since the run replaced its tensors */
   const replaced = !!(gate && (gate.jobSinceRun || gate.running));
-  const ready = run && run.id && run.state === 'finished' && !replaced;
+  const edited = !!((gate && gate.edited) || (run && run.stale));
+  const ready = run && run.id && run.state === 'finished' && !replaced && !edited;
 
   // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   useEffect(() => { setPort(outputs[0]); setPicks({}); }, [block && block.id]);
@@ -48,8 +49,9 @@ export default function TensorView({api, run, block, index, onRunTo, gate, room 
     return (
       <div className="muted">
         <p>{run && run.state === 'running' ? 'Running…'
+          : !run || !run.id ? `The page has not run yet: run it to see “${block.id}”'s output.`
+          : edited || (err && err.status === 410) ? 'The page changed since the last run: run it again to see this output.'
           : replaced ? 'The Teach tab ran the page since the last run: run it again to see this output.'
-          : err && err.status === 410 ? 'The page changed since the last run.'
           : err && err.status === 404 ? `The last run did not compute “${block.id}”.`
           : `No result for “${block.id}” yet.`}</p>
         <button onClick={() => onRunTo(block.id)}>▶ Run to “{block.id}”</button>

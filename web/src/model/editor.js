@@ -22,7 +22,7 @@ import {History} from './history.js';
 import {EditQueue} from './batch.js';
 import {checkWire} from './wires.js';
 import {createStore} from './store.js';
-import {reduceRunEvents, runMessage} from './runState.js';
+import {invalidateRun, reduceRunEvents, runMessage} from './runState.js';
 import {Training} from './training.js';
 
 export const INITIAL = {
@@ -42,10 +42,28 @@ export const INITIAL = {
   canRedo: false,
   hasClipboard: false,
   marks: {},        /* gradient blocks a check marked: {id: {ok, text}} (TrainPanel) */
+  detached: false,  /* the file does not load: no server session, edits checked one by one */
 };
 
 const frame = typeof requestAnimationFrame === 'function'
   ? (f) => requestAnimationFrame(f) : (f) => setTimeout(f, 0);
+
+/** The ids of `ids` that are blocks of `page`. */
+function existing(ids, page) {
+  const have = new Set((page.blocks || []).map((b) => b.id));
+  return ids.filter((id) => have.has(id));
+}
+
+/** The selection after `edits`: renamed blocks keep their place in it, removed ones leave. */
+export function followSelection(selected, edits, after) {
+  let sel = selected;
+  for (const e of edits) {
+    if (e.op === 'rename_block') sel = sel.map((id) => (id === e.id ? e.new_id : id));
+  }
+  sel = existing(sel, after);
+  return sel.length === selected.length && sel.every((id, i) => id === selected[i])
+    ? selected : sel;
+}
 
 export class Editor {
   /** `api`: an Api (api.js) or a stand-in; `schedule(f)`: when to apply queued run events. */
@@ -140,21 +158,26 @@ export class Editor {
         this.say('error', `${name}.json is not valid JSON; fix it in a text editor.`);
         return;
       }
-      let ck;
+      /* A file that does not load (an attribute value the block refuses, an unknown type)
+       * gets no session: the page is then edited here, "detached", each change checked with
+       * POST .../check, until a save writes a page that loads and the session opens. */
+      let ck, detached = false;
       try {
         ck = await api.open(name);
       } catch (e) {
         ck = e.body && e.body.problems ? {ok: false, problems: e.body.problems, blocks: {}} : null;
         if (!ck) throw e;
+        detached = true;
       }
       /* the session may hold unsaved edits of an earlier visit: show what it holds */
-      const sess = await api.getPage(name, true);
+      const sess = detached ? {} : await api.getPage(name, true);
       const held = sess.session_page || got.page;
       /* while the page trains, an edit is applied at the next step: training.edits waits */
-      this.queue = new EditQueue((edits) => this.training.edits(name, edits));
-      this.training.open(name);
+      this.queue = new EditQueue((edits) => (this.state.detached
+        ? api.check(name, this.state.page) : this.training.edits(name, edits)));
+      this.training.open(detached ? null : name);
       this.history.clear();
-      this.set({doc: {name, revision: got.revision}, page: held, check: ck,
+      this.set({doc: {name, revision: got.revision}, page: held, check: ck, detached,
                 dirty: JSON.stringify(held) !== JSON.stringify(got.page), selected: [],
                 run: null, marks: {}});
       this.syncHistory();
@@ -164,28 +187,42 @@ export class Editor {
     }
   }
 
+  /** After a refused edit: the page and check as the server's session holds them. */
   async resync() {
     const d = this.state.doc;
-    if (!d) return;
-    const sess = await this.api.getPage(d.name, true);
-    if (sess.session_page) this.set({page: sess.session_page});
-    this.set({check: await this.api.open(d.name)});
+    if (!d || this.state.detached) return;
+    try {
+      const sess = await this.api.getPage(d.name, true);
+      if (sess.session_page) {
+        this.set({page: sess.session_page,
+                  selected: existing(this.state.selected, sess.session_page)});
+      }
+      this.set({check: await this.api.open(d.name)});
+    } catch (e) {
+      this.say('error', e.message);
+    }
   }
 
-  /** Apply `edits` (their result is `next`, when already known), record them for undo. */
+  /**
+   * Apply `edits` (their result is `next`, when already known), record them for undo. The
+   * selection follows renamed blocks and drops removed ones. False when the edits cannot
+   * apply (the message says why; nothing changed).
+   */
   change(edits, {key = null, next = null, record = true} = {}) {
     const before = this.state.page;
-    if (!before || !edits.length) return;
+    if (!before || !edits.length) return false;
     let after;
     try {
       after = next || applyEdits(before, edits);
     } catch (e) {
-      this.say('error', e.message);
-      return;
+      this.say('error', e.message.replace(/^edit \d+: /, 'Refused: '));
+      return false;
     }
-    this.set({page: after, dirty: true});
+    const selBefore = this.state.selected;
+    this.set({page: after, dirty: true, selected: followSelection(selBefore, edits, after),
+              run: invalidateRun(this.state.run, edits, after)});
     if (edits.some((e) => e.op !== 'set_ui')) this.gate.stale();
-    if (record) this.history.push(before, after, key);
+    if (record) this.history.push(before, after, key, Date.now(), selBefore);
     this.syncHistory();
     this.queue.enqueue(edits).then((ck) => { if (ck) this.set({check: ck}); }).catch((e) => {
       if (e instanceof ApiError && e.status === 422) {
@@ -199,6 +236,14 @@ export class Editor {
         this.say('error', e.message);
       }
     });
+    return true;
+  }
+
+  /** Rename block `id` to `newId`; it stays selected under its new id, or, when the id is
+   * refused, under its old one. */
+  renameBlock(id, newId) {
+    if (!newId || newId === id) return false;
+    return this.change([{op: 'rename_block', id, new_id: newId}]);
   }
 
   async save(overwrite = false) {
@@ -209,6 +254,7 @@ export class Editor {
       const res = await this.api.putPage(d.name, this.state.page, d.revision);
       this.set({doc: {...d, revision: res.revision}, dirty: false});
       this.say('ok', `Saved ${d.name}.json.`);
+      if (this.state.detached) await this.attach();
     } catch (e) {
       if (e instanceof ApiError && e.code === 'busy' &&
           this.training.getSnapshot().state === 'running') {
@@ -237,6 +283,17 @@ export class Editor {
       } else {
         this.say('error', e.message);
       }
+    }
+  }
+
+  /** A detached page was saved: open its session, if the file now loads. */
+  async attach() {
+    const d = this.state.doc;
+    try {
+      const ck = await this.api.open(d.name);
+      this.set({detached: false, check: ck});
+    } catch (e) {
+      if (!(e.body && e.body.problems)) this.say('error', e.message);
     }
   }
 
@@ -337,16 +394,20 @@ export class Editor {
     if (edits.length) this.change(edits, {key});
   }
 
+  /** Undo the last step; the selection goes back to what it was before that step. */
   undo() {
     const s = this.history.undo();
     if (!s) return;
+    s.selectionAfter = this.state.selected;
     this.change(diffPages(this.state.page, s.before), {next: s.before, record: false});
+    if (s.selection) this.select(existing(s.selection, s.before));
   }
 
   redo() {
     const s = this.history.redo();
     if (!s) return;
     this.change(diffPages(this.state.page, s.after), {next: s.after, record: false});
+    if (s.selectionAfter) this.select(existing(s.selectionAfter, s.after));
   }
 
   copy() {
@@ -371,6 +432,11 @@ export class Editor {
   async startRun(upTo) {
     const d = this.state.doc;
     if (!d) return;
+    if (this.state.detached) {
+      this.say('error', `${d.name}.json does not load (see Problems): fix it, then save ` +
+                        '(Ctrl+S) to run it.');
+      return;
+    }
     try {
       await this.queue.idle();
       if (!this.api.client) this.say('info', 'Waiting for the event connection...');

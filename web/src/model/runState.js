@@ -87,7 +87,7 @@ export function runMessage(ev) {
  */
 export function listProblems(check, run) {
   const out = [...((check && check.problems) || [])];
-  if (run && run.state === 'failed') {
+  if (run && run.state === 'failed' && !run.stale) {
     for (const [b, s] of Object.entries(run.status || {})) {
       if (s.state === 'failed') {
         out.push({severity: 'error', code: s.code, block: b, message: `run: ${s.message}`});
@@ -101,4 +101,50 @@ export function listProblems(check, run) {
     }
   }
   return out;
+}
+
+/** The blocks an edit changes directly (their results are no longer those of the last run). */
+function touched(e) {
+  switch (e.op) {
+    case 'add_block': case 'remove_block': return [e.id];
+    case 'rename_block': return [e.id, e.new_id];
+    case 'connect': case 'disconnect': case 'set_attr': case 'set_device': return [e.block];
+    default: return []; /* set_ui, set_outputs, set_name, set_description change no result */
+  }
+}
+
+/**
+ * The run state after `edits` turned the page into `page`: the blocks they touch and every
+ * block downstream lose their last status (they would compute again), the others keep it; a
+ * failed run's error and problems are marked stale (the Problems list drops them).
+ */
+export function invalidateRun(run, edits, page) {
+  if (!run) return run;
+  const seeds = new Set(edits.flatMap(touched));
+  if (!seeds.size) return run;
+  /* downstream closure over the edited page's wires */
+  const users = new Map();
+  for (const b of page.blocks || []) {
+    for (const src of Object.values(b.inputs || {})) {
+      const from = String(src).split(':')[0];
+      if (!users.has(from)) users.set(from, []);
+      users.get(from).push(b.id);
+    }
+  }
+  const gone = new Set();
+  const stack = [...seeds];
+  while (stack.length) {
+    const id = stack.pop();
+    if (gone.has(id)) continue;
+    gone.add(id);
+    for (const u of users.get(id) || []) stack.push(u);
+  }
+  const status = {};
+  let dropped = false;
+  for (const [id, st] of Object.entries(run.status || {})) {
+    if (gone.has(id)) dropped = true;
+    else status[id] = st;
+  }
+  if (!dropped && run.stale) return run;
+  return {...run, status: dropped ? status : run.status, stale: true};
 }
