@@ -89,8 +89,9 @@ void srv_import(srv_app *app, const srv_request *req, srv_response *res) {
         return;
     }
     int depth = bf_context_config(app->ctx)->max_json_depth;
-    if (srv_json_depth(req->body, req->body_len, depth) > depth) {
-        srv_error(res, 400, "limit", "the JSON body nests deeper than %d levels", depth);
+    bf_error jc = {0};
+    if (bf_json_check(req->body, req->body_len, depth, &jc)) {
+        srv_error_bf(res, 400, &jc);
         return;
     }
     cJSON *body = cJSON_ParseWithLength(req->body, req->body_len);
