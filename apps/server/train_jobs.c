@@ -171,6 +171,14 @@ void srv_worker_nice(void) {
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
+/* The body as JSON when it passes the library's checks (depth, no NUL), else NULL. */
+static cJSON *parse_json(srv_app *app, const srv_request *req) {
+    bf_error jc = {0};
+    int limit = bf_context_config(app->ctx)->max_json_depth;
+    if (!req->body_len || bf_json_check(req->body, req->body_len, limit, &jc)) return NULL;
+    return cJSON_ParseWithLength(req->body, req->body_len);
+}
+
 static double wall_ms(void) {
     struct timeval tv;
     gettimeofday(&tv, NULL);
@@ -994,10 +1002,7 @@ static void status(srv_app *app, const char *name, srv_response *res) {
 
 static void train(srv_app *app, const char *name, const char *client, const srv_request *req,
                   srv_response *res) {
-    int limit = bf_context_config(app->ctx)->max_json_depth;
-    cJSON *body = NULL;
-    if (req->body_len && srv_json_depth(req->body, req->body_len, limit) <= limit)
-        body = cJSON_ParseWithLength(req->body, req->body_len);
+    cJSON *body = parse_json(app, req);
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(body, "action");
     const cJSON *steps = cJSON_GetObjectItemCaseSensitive(body, "steps");
     const cJSON *rate = cJSON_GetObjectItemCaseSensitive(body, "rate");
@@ -1113,10 +1118,7 @@ static bool edits(srv_app *app, const char *name, const srv_request *req, srv_re
     if (!t) return false;
     bool play = playing(t);
     if (!play && srv_page_busy(p)) return false; /* another run holds it: the router's 409 */
-    int limit = bf_context_config(app->ctx)->max_json_depth;
-    cJSON *body = req->body_len && srv_json_depth(req->body, req->body_len, limit) <= limit
-                      ? cJSON_ParseWithLength(req->body, req->body_len)
-                      : NULL;
+    cJSON *body = parse_json(app, req);
     cJSON *list = cJSON_IsArray(body) ? body : cJSON_GetObjectItemCaseSensitive(body, "edits");
     if (!cJSON_IsArray(list)) {
         cJSON_Delete(body);
@@ -1238,10 +1240,7 @@ static srv_page *backward_page(srv_app *app, const char *name, const char *clien
 
 static void backward(srv_app *app, const char *name, const char *client, const srv_request *req,
                      bool check, srv_response *res) {
-    int limit = bf_context_config(app->ctx)->max_json_depth;
-    cJSON *body = req->body_len && srv_json_depth(req->body, req->body_len, limit) <= limit
-                      ? cJSON_ParseWithLength(req->body, req->body_len)
-                      : NULL;
+    cJSON *body = parse_json(app, req);
     srv_page *p = backward_page(app, name, client, body, res);
     if (!p) {
         cJSON_Delete(body);
