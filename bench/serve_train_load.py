@@ -15,7 +15,8 @@ server's resident memory. Reported:
     to its arrival at the client, p50 / p99, and step events per second per client (at most
     about 20: coalesced);
   - /api/health latency p50 / p99 / max (the loop thread stays free: kernels never run there),
-    asked by a process of its own, so the client threads' interpreter lock is not in it;
+    asked by a process of its own, so the client threads' interpreter lock is not in it, and
+    first with the server idle for the same time (the machine's own latency, the reference);
   - the server's RSS (VmRSS) at start, peak and end.
 
 A benchmark, not a test: the figures go to bench/RESULTS.md ("Live training load").
@@ -149,6 +150,10 @@ def main():
                                            "--max-runs", "256", "--max-open-pages", "64"))
         pid = srv.proc.pid
         rss = {"start": rss_kib(pid), "peak": 0, "end": 0}
+        # the machine's own latency: /api/health of the idle server, same probe, same run
+        idle = subprocess.run([sys.executable, "-c", PROBE, str(srv.port), srv.token,
+                               str(a.alone)], stdout=subprocess.PIPE, text=True).stdout
+        idle = [h[0] for h in json.loads(idle or "[]")]
         # the reference: one client alone
         alone = {}
         train(srv, "alone", a.alone, alone, 0)
@@ -201,7 +206,11 @@ def main():
               % (statistics.median(evrate), max(evrate)))
         print("event latency (commit -> client): p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d events)"
               % (pct(lat, 0.5), pct(lat, 0.99), max(lat) if lat else float("nan"), len(lat)))
-        print("GET /api/health: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d requests)"
+        print("GET /api/health, server idle (the machine's own latency): p50 %.1f ms, "
+              "p99 %.1f ms, max %.1f ms (%d requests)"
+              % (pct(idle, 0.5), pct(idle, 0.99), max(idle) if idle else float("nan"), len(idle)))
+        print("GET /api/health, class training: p50 %.1f ms, p99 %.1f ms, max %.1f ms "
+              "(%d requests)"
               % (pct(hl, 0.5), pct(hl, 0.99), max(hl) if hl else float("nan"), len(hl)))
         print("server RSS: start %.1f MiB, peak %.1f MiB, end %.1f MiB"
               % (rss["start"] / 1024, rss["peak"] / 1024, rss["end"] / 1024))
