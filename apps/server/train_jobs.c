@@ -961,8 +961,8 @@ static void start_segment(srv_trainer *t, int kind, const char *client, srv_resp
     srv_json(res, 202, print(o));
 }
 
-static void status(srv_app *app, const char *name, srv_response *res) {
-    srv_page *p = srv_page_find(app, name);
+static void status(srv_app *app, srv_store *st, const char *name, srv_response *res) {
+    srv_page *p = srv_page_find(app, st, name);
     srv_trainer *t = p ? trainer_find(app, p) : NULL;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "page", name);
@@ -1000,8 +1000,8 @@ static void status(srv_app *app, const char *name, srv_response *res) {
     srv_json(res, 200, print(o));
 }
 
-static void train(srv_app *app, const char *name, const char *client, const srv_request *req,
-                  srv_response *res) {
+static void train(srv_app *app, srv_store *st, const char *name, const char *client,
+                  const srv_request *req, srv_response *res) {
     cJSON *body = parse_json(app, req);
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(body, "action");
     const cJSON *steps = cJSON_GetObjectItemCaseSensitive(body, "steps");
@@ -1025,7 +1025,7 @@ static void train(srv_app *app, const char *name, const char *client, const srv_
         cJSON_Delete(body);
         return;
     }
-    srv_page *p = srv_page_find(app, name);
+    srv_page *p = srv_page_find(app, st, name);
     srv_trainer *t = p ? trainer_find(app, p) : NULL;
     bool play = t && playing(t);
     if (t && rate) { /* any action may set the pace; it applies at the next step */
@@ -1074,7 +1074,7 @@ static void train(srv_app *app, const char *name, const char *client, const srv_
         cJSON_Delete(body);
         return;
     }
-    if (!p && !(p = srv_page_open(app, name, client, res))) {
+    if (!p && !(p = srv_page_open(app, st, name, client, res))) {
         cJSON_Delete(body);
         return;
     }
@@ -1090,7 +1090,7 @@ static void train(srv_app *app, const char *name, const char *client, const srv_
     }
     if (watch) {
         cJSON_Delete(body);
-        status(app, name, res);
+        status(app, st, name, res);
         return;
     }
     int64_t now_step = bf_session_step_count(srv_page_session(p));
@@ -1102,6 +1102,7 @@ static void train(srv_app *app, const char *name, const char *client, const srv_
     if (reset) t->reset_req = true;
     uv_mutex_unlock(&t->mu);
     cJSON_Delete(body);
+    if ((start || resume || step) && !srv_app_room_for_run(app, p, res)) return; /* --max-memory */
     start_segment(t, start || resume ? SEG_PLAY : step ? SEG_STEP : reset ? SEG_RESET : SEG_VIEW,
                   client, res);
     if (res->status != 202 && reset) {
@@ -1112,8 +1113,9 @@ static void train(srv_app *app, const char *name, const char *client, const srv_
 }
 
 /* POST .../edits on a page with a trainer: queued while it plays, applied now while paused. */
-static bool edits(srv_app *app, const char *name, const srv_request *req, srv_response *res) {
-    srv_page *p = srv_page_find(app, name);
+static bool edits(srv_app *app, srv_store *st, const char *name, const srv_request *req,
+                  srv_response *res) {
+    srv_page *p = srv_page_find(app, st, name);
     srv_trainer *t = p ? trainer_find(app, p) : NULL;
     if (!t) return false;
     bool play = playing(t);
@@ -1222,26 +1224,26 @@ static void check_exec(srv_run *r, void *user) {
 }
 
 /* The open, idle page `name` with the body's "loss"; NULL with res filled. */
-static srv_page *backward_page(srv_app *app, const char *name, const char *client,
-                               const cJSON *body, srv_response *res) {
+static srv_page *backward_page(srv_app *app, srv_store *st, const char *name,
+                               const char *client, const cJSON *body, srv_response *res) {
     const cJSON *loss = cJSON_GetObjectItemCaseSensitive(body, "loss");
     if (!cJSON_IsString(loss) || strlen(loss->valuestring) >= REF_BYTES) {
         srv_error(res, 400, "bad_request", "this takes {\"loss\": \"block\" or \"block:port\", "
                   "...}");
         return NULL;
     }
-    srv_page *p = srv_page_find(app, name);
+    srv_page *p = srv_page_find(app, st, name);
     if (p && srv_page_busy(p)) {
         srv_error(res, 409, "busy", "page \"%s\" is running or training; pause it first", name);
         return NULL;
     }
-    return srv_page_open(app, name, client, res);
+    return srv_page_open(app, st, name, client, res);
 }
 
-static void backward(srv_app *app, const char *name, const char *client, const srv_request *req,
-                     bool check, srv_response *res) {
+static void backward(srv_app *app, srv_store *st, const char *name, const char *client,
+                     const srv_request *req, bool check, srv_response *res) {
     cJSON *body = parse_json(app, req);
-    srv_page *p = backward_page(app, name, client, body, res);
+    srv_page *p = backward_page(app, st, name, client, body, res);
     if (!p) {
         cJSON_Delete(body);
         return;
@@ -1298,13 +1300,13 @@ static void backward(srv_app *app, const char *name, const char *client, const s
     for (int i = 0; i < w.n; i++) ids[i] = w.v[i];
     char *created = NULL, *checkj = NULL;
     bf_error e = {0};
-    bf_status st = bf_session_build_gradients(s, loss, w.n ? ids : NULL, w.n,
+    bf_status bst = bf_session_build_gradients(s, loss, w.n ? ids : NULL, w.n,
                                               cJSON_IsString(opt) ? opt->valuestring : NULL,
                                               &created, &e);
     refs_free(&w);
     cJSON_Delete(body);
-    if (st) {
-        srv_error_bf(res, st == BF_ENOTFOUND ? 404 : st == BF_ENOMEM ? 500 : 422, &e);
+    if (bst) {
+        srv_error_bf(res, bst == BF_ENOTFOUND ? 404 : bst == BF_ENOMEM ? 500 : 422, &e);
         return;
     }
     srv_page_changed(p);
@@ -1322,17 +1324,17 @@ static void backward(srv_app *app, const char *name, const char *client, const s
     else srv_json(res, 200, out);
 }
 
-bool srv_train_route(srv_app *app, const char *act, const char *name, const char *client,
-                     const srv_request *req, srv_response *res) {
+bool srv_train_route(srv_app *app, srv_store *st, const char *act, const char *name,
+                     const char *client, const srv_request *req, srv_response *res) {
     const char *m = req->method ? req->method : "";
     bool post = !strcmp(m, "POST");
-    if (!strcmp(act, "edits")) return post && edits(app, name, req, res);
+    if (!strcmp(act, "edits")) return post && edits(app, st, name, req, res);
     bool is_train = !strcmp(act, "train"), is_back = !strcmp(act, "backward"),
          is_check = !strcmp(act, "check_backward");
     if (!is_train && !is_back && !is_check) return false;
-    if (is_train && !strcmp(m, "GET")) status(app, name, res);
+    if (is_train && !strcmp(m, "GET")) status(app, st, name, res);
     else if (!post) srv_error(res, 405, "method_not_allowed", "%s is not allowed here", m);
-    else if (is_train) train(app, name, client, req, res);
-    else backward(app, name, client, req, is_check, res);
+    else if (is_train) train(app, st, name, client, req, res);
+    else backward(app, st, name, client, req, is_check, res);
     return true;
 }

@@ -158,6 +158,8 @@ _PTR = POINTER(c_void_p)
 # bf_diags) are plain c_void_p; a status is c_int.
 _SIGNATURES = {
     "bf_status_name": (c_char_p, [c_int]),
+    "bf_error_codes": (c_size_t, [POINTER(POINTER(c_char_p))]),
+    "bf_error_code_meaning": (c_char_p, [c_char_p]),
     "bf_strerror": (c_char_p, [c_int]),
     "bf_error_format": (c_int, [_ERR, c_char_p, c_size_t]),
     "bf_diags_new": (c_void_p, []),

@@ -20,9 +20,13 @@ import Dialog from './Dialog.jsx';
 import Welcome from './Welcome.jsx';
 import TrainBar from './TrainBar.jsx';
 import {trainables} from '../model/training.js';
+import ClassBar from './ClassBar.jsx';
+import {Classroom} from '../model/classroom.js';
 
 /** The one editor of this tab (exported for components that need it outside props). */
 export const editor = new Editor(new Api());
+/** The classroom side of this tab (model/classroom.js): nothing shows without --classroom. */
+export const classroom = new Classroom(editor);
 
 /** The keyboard: the action a key names, unless a text field keeps the key for itself. */
 function useActionKeys(ed) {
@@ -49,6 +53,7 @@ export default function App() {
          marks} = state;
 
   useEffect(() => ed.start(connectEvents), [ed]);
+  useEffect(() => { classroom.start(); return () => classroom.close(); }, []);
   useActionKeys(ed);
 
   useEffect(() => {
@@ -65,6 +70,7 @@ export default function App() {
   return (
     <div className="app">
       <TopBar editor={ed} state={state} />
+      <ClassBar classroom={classroom} state={state} />
       {page && trainables(page).length > 0 && <TrainBar training={ed.training} />}
       <div className="main">
         <Palette index={index} disabled={!page} onAdd={(type) => ed.addBlock(type, null)} />

@@ -111,7 +111,7 @@ export class Editor {
         : e.message);
     });
     this.refreshLists();
-    return connect({
+    this.events = connect({
       onHello: (client) => {
         this.api.client = client;
         this.jobEvents.connected = true;
@@ -121,12 +121,15 @@ export class Editor {
       onState: (s) => {
         if (s !== 'open') this.jobEvents.connected = false;
         this.set({wsState: s === 'open' ? 'open' : 'closed'});
+        if (s === 'open' && this.onConnected) this.onConnected();
       },
     });
+    return this.events;
   }
 
   /* ---- run events: queued, applied once per frame ------------------------------------ */
   onEvent(ev) {
+    if (this.onOtherEvent && this.onOtherEvent(ev)) return; /* the classroom's (classroom.js) */
     if (this.training.handle(ev)) return; /* train_*, step_finished, edits_* */
     if (ev.kind) this.jobEvents.push(ev);
     else if (/^run_(finished|failed|cancelled)$/.test(ev.type)) this.gate.running = false;
