@@ -1140,9 +1140,10 @@ void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
                       "only the teacher renames or duplicates pages");
             return;
         }
-        /* reading (GET, check, open: the editor opens a page to show it) makes no copy */
-        bool writes = (n == 3 && put) || (n == 4 && strcmp(act, "check") && strcmp(act, "close") &&
-                                          strcmp(act, "open"));
+        /* reading (GET, check, open: the editor opens a page to show it) makes no copy; nor
+           does a GET of an action (GET .../train, the training state) */
+        bool writes = (n == 3 && put) || (n == 4 && post && strcmp(act, "check") &&
+                                          strcmp(act, "close") && strcmp(act, "open"));
         if (writes && !have) {
             int rc = srv_class_ensure_copy(app, who.student, seg[2]);
             if (rc) {

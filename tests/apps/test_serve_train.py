@@ -371,5 +371,58 @@ class TestTrainLimits(TrainCase):
         self.assertEqual(evs[-1]["step"], 0)
 
 
+class TestTrainClassroom(unittest.TestCase):
+    """--classroom: a student who looks at the training state makes no copy; one who trains,
+    trains their own copy, and the teacher's page keeps its step count."""
+
+    @classmethod
+    def setUpClass(cls):
+        import re
+        cls.tmp = tempfile.mkdtemp(prefix="bf-train-class-")
+        cls.dir = os.path.join(cls.tmp, "pages")
+        os.mkdir(cls.dir)
+        with open(os.path.join(cls.dir, "tiny.json"), "w") as f:
+            json.dump(tiny_page(), f)
+        cls.srv = Server(BINARY, cls.dir, extra=("--classroom",))
+        class_token = None
+        for _ in range(6):
+            m = re.search(r"\?token=([0-9a-f]+)$", cls.srv.proc.stdout.readline().strip())
+            if m and m.group(1) != cls.srv.token:
+                class_token = m.group(1)
+                break
+        assert class_token, "the student URL is printed"
+        st, j, _ = cls.srv.request("POST", "/api/class/join", {"name": "ana"}, token=class_token)
+        assert st == 201, j
+        cls.ana = j["token"]
+
+    @classmethod
+    def tearDownClass(cls):
+        rc, err = cls.srv.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        assert rc == 0, "server exit %s: %s" % (rc, err)
+
+    def test_student_trains_own_copy(self):
+        copy = os.path.join(self.dir, ".students", "ana", "tiny.json")
+        st, j, _ = self.srv.request("GET", "/api/pages/tiny/train", token=self.ana)
+        self.assertEqual((st, j["state"]), (200, "idle"), j)
+        self.assertFalse(os.path.exists(copy), "a look at the training state makes no copy")
+        ws = WebSocket(self.srv.port, token=self.ana)
+        self.addCleanup(ws.close)
+        st, j, _ = self.srv.request("POST", "/api/pages/tiny/train",
+                                    {"action": "start", "steps": 20}, token=self.ana,
+                                    headers={"X-Blockflow-Client": ws.client})
+        self.assertEqual(st, 202, j)
+        while True:
+            ev = ws.recv_json(60 * SLOW)
+            if ev.get("type") in TERMINAL:
+                break
+        self.assertEqual((ev["type"], ev["step"]), ("train_finished", 20), ev)
+        self.assertTrue(os.path.exists(copy), "training is a change: the student's own copy")
+        st, j, _ = self.srv.request("GET", "/api/pages/tiny/train", token=self.ana)
+        self.assertEqual(j["step"], 20)
+        st, j, _ = self.srv.request("GET", "/api/pages/tiny/train")  # the teacher's page
+        self.assertNotEqual(j.get("step"), 20, j)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

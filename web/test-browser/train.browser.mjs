@@ -141,6 +141,13 @@ try {
   const sess = await page.evaluate(async () => (await fetch('api/pages/learn_a_filter?view=session')).json());
   assert.equal(sess.session_page.blocks.find((b) => b.id === 'learning_rate').attrs.value, lr);
   await shot('learning-rate-changed-while-playing');
+  /* any scalar can be plotted from its block: the learning rate itself */
+  await page.getByTestId('plot-block').click();
+  await page.getByRole('button', {name: 'learning_rate ×'}).waitFor({timeout: WAIT});
+  const lrStep = await stepCount();
+  await page.getByTestId('train-step').click();
+  await waitFor((k) => document.querySelector('[data-testid="train-step-count"]').textContent === String(k),
+                lrStep + 1);
 
   /* paused: the Teach tab explains an element of the filter's gradient for this batch */
   await selectBlock('predictions_grad_filter');

@@ -105,6 +105,10 @@ export default function App() {
           onEditValue={(edits, opts) => ed.editValue(edits, opts)}
           onRename={(id, to) => ed.renameBlock(id, to)} onRefreshFiles={() => ed.refreshLists()}
           onWire={(t, p, s) => ed.wireFrom(t, p, s)}
+          onPlot={(ref) => {
+            const m = ed.training.getSnapshot().metrics;
+            if (!m.includes(ref)) ed.training.configure({metrics: [...m, ref]});
+          }}
         />
       </div>
       {message && (
