@@ -33,8 +33,9 @@ static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info
     }
     if (feed->dtype != want) {
         bf_err_at(err, "output", "dtype");
-        return bf_err(err, BF_EDTYPE, "dtype_mismatch", "fed a %s tensor, expected %s",
-                      bf_dtype_name(feed->dtype), bf_dtype_name(want));
+        const char *have = bf_dtype_name(feed->dtype);
+        return bf_err(err, BF_EDTYPE, "dtype_mismatch", "fed %s %s tensor, expected %s",
+                      have[0] == 'i' ? "an" : "a", have, bf_dtype_name(want));
     }
     if (shape->set) {
         bool ok = shape->n == feed->rank;

@@ -19,6 +19,9 @@
  *   one sentence; no allocation is needed to fill it, so it works when memory is exhausted.
  * - A `bf_diags *` collects *all* problems of a page at once (validation), plus warnings. It
  *   may be NULL when the caller only wants the first error.
+ * - Every function checks its handles and out-parameters: a NULL context, page, session,
+ *   tensor, diags list or out-pointer gives BF_EINVAL ("bad_argument"), never a crash; getters
+ *   given NULL return NULL, 0, -1 (a rank) or NaN (an element), _init and _free do nothing.
  * - Whoever calls a _new or _load function calls the matching _free; every _free accepts NULL.
  *   Getters return borrowed pointers whose lifetime is stated on each.
  * - Nothing here prints. The CLI and the server present errors with bf_error_format().
@@ -366,6 +369,15 @@ BF_API bf_status bf_tensor_save_npy(const bf_tensor *t, const char *path, bf_err
 BF_API bf_status bf_tensor_load_npz(const bf_context *ctx, const char *path, const char *key,
                                     bf_tensor **out, bf_error *err);
 
+/*
+ * Write the n tensors ts[i] as arrays keys[i] of one .npz archive (numpy.savez's form: stored,
+ * not compressed; numpy.load reads it), atomically as bf_tensor_save_npy. bfloat16 is written
+ * as float32 (exact widening). Keys are up to 200 bytes; each array below 4 GiB.
+ * Errors: BF_EINVAL (NULL argument, a tensor not in host memory), BF_ELIMIT, BF_EIO, BF_ENOMEM.
+ */
+BF_API bf_status bf_tensor_save_npz(const char *path, const char *const *keys,
+                                    const bf_tensor *const *ts, int n, bf_error *err);
+
 /* ---------------------------------------------------------------------------------------------
  * Context: configuration, limits, the kernel thread pool and the devices. One per program is
  * typical; sessions borrow it and it must outlive them.
@@ -478,6 +490,16 @@ BF_API bf_status bf_page_parse(bf_context *ctx, const char *json, size_t len, co
  * text gives the identical page. Free with bf_string_free(). Errors: BF_ENOMEM.
  */
 BF_API bf_status bf_page_to_json(const bf_page *page, char **out, bf_error *err);
+/*
+ * A page's JSON text laid out as bf_page_to_json lays it out (keys of the page and of each
+ * block in the canonical order, 2-space indentation, scalar-only containers on one line, a
+ * final newline) without interpreting the blocks: unknown types, attributes and values stay
+ * as written (a typed, defaults-free canonical form needs a page that loads: bf_page_to_json).
+ * For formatting a page that has problems, as `blockflow fmt` does. Free with
+ * bf_string_free(). Errors: BF_EINVAL (NULL), BF_EPARSE (not JSON, with line and column),
+ * BF_ESCHEMA (not a JSON object), BF_ENOMEM.
+ */
+BF_API bf_status bf_page_format_json(const char *json, size_t len, char **out, bf_error *err);
 BF_API void bf_page_free(bf_page *page);
 /* The page's name, description and file name; borrowed for the page's lifetime. */
 BF_API const char *bf_page_name(const bf_page *page);
@@ -618,7 +640,10 @@ BF_API bf_status bf_session_disconnect(bf_session *s, const char *block_id, cons
                                        bf_error *err);
 /*
  * Change one attribute of a block, given as JSON text (e.g. "[1,2,2,1]" or "\"SAME\""), or
- * NULL to go back to its default. Setting the value it has changes nothing, except for a
+ * NULL to go back to its default. The value is checked as the block checks it (TensorFlow's
+ * rules: "strides": [1, 2, 2] fails here, not at the next run) when the block's inputs are
+ * known; what it does to other blocks (a shape the next one refuses) is left to the check.
+ * Setting the value it has changes nothing, except for a
  * `file` attribute, which is read again (the file may have changed). Errors:
  * BF_ENOTFOUND, BF_EATTR, BF_EPARSE, BF_EIO.
  */

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-void bf_config_init(bf_config *cfg) { memset(cfg, 0, sizeof(*cfg)); }
+void bf_config_init(bf_config *cfg) {
+    if (cfg) memset(cfg, 0, sizeof(*cfg));
+}
 
 static uint64_t ram_bytes(void) {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
@@ -20,6 +22,7 @@ static uint64_t ram_bytes(void) {
 }
 
 bf_status bf_context_new(const bf_config *cfg, bf_context **out, bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     *out = NULL;
     bf_context *ctx = bf_calloc(1, sizeof(*ctx));
@@ -72,7 +75,7 @@ void bf_context_free(bf_context *ctx) {
     bf_free(ctx);
 }
 
-const bf_config *bf_context_config(const bf_context *ctx) { return &ctx->cfg; }
+const bf_config *bf_context_config(const bf_context *ctx) { return ctx ? &ctx->cfg : NULL; }
 
 static void describe_devices(bf_context *ctx) {
     size_t n = (size_t)snprintf(ctx->devices_text, sizeof(ctx->devices_text),
@@ -101,11 +104,13 @@ void bf_context_probe_gpus(bf_context *ctx) {
 }
 
 int bf_context_has_gpu(bf_context *ctx) {
+    if (!ctx) return 0;
     bf_context_probe_gpus(ctx);
     return ctx->n_gpus > 0;
 }
 
 const char *bf_context_devices(bf_context *ctx) {
+    if (!ctx) return "no context";
     bf_context_probe_gpus(ctx);
     return ctx->devices_text;
 }

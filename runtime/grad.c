@@ -622,6 +622,10 @@ static void builder_free(builder *B) {
 bf_status bf_session_build_gradients(bf_session *s, const char *loss, const char *const *wrt,
                                      int n_wrt, const char *optimizer, char **created_json,
                                      bf_error *err) {
+    if (!created_json) return bf_err(err, BF_EINVAL, "bad_argument", "created_json is NULL");
+    *created_json = NULL;
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
+    if (!loss) return bf_err(err, BF_EINVAL, "bad_argument", "loss is NULL");
     bf_error_clear(err);
     if (created_json) *created_json = NULL;
     if (!s || !loss || !created_json || n_wrt < 0 || (n_wrt && !wrt))

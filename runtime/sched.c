@@ -35,6 +35,7 @@ static bool cancelled(bf_session *s) {
 }
 
 void bf_session_cancel(bf_session *s) {
+    if (!s) return;
     if (s) {
         atomic_store(&s->stop_steps, 1);
         int expected = 0;
@@ -309,7 +310,9 @@ static void drain(bf_session *s) {
     }
 }
 
-void bf_run_options_init(bf_run_options *o) { memset(o, 0, sizeof(*o)); }
+void bf_run_options_init(bf_run_options *o) {
+    if (o) memset(o, 0, sizeof(*o));
+}
 
 /*
  * Bring the cache in line with this run. Before it (`starting`): pin the page's outputs and
@@ -387,6 +390,7 @@ static bf_status check_needed(bf_session *s, bf_diags *diags, bf_error *err) {
 
 bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *diags,
                          bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     bf_run_options defaults;
     if (!opts) {
         bf_run_options_init(&defaults);

@@ -134,7 +134,7 @@ oom:
     return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
 }
 
-const bf_page *bf_session_page(const bf_session *s) { return s->page; }
+const bf_page *bf_session_page(const bf_session *s) { return s ? s->page : NULL; }
 
 /* ---- results ---------------------------------------------------------------------------- */
 
@@ -170,14 +170,14 @@ bf_status bf_session_take_output(bf_session *s, const char *block_id, const char
     if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     int p = 0, b = find_output(s, block_id, port, &p);
     if (b < 0)
-        return bf_err(err, BF_ENOTFOUND, "no_output", "no output \"%.60s%s%.30s\" on this page",
+        return bf_err(err, BF_ENOTFOUND, "not_found", "no output \"%.60s%s%.30s\" on this page",
                       block_id ? block_id : "(null)", port ? ":" : "", port ? port : "");
     snode *n = &s->nodes[b];
     bf_tensor **slot = n->host_outs[p] ? &n->host_outs[p]
                                        : (n->outs[p] && !n->outs[p]->device ? &n->outs[p] : NULL);
     if (!slot) {
         bf_error e = {0};
-        bf_err(&e, BF_ENOTFOUND, "no_result", "output \"%s\" has no result in host memory to "
+        bf_err(&e, BF_ENOTFOUND, "not_found", "output \"%s\" has no result in host memory to "
                "hand over (run the page with it fetched first)", n->pb->desc->outputs[p].name);
         bf_sess_where(s, b, &e);
         if (err) *err = e;
@@ -202,14 +202,14 @@ uint64_t bf_session_peak_bytes(const bf_session *s) {
 uint64_t bf_session_cached_bytes(const bf_session *s) { return s ? s->cache_used : 0; }
 
 const bf_block_stats *bf_session_block_stats(const bf_session *s, int i) {
-    return i >= 0 && i < s->n ? &s->nodes[i].stats : NULL;
+    return s && i >= 0 && i < s->n ? &s->nodes[i].stats : NULL;
 }
 
 int bf_session_block_output_count(const bf_session *s, int i) {
-    return i >= 0 && i < s->n ? s->nodes[i].pb->desc->n_outputs : 0;
+    return s && i >= 0 && i < s->n ? s->nodes[i].pb->desc->n_outputs : 0;
 }
 
 const char *bf_session_block_output_name(const bf_session *s, int i, int j) {
-    if (i < 0 || i >= s->n || j < 0 || j >= s->nodes[i].pb->desc->n_outputs) return NULL;
+    if (!s || i < 0 || i >= s->n || j < 0 || j >= s->nodes[i].pb->desc->n_outputs) return NULL;
     return s->nodes[i].pb->desc->outputs[j].name;
 }

@@ -95,7 +95,9 @@ void bf_sess_state_was_reset(bf_session *s, int b, const char *attr) {
 
 /* ---- steps --------------------------------------------------------------------------------- */
 
-void bf_step_options_init(bf_step_options *o) { memset(o, 0, sizeof(*o)); }
+void bf_step_options_init(bf_step_options *o) {
+    if (o) memset(o, 0, sizeof(*o));
+}
 
 /* Mark every node downstream of a stateful one (Variables, datasets) transient. */
 static bool mark_transient(bf_session *s) {
@@ -176,6 +178,7 @@ static bf_status commit(bf_session *s, bf_error *err) {
 
 bf_status bf_session_step(bf_session *s, int64_t n, const bf_step_options *opts,
                           bf_diags *diags, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     bf_error_clear(err);
     if (!s || n < 1) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL or n < 1");
     bf_step_options defaults;
@@ -235,6 +238,7 @@ int64_t bf_session_step_count(const bf_session *s) { return s ? s->steps : 0; }
 /* ---- reset, reading and writing state ------------------------------------------------------ */
 
 int bf_session_state_count(const bf_session *s) {
+    if (!s) return 0;
     int c = 0;
     for (int i = 0; s && i < s->n; i++) c += has_state(&s->nodes[i]);
     return c;
@@ -268,6 +272,7 @@ static int find_stateful(bf_session *s, const char *id, bf_error *err) {
 }
 
 bf_status bf_session_reset(bf_session *s, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     bf_error_clear(err);
     if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     int ns = bf_session_state_count(s);
@@ -309,6 +314,9 @@ bf_status bf_session_reset(bf_session *s, bf_error *err) {
 
 bf_status bf_session_read_state(bf_session *s, const char *block_id, bf_tensor **out,
                                 bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     bf_error_clear(err);
     if (out) *out = NULL;
     if (!s || !out) return bf_err(err, BF_EINVAL, "bad_argument", "session or out is NULL");
@@ -322,6 +330,8 @@ bf_status bf_session_read_state(bf_session *s, const char *block_id, bf_tensor *
 
 bf_status bf_session_write_state(bf_session *s, const char *block_id, const bf_tensor *value,
                                  bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
+    if (!value) return bf_err(err, BF_EINVAL, "bad_argument", "value is NULL");
     bf_error_clear(err);
     if (!s || !value) return bf_err(err, BF_EINVAL, "bad_argument", "session or value is NULL");
     int b = find_stateful(s, block_id, err);
@@ -342,6 +352,8 @@ bf_status bf_session_write_state(bf_session *s, const char *block_id, const bf_t
 #define STEP_KEY ".step" /* cannot be a block id: ids do not start with '.' */
 
 bf_status bf_session_save_state(bf_session *s, const char *path, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
+    if (!path) return bf_err(err, BF_EINVAL, "bad_argument", "path is NULL");
     bf_error_clear(err);
     if (!s || !path) return bf_err(err, BF_EINVAL, "bad_argument", "session or path is NULL");
     int ns = bf_session_state_count(s), k = 0;
@@ -355,7 +367,7 @@ bf_status bf_session_save_state(bf_session *s, const char *path, bf_error *err) 
         st = n->pb->desc->state->save(&n->node, &ts[k], err);
         if (st == BF_OK && ts[k]->dtype == BF_DTYPE_BF16) { /* numpy has no bfloat16 */
             bf_tensor *wide = NULL;
-            st = bf_tensor_new(s->ctx, BF_DTYPE_F32, ts[k]->rank, ts[k]->dims, &wide, err);
+            st = bf_tensor_new_uninit(s->ctx, BF_DTYPE_F32, ts[k]->rank, ts[k]->dims, &wide, err);
             if (st == BF_OK) st = bf_tensor_convert(ts[k], wide, err);
             bf_tensor_free(ts[k]);
             ts[k] = wide;
@@ -416,6 +428,8 @@ static bf_status collect(const char *key, bf_tensor *t, void *user, bf_error *er
 }
 
 bf_status bf_session_load_state(bf_session *s, const char *path, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
+    if (!path) return bf_err(err, BF_EINVAL, "bad_argument", "path is NULL");
     bf_error_clear(err);
     if (!s || !path) return bf_err(err, BF_EINVAL, "bad_argument", "session or path is NULL");
     int ns = bf_session_state_count(s);

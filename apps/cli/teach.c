@@ -32,6 +32,14 @@ int cli_open_session(const char *path, bf_context **ctx, bf_session **s) {
     return EXIT_OK;
 }
 
+int cli_feed_all(bf_context *ctx, bf_session *s, const char *const *feeds, int n) {
+    for (int i = 0; i < n; i++) {
+        int rc = cli_feed(ctx, s, feeds[i]);
+        if (rc) return rc;
+    }
+    return EXIT_OK;
+}
+
 int cli_fail(const bf_error *e) {
     cli_print_error(e);
     switch (e->status) {

@@ -19,6 +19,7 @@ static const topic topics[] = {
      "  run PAGE|- [--feed ID=FILE.npy|ID=FILE.npz:KEY]... [--fetch ID[:PORT]]... [--out DIR]\n"
      "           [--no-save] [--device auto|cpu|gpu] [--print] [--json] [--quiet]\n"
      "           [--timeout SECONDS] [--threads N] [--cache-limit BYTES] [LIMITS]\n"
+     "           [--set BLOCK.ATTR=VALUE]... [--each] [--out FILE.npz] [--watch]\n"
      "      run the page; write each fetched tensor to DIR/ID.npy (DIR/ID.PORT.npy for a\n"
      "      non-default port; DIR defaults to the current folder) and print a table per block\n",
      "  PAGE \"-\" reads the page from standard input (its \"file\" paths are then relative to\n"
@@ -28,6 +29,14 @@ static const topic topics[] = {
      "  --fetch ID[:PORT]   compute and write this output (default: the page's outputs);\n"
      "                      a fetch given twice is one\n"
      "  --out DIR           where results go; checked (created, writable) before running\n"
+     "  --out FILE.npz      every result in one numpy archive instead (keys: ID, ID.PORT)\n"
+     "  --set BLOCK.ATTR=VALUE  override an attribute for this run (VALUE as JSON: 2,\n"
+     "                      [1,2,2,1], \"SAME\"; a bare word is a string), checked as an edit\n"
+     "  --each              one run per item of the last --feed that is ID=FILE.npz (each\n"
+     "                      array) or ID='GLOB' (each file, sorted): results go to\n"
+     "                      DIR/ITEM/ (or keys ITEM/ID of FILE.npz)\n"
+     "  --watch             run, then again whenever the page or a file it reads (feeds,\n"
+     "                      \"file\" attributes) changes, saying what changed; Ctrl-C stops\n"
      "  --no-save           write no file\n"
      "  --print             print the results: small ones whole, large ones as a summary\n"
      "  --json              one JSON document on stdout: blocks, problems, output files\n"
@@ -44,11 +53,12 @@ static const topic topics[] = {
     {"fmt",
      "  fmt PAGE... [--check | --in-place]\n"
      "      print a page in canonical form; --check exits 1 when one is not, --in-place\n"
-     "      rewrites it\n",
+     "      rewrites it; a page with problems (unknown type, bad value) is laid out as\n"
+     "      written, its problems on stderr (--check: exit 3)\n",
      NULL},
     {"blocks", "  blocks [--json] [TYPE]   the block catalogue\n", NULL},
     {"explain",
-     "  explain PAGE BLOCK INDEX... [--port P] [--json] [--max-terms N]\n"
+     "  explain PAGE BLOCK INDEX... [--port P] [--json] [--max-terms N] [--feed ID=FILE]...\n"
      "      one output element of a convolution block: its value, the padding, and the\n"
      "      terms of its sum (pairs of operand elements in the tensors' own layouts)\n",
      NULL},
@@ -95,10 +105,11 @@ static const topic topics[] = {
      "  by the block's id, and \".step\" (numpy.load reads it).\n"},
     {"gradcheck",
      "  gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
-     "           [--gpu]\n"
+     "           [--gpu] [--feed ID=FILE]...\n"
      "      check a gradient block (or both gradients of a forward block) against float64\n"
      "      central differences and the adjoint identity; exit 1 when it fails\n"
      "  gradcheck PAGE --loss ID [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
+     "           [--feed ID=FILE]...\n"
      "      check the gradient every update block applies against float64 central\n"
      "      differences of the loss; exit 1 when one fails\n",
      NULL},
@@ -128,7 +139,7 @@ static const topic topics[] = {
      "      the runtime over HTTP and WebSocket for the browser editor (serve --help)\n",
      NULL},
     {"help", "  help [TOPIC]   this text, or one command's in full (help run)\n", NULL},
-    {"version", "  version\n", NULL},
+    {"version", "  version | --version | -V\n", NULL},
 };
 
 static const char limits[] =

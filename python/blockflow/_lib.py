@@ -7,7 +7,8 @@ long bf_session_run lets other Python threads go on.
 The library is looked for, first found wins:
   1. the file named by the environment variable BLOCKFLOW_LIBRARY;
   2. libblockflow.so inside this package (a `pip install ./python` made after a build bundles it);
-  3. the path recorded by CMake's install target (_install_paths.py, written at install time);
+  3. the library installed with this package by CMake's install target (_install_paths.py holds
+     its path relative to this folder, so an install under any --prefix finds its own copy);
   4. the repository's build tree, build/libblockflow.so next to python/ (PYTHONPATH=python);
   5. the system loader (LD_LIBRARY_PATH, ldconfig's cache).
 """
@@ -266,7 +267,7 @@ def _candidates():
     paths = [here / "libblockflow.so"]
     try:
         from . import _install_paths  # written by CMake's install target only
-        paths.append(Path(_install_paths.LIBRARY))
+        paths.append(here / _install_paths.LIBRARY)  # relative to here (absolute stays so)
     except ImportError:
         pass
     paths.append(here.parent.parent / "build" / "libblockflow.so")
