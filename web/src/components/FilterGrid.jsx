@@ -72,7 +72,8 @@ export default memo(function FilterGrid({name, title, view, size = 72, layout = 
   return (
     <div className="filtergrid" data-testid={`grid-${name}`}>
       <div className="filtergrid-head">
-        <b>{title}</b> <span className="muted">[{view.shape.join(', ')}] · ±{lim.toPrecision(3)}</span>
+        <b>{title}</b> <span className="muted">[{view.shape.join(', ')}] · ±{lim !== 0 && (lim < 1e-3 || lim >= 1e4)
+          ? lim.toExponential(2) : lim.toPrecision(3)}</span>
       </div>
       <div className="tiles">
         {tiles.map((t, i) => <Tile key={i} tile={t} lim={lim} cell={cell} name={name} onHover={setHover} />)}

@@ -20,9 +20,17 @@ function options(names, width, height, log) {
     width, height, series,
     scales: {x: {time: false}, y: log ? {distr: 3} : {}},
     axes: [{label: 'step'},
-           {size: 64, values: (u, vals) => vals.map((v) => (v === null ? '' : log
-             ? (Math.abs(Math.log10(Math.abs(v)) % 1) < 1e-9 ? Number(v).toExponential(0) : '')
-             : Number(v).toPrecision(3)))}],
+           {size: 64, values: (u, vals) => {
+             /* on a log scale: the decades, at most about six of them labelled */
+             const decades = vals.filter((v) => v && Math.abs(Math.log10(Math.abs(v)) % 1) < 1e-9);
+             const every = Math.max(1, Math.ceil(decades.length / 6));
+             return vals.map((v) => {
+               if (v === null) return '';
+               if (!log) return Number(v).toPrecision(3);
+               const k = decades.indexOf(v);
+               return k >= 0 && k % every === 0 ? Number(v).toExponential(0) : '';
+             });
+           }}],
     legend: {live: true},
     cursor: {drag: {x: true, y: false}},
   };
