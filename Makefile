@@ -12,7 +12,8 @@ CMAKE_FLAGS ?=
 EXAMPLE     ?= examples/filter_grad_same.json
 PREFIX      ?= /usr/local
 DEPS        := gcc make cmake pkg-config libuv1-dev libcjson-dev check python3 python3-numpy \
-               python3-pytest libwebsockets-dev python3-sklearn python3-torch
+               python3-pytest libwebsockets-dev python3-sklearn python3-torch \
+               openmpi-bin libopenmpi-dev
 
 # The editor (web/) needs Node.js >= 18 with npm, and its browser tests Debian's chromium and
 # firefox-esr. Debian's nodejs/npm are installed only when the node/npm commands are missing: a

@@ -116,6 +116,7 @@ static void check_wiring(bf_session *s, bf_diags *diags, bf_error *first, int *n
     }
     report_to r = {diags, first, n_errors};
     bf_sess_state_check(s, report_cb, &r);
+    bf_sess_fuse_check(s, report_cb, &r);
 }
 
 bf_status bf_session_check(bf_session *s, bf_diags *diags, bf_error *err) {

@@ -51,8 +51,15 @@ bf_status bf_context_new(const bf_config *cfg, bf_context **out, bf_error *err) 
         bf_free(ctx);
         return bf_err(err, BF_ENOMEM, "out_of_memory", "cannot create a context's lock");
     }
-    bf_status st = bf_pool_new(c->threads, &ctx->pool, err);
+    if (c->distributed < -1 || c->distributed > 1) {
+        uv_mutex_destroy(&ctx->probe_lock);
+        bf_free(ctx);
+        return bf_err(err, BF_EINVAL, "bad_config", "bf_config.distributed must be -1, 0 or 1");
+    }
+    bf_status st = bf_coll_open(c->distributed, &ctx->coll, err);
+    if (st == BF_OK) st = bf_pool_new(c->threads, &ctx->pool, err);
     if (st) {
+        ctx->coll.ops->close(&ctx->coll);
         uv_mutex_destroy(&ctx->probe_lock);
         bf_free(ctx);
         return st;
@@ -71,6 +78,7 @@ void bf_context_free(bf_context *ctx) {
     if (!ctx) return;
     if (ctx->gpu_probed) bf_cuda_release(ctx->gpus, ctx->n_gpus);
     bf_pool_free(ctx->pool);
+    ctx->coll.ops->close(&ctx->coll);
     uv_mutex_destroy(&ctx->probe_lock);
     bf_free(ctx);
 }
@@ -113,4 +121,23 @@ const char *bf_context_devices(bf_context *ctx) {
     if (!ctx) return "no context";
     bf_context_probe_gpus(ctx);
     return ctx->devices_text;
+}
+
+/* ---- the job (collective.h) ---------------------------------------------------------------- */
+
+int bf_context_rank(const bf_context *ctx) { return ctx ? ctx->coll.rank : 0; }
+
+int bf_context_size(const bf_context *ctx) { return ctx ? ctx->coll.size : 1; }
+
+const char *bf_context_job(const bf_context *ctx) { return ctx ? ctx->coll.desc : "one process"; }
+
+void bf_context_job_stats(const bf_context *ctx, int64_t *calls, int64_t *bytes,
+                          double *seconds) {
+    if (calls) *calls = ctx ? ctx->coll.calls : 0;
+    if (bytes) *bytes = ctx ? ctx->coll.bytes : 0;
+    if (seconds) *seconds = ctx ? ctx->coll.seconds : 0;
+}
+
+void bf_context_abort(bf_context *ctx, int code) {
+    if (ctx && ctx->coll.size > 1) ctx->coll.ops->abort(&ctx->coll, code);
 }

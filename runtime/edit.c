@@ -908,7 +908,7 @@ bf_status bf_session_apply_edits(bf_session *s, const char *json, size_t len, bf
             bf_free(copy->checkpoint);
             copy->checkpoint = NULL;
         }
-        if (st == BF_OK) st = bf_session_new(s->ctx, copy, &dry, err);
+        if (st == BF_OK) st = bf_sess_make(s->ctx, copy, false, true, &dry, err);
         bf_string_free(text);
         if (dry) dry->dry_run = true;
         if (st == BF_OK) st = apply_list(dry, list, diags, err);

@@ -59,7 +59,7 @@ static bf_status make_f64(bf_session *s, bf_session **out, bf_error *err) {
         bf_free(copy->checkpoint);
         copy->checkpoint = NULL;
     }
-    if (st == BF_OK) st = bf_sess_make(s->ctx, copy, true, &t, err);
+    if (st == BF_OK) st = bf_sess_make(s->ctx, copy, true, true, &t, err);
     for (int i = 0; st == BF_OK && i < s->n; i++) {
         snode *n = &s->nodes[i];
         bf_tensor *v = NULL, *w = NULL;

@@ -59,11 +59,11 @@ void bf_session_free(bf_session *s) {
 }
 
 bf_status bf_session_new(bf_context *ctx, bf_page *page, bf_session **out, bf_error *err) {
-    return bf_sess_make(ctx, page, false, out, err);
+    return bf_sess_make(ctx, page, false, false, out, err);
 }
 
-bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_session **out,
-                       bf_error *err) {
+bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bool local,
+                       bf_session **out, bf_error *err) {
     if (!out) {
         bf_page_free(page);
         return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
@@ -86,6 +86,7 @@ bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_sess
     s->ctx = ctx;
     s->page = page;
     s->promote_f64 = promote_f64;
+    s->local = local || promote_f64;
     s->budget.limit = ctx->cfg.max_session_bytes;
     s->no_cache = ctx->cfg.no_cache != 0;
     s->cache_limit = s->no_cache ? 0 : ctx->cfg.max_cache_bytes;
@@ -99,17 +100,17 @@ bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_sess
         if (!bf_sess_node_alloc(s, i)) goto oom;
     }
     if (!bf_sess_graph_build(s)) goto oom;
-    /* Per-node state (Const builds its tensor here). */
-    for (int i = 0; i < s->n; i++) {
+    /* Per-node state (Const builds its tensor here); in a job of several ranks, every rank
+     * then takes rank 0's Variables. */
+    bf_status init_st = BF_OK;
+    for (int i = 0; i < s->n && init_st == BF_OK; i++) {
         snode *n = &s->nodes[i];
-        if (n->pb->desc->init) {
-            bf_status st = n->pb->desc->init(&n->node, err);
-            if (st) {
-                if (err) bf_sess_where(s, i, err);
-                bf_session_free(s); /* fini of every block; states not made yet are NULL */
-                return st;
-            }
-        }
+        if (n->pb->desc->init && (init_st = n->pb->desc->init(&n->node, err)) && err)
+            bf_sess_where(s, i, err);
+    }
+    if ((init_st = bf_sess_state_sync(s, init_st, err))) {
+        bf_session_free(s); /* fini of every block; states not made yet are NULL */
+        return init_st;
     }
     if (uv_mutex_init(&s->gpu_mu) != 0) goto oom;
     s->gpu_mu_ok = true;

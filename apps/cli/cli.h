@@ -28,6 +28,18 @@ const char *cli_hint(const bf_error *e);
  * `cfg`: the library itself never reads the environment. */
 void cli_config_from_env(bf_config *cfg);
 
+/* job.c: this process as one rank of an MPI job (one process: rank 0 of 1). Call
+ * cli_job_begin once the context is made. cli_job_writer: whether this rank writes files and
+ * prints results (rank 0). cli_job_prefix: "rank R: " in a job of several ranks, else "".
+ * cli_job_end: the exit status `rc`, after ending the whole job when this rank failed
+ * `alone`, in a way the others cannot learn (a page or feed file it could not read; a failure
+ * in a session, run or step is agreed by all ranks and ends them together). */
+void cli_job_begin(const bf_context *ctx);
+int cli_job_rank(void);
+bool cli_job_writer(void);
+const char *cli_job_prefix(char *buf, size_t size);
+int cli_job_end(bf_context *ctx, int rc, bool alone);
+
 /* fmt.c: `blockflow fmt`. */
 int cli_fmt(int argc, char **argv);
 /* fmt.c: replace `path` by `text` atomically (temporary file, fsync, rename); an exit status,

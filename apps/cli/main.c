@@ -224,6 +224,7 @@ typedef struct opened {
     bf_diags *diags;
     bf_session *s; /* owns the page */
     bf_error e;
+    bool alone;    /* failed before the session: the other ranks of a job cannot know */
 } opened;
 
 /*
@@ -238,8 +239,10 @@ static int open_page(const char *path, const bf_config *cfg, opened *o) {
         print_error(&o->e);
         return EXIT_RUN;
     }
+    cli_job_begin(o->ctx);
     bf_page *page = NULL;
     int rc = cli_load_page(o->ctx, path, &page, o->diags, &o->e);
+    o->alone = rc != EXIT_OK;
     if (rc) return rc;
     if (bf_session_new(o->ctx, page, &o->s, &o->e))
         return EXIT_INVALID; /* bf_session_new frees the page on failure */
@@ -376,6 +379,7 @@ static int parse_run(int argc, char **argv, run_args *a) {
             if (lim < 0) return EXIT_USAGE;
         } else if (!strcmp(o, "--print")) a->print = true;
         else if (!strcmp(o, "--no-save")) a->save = false;
+        else if (!strcmp(o, "--deterministic-reduce")) a->cfg.deterministic_reduce = 1;
         else if (!strcmp(o, "--json")) a->json = true;
         else if (!strcmp(o, "--quiet") || !strcmp(o, "-q")) a->quiet = true;
         else if ((o[0] != '-' || !strcmp(o, "-")) && !a->page) a->page = o;
@@ -556,6 +560,8 @@ static int cmd_run(int argc, char **argv) {
         return rc;
     opened o;
     rc = open_page(a.page, &a.cfg, &o);
+    if (!cli_job_writer()) /* a job of several ranks: rank 0 alone writes and prints */
+        a.save = a.print = a.json = false, a.quiet = true;
     bf_status st = BF_OK;
     cli_item *items = NULL;
     cli_archive *arc = NULL;
@@ -578,7 +584,10 @@ static int cmd_run(int argc, char **argv) {
     for (int i = 0; i < a.n_sets; i++)
         if ((rc = cli_set_attr(o.s, a.sets[i]))) goto done;
     for (int i = 0; i < a.n_feeds; i++)
-        if (i != each && (rc = cli_feed(o.ctx, o.s, a.feeds[i]))) goto done;
+        if (i != each && (rc = cli_feed(o.ctx, o.s, a.feeds[i]))) {
+            o.alone = true; /* this rank's files: the others cannot know */
+            goto done;
+        }
     if (a.archive && a.save && !(arc = cli_archive_new())) {
         fprintf(stderr, "blockflow: out of memory\n");
         rc = EXIT_RUN;
@@ -606,7 +615,10 @@ static int cmd_run(int argc, char **argv) {
             char dir[4096];
             snprintf(dir, sizeof(dir), "%s/%s", a.out_dir, items[i].name);
             if (a.save && !arc && (rc = check_out_dir(dir))) break;
-            if ((rc = cli_feed(o.ctx, o.s, items[i].feed))) break;
+            if ((rc = cli_feed(o.ctx, o.s, items[i].feed))) {
+                o.alone = true;
+                break;
+            }
             rc = run_item(&a, &o, items[i].name, dir, arc, docs, &st);
         }
     }
@@ -630,6 +642,7 @@ done:
     }
     free(items);
     cli_archive_free(arc);
+    rc = cli_job_end(o.ctx, rc, o.alone);
     close_page(&o);
     return rc;
 }

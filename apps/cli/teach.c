@@ -18,6 +18,7 @@ int cli_open_session(const char *path, bf_context **ctx, bf_session **s) {
         bf_diags_free(diags);
         return EXIT_RUN;
     }
+    cli_job_begin(*ctx);
     bf_page *page = NULL;
     if (bf_page_load_file(*ctx, path, &page, diags, &e) || bf_session_new(*ctx, page, s, &e)) {
         size_t n = bf_diags_count(diags);

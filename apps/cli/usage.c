@@ -44,7 +44,11 @@ static const topic topics[] = {
      "  --timeout SECONDS   stop the run after that long (exit 4)\n"
      "  --threads N         kernel threads (default: the CPU cores; at most 1024)\n"
      "  --cache-limit BYTES results kept for re-runs; a single run needs none (default 0)\n"
-     "  The table ends with the run's peak memory, the bytes --mem-limit counts.\n"},
+     "  The table ends with the run's peak memory, the bytes --mem-limit counts.\n"
+     "  --deterministic-reduce  AllReduce sums the ranks' values in rank order on rank 0\n"
+     "                      (gather, sum, broadcast): the same bits on every run\n"
+     "  Under mpirun -np K every rank runs the page (shard \"batch\" blocks take their part\n"
+     "  of the batch); rank 0 alone writes and prints; errors are prefixed \"rank R: \".\n"},
     {"check",
      "  check PAGE|- [--json] [--quiet] [LIMITS]\n"
      "      validate the page and print the inferred dtype and shape of every port\n",
@@ -102,7 +106,11 @@ static const topic topics[] = {
      "  --quiet             print only errors (no progress line, no summary)\n"
      "  Ctrl-C stops at a step boundary (the step in flight is dropped), writes the checkpoint\n"
      "  and exits 130. A checkpoint holds one array per Variable and dataset cursor, named\n"
-     "  by the block's id, and \".step\" (numpy.load reads it).\n"},
+     "  by the block's id, and \".step\" (numpy.load reads it).\n"
+     "  --deterministic-reduce  as run's: AllReduce in rank order, the same bits every run\n"
+     "  Under mpirun -np K (a page built with grad --data-parallel): rank 0 writes the log\n"
+     "  and checkpoints (Variables compared across the ranks first), a failing rank stops\n"
+     "  them all, and Ctrl-C (SIGINT or SIGTERM) stops every rank at a step boundary.\n"},
     {"gradcheck",
      "  gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
      "           [--gpu] [--feed ID=FILE]...\n"
@@ -118,6 +126,7 @@ static const topic topics[] = {
      "      add the gradient blocks of a Conv2D or DepthwiseConv2dNative block, as\n"
      "      tf.gradients builds them; print the page (or write it)\n"
      "  grad PAGE --loss ID[:PORT] [--wrt VAR,...] [--optimizer SPEC] [--in-place | -o OUT]\n"
+     "            [--data-parallel [--ranks K]]\n"
      "      add the backward pass of the whole page (the gradient of the loss with respect\n"
      "      to its Variables) and, with --optimizer, the update blocks that train them\n",
      "  --wrt VAR,...       the Variables to differentiate for (default: every trainable\n"
@@ -125,7 +134,10 @@ static const topic topics[] = {
      "  --optimizer SPEC    sgd:LR, momentum:LR[:MOMENTUM] or adam:LR[:BETA1:BETA2:EPSILON]\n"
      "                      (TensorFlow's defaults: momentum 0.9; adam 0.9, 0.999, 1e-8)\n"
      "  --in-place          rewrite PAGE (atomically); -o OUT writes OUT; otherwise stdout\n"
-     "  --quiet             do not list the new blocks on stderr\n"},
+     "  --quiet             do not list the new blocks on stderr\n"
+     "  --data-parallel     an AllReduce (mean) on every Variable's gradient, for mpirun\n"
+     "  --ranks K           build for a job of K ranks (default: this job's, 1 outside\n"
+     "                      mpirun): the shapes are those of one rank's part of the batch\n"},
     {"bench",
      "  bench [--cases FILE] [--ops LIST] [--threads N] [--rounds R] [--time SECONDS]\n"
      "        [--dtype f32|f64] [--isa generic|avx2|avx512] [--no-peers] [--json]\n"
