@@ -222,7 +222,7 @@ static bool refs_parse(const cJSON *list, const bf_page *page, const char *what,
         return false;
     }
     if (n && !(out->v = calloc((size_t)n, REF_BYTES))) {
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         return false;
     }
     const cJSON *it;
@@ -1079,7 +1079,7 @@ static void train(srv_app *app, srv_store *st, const char *name, const char *cli
         return;
     }
     if (!t && !(t = trainer_new(app, p, client))) {
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         cJSON_Delete(body);
         return;
     }
@@ -1131,7 +1131,7 @@ static bool edits(srv_app *app, srv_store *st, const char *name, const srv_reque
     cJSON_Delete(body);
     if (!pe || !pe->text) {
         edits_free(pe);
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         return true;
     }
     pe->len = strlen(pe->text);
@@ -1253,7 +1253,7 @@ static void backward(srv_app *app, srv_store *st, const char *name, const char *
     if (check) {
         check_job *j = calloc(1, sizeof(*j));
         if (!j) {
-            srv_error(res, 500, "no_memory", "out of memory");
+            srv_error(res, 500, "out_of_memory", "out of memory");
             cJSON_Delete(body);
             return;
         }
@@ -1320,7 +1320,7 @@ static void backward(srv_app *app, srv_store *st, const char *name, const char *
     if (out) snprintf(out, n, "{\"created\":%s,\"page\":%s}", created, checkj);
     bf_string_free(created);
     bf_string_free(checkj);
-    if (!out) srv_error(res, 500, "no_memory", "out of memory");
+    if (!out) srv_error(res, 500, "out_of_memory", "out of memory");
     else srv_json(res, 200, out);
 }
 
