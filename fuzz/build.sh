@@ -45,7 +45,7 @@ done
 srv="$root/apps/server"
 # shellcheck disable=SC2086
 $CC $flags -D_GNU_SOURCE -I"$srv" -I"$root/apps/enuspace" -fsanitize=fuzzer "$root/fuzz/fuzz_router.c" "$srv/router.c" "$srv/static.c" \
-    "$srv/runs.c" "$srv/store.c" "$srv/teach_routes.c" "$srv/import_routes.c" "$srv/reply.c" "$srv/classroom.c" "$root"/apps/enuspace/*.c \
+    "$srv/runs.c" "$srv/store.c" "$srv/teach_routes.c" "$srv/import_routes.c" "$srv/reply.c" "$srv/classroom.c" "$srv/train_jobs.c" "$root"/apps/enuspace/*.c \
     $objs $libs -o "$out/fuzz_router"
 # The enuSpace importer (apps/enuspace: no runtime inside, the page it writes parsed by it).
 enu="$root/apps/enuspace"

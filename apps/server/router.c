@@ -1078,6 +1078,11 @@ static void r_tensor(route_ctx *c, srv_response *res) {
     if (run_of(c, res)) get_tensor(c->app, c->id, c->arg, c->req, res);
 }
 
+/* Training jobs (train_jobs.c): GET/POST .../train, POST .../backward, .../check_backward. */
+static void r_train(route_ctx *c, srv_response *res) {
+    srv_train_route(c->app, c->st, c->arg, c->name, c->client, c->req, res);
+}
+
 static void r_me(route_ctx *c, srv_response *res) { srv_class_me(c->app, c->who, res); }
 
 static void r_join(route_ctx *c, srv_response *res) {
@@ -1131,6 +1136,10 @@ static const route routes[] = {
     {"POST", "pages/{name}/open", R_MEMBER, NEEDS_PAGE, r_open},
     {"POST", "pages/{name}/close", R_MEMBER, 0, r_close},
     {"POST", "pages/{name}/update-copy", R_STUDENT, CLASSROOM, r_update_copy},
+    {"GET", "pages/{name}/train", R_MEMBER, 0, r_train},
+    {"POST", "pages/{name}/train", R_MEMBER, WRITES_PAGE, r_train},
+    {"POST", "pages/{name}/backward", R_MEMBER, WRITES_PAGE, r_train},
+    {"POST", "pages/{name}/check_backward", R_MEMBER, WRITES_PAGE, r_train},
     {"POST", "runs/{id}/cancel", R_MEMBER, 0, r_cancel},
     {"GET", "runs/{id}/result", R_MEMBER, 0, r_result},
     {"GET", "runs/{id}/tensors/{spec}", R_MEMBER, 0, r_tensor},
@@ -1227,6 +1236,9 @@ static void dispatch(srv_app *app, const srv_request *req, const srv_who *who,
         }
         if (have || hit->fn == r_delete) c.st = mine;
     }
+    /* edits of a page that is training wait for the next step boundary (train_jobs.c) */
+    if (hit->fn == r_edits && srv_train_route(app, c.st, "edits", c.name, client, req, res))
+        return;
     if (hit->flags & NEEDS_PAGE) { /* the preamble: the page open and idle */
         if (page_busy(app, c.st, c.name, res)) return;
         if (!(c.page = srv_page_open(app, c.st, c.name, client, res))) return;

@@ -62,6 +62,9 @@ struct srv_run {
     int n_fetches;
     bf_device_kind device;
     srv_teach_job *job;    /* a teaching job (malloc'd), or NULL for a run */
+    srv_job_fn fn;         /* a job of another file (srv_job_start), or NULL */
+    void *fn_user;
+    srv_tensor_fn tensors; /* answers srv_run_tensor for such a job, or NULL */
     char *result;          /* the terminal event, kept for srv_run_result (NULL: not yet, or
                               dropped for the budget) */
     size_t result_len;
@@ -279,6 +282,7 @@ void srv_page_close(srv_app *app, srv_page *p) {
         }
     for (srv_run *r = app->runs; r; r = r->next)
         if (r->page == p) r->page = NULL;
+    srv_train_page_closed(app, p);
     app->n_pages--;
     bf_session_free(p->s);
     free(p);
@@ -612,6 +616,10 @@ static void execute_teach(srv_run *r) {
 }
 
 static void execute(srv_run *r) {
+    if (r->fn) {
+        r->fn(r, r->fn_user);
+        return;
+    }
     if (r->job) {
         execute_teach(r);
         return;
@@ -688,6 +696,7 @@ static srv_run *pick_job(srv_app *app) {
 
 static void worker_main(void *arg) {
     srv_app *app = arg;
+    srv_worker_nice(); /* train_jobs.c: the loop thread first */
     for (;;) {
         uv_mutex_lock(&app->mu);
         while (!app->jobs_head && !app->quit) uv_cond_wait(&app->cv, &app->mu);
@@ -780,6 +789,43 @@ srv_run *srv_teach_start(srv_app *app, srv_page *p, const char *client,
     return r;
 }
 
+srv_run *srv_job_start(srv_app *app, srv_page *p, const char *client, srv_job_fn fn,
+                       void *user, srv_tensor_fn tensors, srv_response *res) {
+    srv_run *r = run_new(app, p, client, res);
+    if (!r) return NULL;
+    r->fn = fn;
+    r->fn_user = user;
+    r->tensors = tensors;
+    enqueue(app, p, r);
+    return r;
+}
+
+bf_session *srv_run_session(srv_run *r) { return r->page->s; }
+srv_page *srv_run_page(srv_run *r) { return r->page; }
+bool srv_run_over(const srv_run *r) { return r->state == RUN_DONE; }
+bool srv_run_cancelled(const srv_run *r) { return atomic_load(&r->cancel) != 0; }
+cJSON *srv_run_event(const srv_run *r, const char *type) { return event_new(r, type); }
+void srv_run_post(srv_run *r, cJSON *o) { post_event(r->app, r, event_text(o), false); }
+void srv_run_finish(srv_run *r, cJSON *o) { finish(r, o, NULL); }
+
+void srv_run_requeue(srv_run *r) {
+    srv_app *app = r->app;
+    r->next_job = NULL;
+    uv_mutex_lock(&app->mu);
+    if (app->jobs_tail) app->jobs_tail->next_job = r;
+    else app->jobs_head = r;
+    app->jobs_tail = r;
+    uv_cond_signal(&app->cv);
+    uv_mutex_unlock(&app->mu);
+}
+
+bool srv_jobs_waiting(srv_app *app) {
+    uv_mutex_lock(&app->mu);
+    bool any = app->jobs_head != NULL;
+    uv_mutex_unlock(&app->mu);
+    return any;
+}
+
 /*
  * On the loop, every few milliseconds while a cancelled run is not over: cancel its session
  * again. bf_session_run (also inside the teaching calls, which may run it twice) clears the
@@ -822,6 +868,11 @@ const char *srv_run_result(const srv_run *r, size_t *len, const char **why) {
 
 const bf_tensor *srv_run_tensor(srv_run *r, const char *block, const char *port,
                                 const char **why) {
+    if (r->tensors && !r->page) {
+        *why = "gone";
+        return NULL;
+    }
+    if (r->tensors) return r->tensors(r, r->fn_user, block, port, why);
     if (r->state != RUN_DONE) {
         *why = "running";
         return NULL;
@@ -994,6 +1045,7 @@ void srv_app_free(srv_app *app) {
         next = r->next;
         run_free(r);
     }
+    srv_train_free(app);
     uv_cond_destroy(&app->cv);
     uv_mutex_destroy(&app->mu);
     bf_context_free(app->ctx);

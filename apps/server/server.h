@@ -237,6 +237,7 @@ struct srv_app {
     bool have_web;
     int web_fd;
     char web_dir[4096];
+    struct srv_train_hub *train; /* training jobs (train_jobs.c), made on first use */
 };
 
 /*
@@ -358,6 +359,55 @@ bool srv_run_cancel(srv_run *r);
  */
 const bf_tensor *srv_run_tensor(srv_run *r, const char *block, const char *port,
                                 const char **why);
+
+/*
+ * A job of another file on the run workers (train_jobs.c), with a run's rules: it counts
+ * against --max-runs, holds the page (busy) until it is over and is cancelled by
+ * srv_run_cancel. `fn` is called on a worker; it posts events with srv_run_post and ends with
+ * exactly one of srv_run_finish (the terminal event: the page is the loop's again) or
+ * srv_run_requeue (the job goes to the tail of the queue, so jobs of many pages take turns,
+ * and `fn` is called again later, perhaps on another worker). After either, `fn` must not
+ * touch r. `tensors`, when set, answers srv_run_tensor for the job's runs (on the loop).
+ */
+typedef void (*srv_job_fn)(srv_run *r, void *user);
+typedef const bf_tensor *(*srv_tensor_fn)(srv_run *r, void *user, const char *block,
+                                          const char *port, const char **why);
+srv_run *srv_job_start(srv_app *app, srv_page *p, const char *client, srv_job_fn fn,
+                       void *user, srv_tensor_fn tensors, srv_response *res);
+/* The session of a job's page (on the worker, while the job holds it). */
+bf_session *srv_run_session(srv_run *r);
+/* The page of a run; NULL once the page was closed. */
+srv_page *srv_run_page(srv_run *r);
+/* Whether the run is over (on the loop). */
+bool srv_run_over(const srv_run *r);
+/* Whether srv_run_cancel was called (any thread). */
+bool srv_run_cancelled(const srv_run *r);
+/* A new event object {"type", "run_id", "page"} of r. */
+struct cJSON *srv_run_event(const srv_run *r, const char *type);
+/* Send event `o` (taken) to r's client (worker). */
+void srv_run_post(srv_run *r, struct cJSON *o);
+/* Send the terminal event `o` (taken) and hand the run back to the loop (worker). */
+void srv_run_finish(srv_run *r, struct cJSON *o);
+/* Put r back at the tail of the job queue (worker). */
+void srv_run_requeue(srv_run *r);
+/* Whether some job waits in the queue (any thread). */
+bool srv_jobs_waiting(srv_app *app);
+
+/* ---- training jobs (train_jobs.c) --------------------------------------------------------- */
+/*
+ * The training routes on page `name` of pages folder `st`: POST/GET .../train, POST .../backward,
+ * .../check_backward, and .../edits while a training job holds the page. false when `act`
+ * is none of these (the router goes on).
+ */
+bool srv_train_route(srv_app *app, srv_store *st, const char *act, const char *name,
+                     const char *client, const srv_request *req, srv_response *res);
+/* Page p is closing (loop, p not busy): forget its training job. */
+void srv_train_page_closed(srv_app *app, srv_page *p);
+/* Free what train_jobs.c holds (after the workers have stopped). */
+void srv_train_free(srv_app *app);
+/* Lower the calling run worker's priority a little (Linux: per thread), so that the loop
+ * thread answers quickly while every worker trains. */
+void srv_worker_nice(void);
 
 /* import_routes.c: POST /api/import, an enuSpace page into the pages folder. */
 void srv_import(srv_app *app, const srv_request *req, srv_response *res);

@@ -19,6 +19,8 @@ import BottomPanel from './BottomPanel.jsx';
 import Dialog from './Dialog.jsx';
 import ImportDialog from './ImportDialog.jsx';
 import Welcome from './Welcome.jsx';
+import TrainBar from './TrainBar.jsx';
+import {trainables} from '../model/training.js';
 import ClassBar from './ClassBar.jsx';
 import {Classroom} from '../model/classroom.js';
 
@@ -48,7 +50,8 @@ function useActionKeys(ed) {
 export default function App() {
   const ed = editor;
   const state = useStore(ed.store);
-  const {index, pages, files, doc, page, check, dirty, selected, run, message, dialog} = state;
+  const {index, pages, files, doc, page, check, dirty, selected, run, message, dialog,
+         marks} = state;
 
   useEffect(() => ed.start(connectEvents), [ed]);
   useEffect(() => { classroom.start(); return () => classroom.close(); }, []);
@@ -69,13 +72,14 @@ export default function App() {
     <div className="app">
       <TopBar editor={ed} state={state} />
       <ClassBar classroom={classroom} state={state} />
+      {page && trainables(page).length > 0 && <TrainBar training={ed.training} />}
       <div className="main">
         <Palette index={index} disabled={!page} onAdd={(type) => ed.addBlock(type, null)} />
         <div className="centre">
           {page && index ? (
             <ReactFlowProvider key={doc ? doc.name : ''}>
               <Canvas
-                page={page} index={index} check={check} run={run} selected={selected}
+                page={page} index={index} check={check} run={run} selected={selected} marks={marks}
                 onSelect={(ids) => ed.select(ids)} onConnect={(c) => ed.connect(c)}
                 onRemoveBlocks={(ids, wires) => ed.removeBlocks(ids, wires)}
                 onDisconnect={(w) => ed.disconnect(w)}
@@ -92,6 +96,8 @@ export default function App() {
             index={index} onSelect={(id) => ed.select(id ? [id] : [])}
             onRunTo={(id) => ed.startRun(id)} events={ed.jobEvents} gate={ed.gate}
             docName={doc && doc.name} check={check} onAddGradients={(id) => ed.addGradients(id)}
+            training={ed.training} onBackwardBuilt={(res) => ed.backwardBuilt(res)}
+            onMarks={(m) => ed.setMarks(m)}
           />
         </div>
         <Inspector
@@ -100,6 +106,10 @@ export default function App() {
           onEditValue={(edits, opts) => ed.editValue(edits, opts)}
           onRename={(id, to) => ed.renameBlock(id, to)} onRefreshFiles={() => ed.refreshLists()}
           onWire={(t, p, s) => ed.wireFrom(t, p, s)}
+          onPlot={(ref) => {
+            const m = ed.training.getSnapshot().metrics;
+            if (!m.includes(ref)) ed.training.configure({metrics: [...m, ref]});
+          }}
         />
       </div>
       {message && (

@@ -9,13 +9,14 @@ const STATE_TEXT = {cached: 'reused', running: 'running…', finished: 'done', f
                     cancelled: 'cancelled'};
 
 function BlockNode({data, selected}) {
-  const {block, entry, problems, ports, status, isOutput} = data;
+  const {block, entry, problems, ports, status, isOutput, mark} = data;
   const inputs = entry ? entry.inputs : [];
   const outputs = entry ? entry.outputs : [{name: 'output'}];
   const portProblem = (port) => problems.find((p) => p.port === port);
   const blockProblems = problems.filter((p) => !p.port || !inputs.some((i) => i.name === p.port));
   const cls = ['block', selected ? 'selected' : '', problems.length ? 'has-problem' : '',
-               status ? `st-${status.state}` : ''].join(' ');
+               status ? `st-${status.state}` : '',
+               mark ? (mark.ok ? 'mark-ok' : 'mark-bad') : ''].join(' ');
   return (
     <div className={cls} data-testid={`block-${block.id}`} data-state={status ? status.state : ''}>
       <div className="block-head">
@@ -54,6 +55,11 @@ function BlockNode({data, selected}) {
           })}
         </div>
       </div>
+      {mark && (
+        <div className={`block-mark ${mark.ok ? 'ok' : 'bad'}`} data-testid={`mark-${block.id}`}>
+          {mark.ok ? '✓' : '✗'} gradient check · {mark.text}
+        </div>
+      )}
       {status && (
         <div className="block-run" data-testid={`run-${block.id}`}>
           <span className={`dot dot-${status.state}`} />

@@ -12,7 +12,7 @@ import WireEdge from './WireEdge.jsx';
 const nodeTypes = {block: BlockNode};
 const edgeTypes = {wire: WireEdge};
 
-export default function Canvas({page, index, check, run, selected, onSelect, onConnect,
+export default function Canvas({page, index, check, run, marks, selected, onSelect, onConnect,
                                 onRemoveBlocks, onDisconnect, onMove, onDropBlock}) {
   const flow = useReactFlow();
   /* {id: {x, y}} of the blocks being dragged (all the selected ones move together), shown
@@ -22,8 +22,8 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
   const [selEdges, setSelEdges] = useState([]);
   const graph = useMemo(() => pageToGraph(page, index, check,
                                           {status: run ? run.status : null,
-                                           problems: listProblems(check, run)}),
-                        [page, index, check, run]);
+                                           problems: listProblems(check, run), marks}),
+                        [page, index, check, run, marks]);
   /* React Flow's measured size of each block, carried on the nodes we pass: a node object
    * without `measured` is taken for a new node, unmeasured until the next frame, and a fit
    * (the controls' button) in that window after a re-check or a run framed nothing. */

@@ -9,6 +9,7 @@ import {wireCandidates} from '../model/wires.js';
 import AttrField from './AttrField.jsx';
 import DocToggle from './DocToggle.jsx';
 import ConstGrid from './ConstGrid.jsx';
+import ScalarSlider from './ScalarSlider.jsx';
 
 function TextCommit({label, value, onCommit, multiline, testid}) {
   /* The draft belongs to one field and one value. React reuses this component when the panel
@@ -52,7 +53,7 @@ function WireSelect({page, index, check, block, port, source, onWire}) {
 }
 
 export default function Inspector({page, index, check, block, files, onChange, onRename,
-                                   onRefreshFiles, onEditValue, onWire}) {
+                                   onRefreshFiles, onEditValue, onWire, onPlot}) {
   if (!page || !index) {
     return <aside className="inspector" aria-label="Inspector"><h2>Inspector</h2>
       <p className="muted">Open a page to see its blocks here.</p></aside>;
@@ -121,6 +122,14 @@ export default function Inspector({page, index, check, block, files, onChange, o
                      [{op: 'set_attr', block: block.id, attr: w.name, value}],
                      {key: `attr:${block.id}:${w.name}`})} />
       ))}
+      {block.type === 'Const' && <ScalarSlider block={block} onChange={onChange} />}
+      {onPlot && info && Object.values(info.outputs || {}).some((o) => Array.isArray(o.shape) &&
+                                                                     o.shape.length === 0) && (
+        <button className="plot-it" data-testid="plot-block" onClick={() => onPlot(block.id)}
+                title="Add this scalar to the Training tab's plot (its value after each step)">
+          Plot while training
+        </button>
+      )}
       {block.type === 'Const' && <ConstGrid page={page} block={block}
                                             onEditValue={onEditValue || onChange} />}
       {info && (
