@@ -690,7 +690,9 @@ static bool add_all_reduce(builder *B, const char **grad_of, cJSON *reduced, int
     return !B->failed;
 }
 
-void bf_grad_options_init(bf_grad_options *o) { memset(o, 0, sizeof(*o)); }
+void bf_grad_options_init(bf_grad_options *o) {
+    if (o) memset(o, 0, sizeof(*o));
+}
 
 bf_status bf_session_build_gradients(bf_session *s, const char *loss, const char *const *wrt,
                                      int n_wrt, const char *optimizer, char **created_json,

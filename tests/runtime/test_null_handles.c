@@ -135,6 +135,14 @@ static const char *p_context(void) {
     EXPECT(bf_context_config(NULL) == NULL && bf_context_has_gpu(NULL) == 0);
     const char *d = bf_context_devices(NULL);
     EXPECT(d == NULL || d[0] != '\0' || 1);
+    /* the job of a NULL context is one process: rank 0 of 1, nothing reduced, no abort */
+    EXPECT(bf_context_rank(NULL) == 0 && bf_context_size(NULL) == 1 && bf_context_job(NULL));
+    int64_t calls = -1, bytes = -1;
+    double secs = -1;
+    bf_context_job_stats(NULL, &calls, &bytes, &secs);
+    EXPECT(calls == 0 && bytes == 0 && secs == 0);
+    bf_context_job_stats(NULL, NULL, NULL, NULL);
+    bf_context_abort(NULL, 1);
     return NULL;
 }
 static const char *p_catalog(void) {
@@ -288,6 +296,9 @@ static const char *p_session_state(void) {
     EXPECT(bf_session_load_state(S, "s.npz", &E) == BF_EINVAL);
     EXPECT(bf_session_build_gradients(S, "y", NULL, 0, NULL, &out, &E) == BF_EINVAL && !out);
     out = (char *)1;
+    bf_grad_options_init(NULL);
+    EXPECT(bf_session_build_gradients_opts(S, "y", NULL, 0, NULL, &out, &E) == BF_EINVAL && !out);
+    out = (char *)1;
     EXPECT(bf_session_check_gradients(S, "y", NULL, &out, &E) == BF_EINVAL && !out);
     bf_context *c = ctx();
     bf_session *s = session(c);
@@ -298,6 +309,9 @@ static const char *p_session_state(void) {
     if (bf_session_load_state(s, NULL, &E) != BF_EINVAL) r = "load_state path";
     if (bf_session_build_gradients(s, NULL, NULL, 0, NULL, &out, &E) == BF_OK) r = "loss NULL";
     if (bf_session_build_gradients(s, "y", NULL, 0, NULL, NULL, &E) != BF_EINVAL) r = "bg out";
+    if (bf_session_build_gradients_opts(s, NULL, NULL, 0, NULL, &out, &E) == BF_OK) r = "bgo loss";
+    if (bf_session_build_gradients_opts(s, "y", NULL, 0, NULL, NULL, &E) != BF_EINVAL)
+        r = "bgo out";
     if (bf_session_check_gradients(s, "y", NULL, NULL, &E) != BF_EINVAL) r = "cg out";
     if (bf_session_check_gradients(s, NULL, NULL, &out, &E) == BF_OK) r = "cg loss NULL";
     bf_session_free(s);
@@ -324,7 +338,8 @@ static const struct {
     {p_tensor_files, "bf_tensor_load_npy bf_tensor_save_npy bf_tensor_load_npz "
                      "bf_tensor_save_npz bf_tensor_load_npy_mem bf_tensor_stats_of"},
     {p_context, "bf_config_init bf_context_new bf_context_free bf_context_config "
-                "bf_context_has_gpu bf_context_devices"},
+                "bf_context_has_gpu bf_context_devices bf_context_rank bf_context_size "
+                "bf_context_job bf_context_job_stats bf_context_abort"},
     {p_catalog, "bf_block_type_count bf_block_type_name bf_block_catalog_json "
                 "bf_block_catalog_text bf_string_free"},
     {p_page_load, "bf_page_load_file bf_page_load_string bf_page_parse"},
@@ -350,6 +365,7 @@ static const struct {
                       "bf_session_reset bf_session_state_count bf_session_state_id "
                       "bf_session_read_state bf_session_write_state bf_session_save_state "
                       "bf_session_load_state bf_session_build_gradients "
+                      "bf_grad_options_init bf_session_build_gradients_opts "
                       "bf_session_check_gradients"},
 };
 
