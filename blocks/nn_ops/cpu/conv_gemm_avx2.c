@@ -11,10 +11,11 @@
 #include <string.h>
 
 #define BF_VEC_BYTES 32 /* channel vectors of the depthwise loops */
-/* No BF_VSTREAM here: the depthwise row kernel writes one vector per pixel per pass, so a
-   32-byte streaming store is half a line, and half-line streaming stores scattered over
-   rows made the AVX2 depthwise FWD and BWD_INPUT rows 1.8-1.9x slower (c32@112, c576@14,
-   multiplier 2). The AVX-512 file streams whole 64-byte lines. */
+/* BF_VSTREAM (below) is a 32-byte streaming store, half a line: the depthwise row kernel
+   uses it only in its two-vector passes, which write whole lines (bf_dw_row_pair), and the
+   other families not at all (their `BF_VEC_BYTES >= 64` tests). Half-line streaming stores
+   scattered over rows, one vector per pixel per pass, made the AVX2 depthwise FWD and
+   BWD_INPUT rows 1.8-1.9x slower (c32@112, c576@14, multiplier 2). */
 
 #include <immintrin.h>
 
@@ -144,7 +145,11 @@ ukri_avx2_f32(int64_t kc, int64_t run, const float *const *rows, const float *co
 #define BF_VFMA(a, b, c) \
     ((bf_vec)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #define BF_VSPLAT _mm256_set1_ps
+#define BF_VSTREAM(p, v) _mm256_stream_ps((p), (__m256)(v)) /* p 32-byte aligned */
+#define BF_VSTREAM_FENCE _mm_sfence
 #include "conv_gemm_impl.h"
+#undef BF_VSTREAM
+#undef BF_VSTREAM_FENCE
 #undef BF_VFMA
 #undef BF_VSPLAT
 #undef UKR
@@ -200,7 +205,11 @@ static void ukrb_avx2_f64(int64_t kc, const double *a, const double *b, double *
 #define BF_VFMA(a, b, c) \
     ((bf_vec)_mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
 #define BF_VSPLAT _mm256_set1_pd
+#define BF_VSTREAM(p, v) _mm256_stream_pd((p), (__m256d)(v)) /* p 32-byte aligned */
+#define BF_VSTREAM_FENCE _mm_sfence
 #include "conv_gemm_impl.h"
+#undef BF_VSTREAM
+#undef BF_VSTREAM_FENCE
 #undef BF_VFMA
 #undef BF_VSPLAT
 #undef UKR

@@ -133,7 +133,7 @@ bf_sd_block(int rb, const bf_sd_plan *p, const T *const *xb, const int64_t *khv,
             for (int v = 0; v < SD_NV; v++) {
                 int64_t oc = o0 + v * BF_VL;
                 if (oc + BF_VL <= O) {
-#ifdef BF_VSTREAM
+#if defined(BF_VSTREAM) && BF_VEC_BYTES >= 64
                     if (p->stream) {
                         BF_VSTREAM(yp + v * BF_VL, acc[i][v]);
                         continue;
@@ -197,7 +197,7 @@ static void bf_sd_task(void *arg, int64_t row, int slot) {
         default: bf_sd_block(SD_RB, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
         }
     }
-#ifdef BF_VSTREAM
+#if defined(BF_VSTREAM) && BF_VEC_BYTES >= 64
     if (p->stream) BF_VSTREAM_FENCE(); /* drain the streaming stores before the join */
 #endif
 }
@@ -222,7 +222,7 @@ static void bf_sd_run(const bf_conv_geom *g, const T *x, const T *w, T *y, bool 
     p.win = p.wpack + bf_cc_round_up(p.nob * p.K * nvl + 16, 16);
     p.win_per = bf_cc_round_up(p.winw * g->in_c * g->k_h + 16, 16);
     if (g->n * g->out_h * g->out_w == 0) return;
-#ifdef BF_VSTREAM
+#if defined(BF_VSTREAM) && BF_VEC_BYTES >= 64
     /* As in the row GEMM: an output this large leaves the cache before anyone reads it, so
        skip the read for ownership of its lines. Whole vectors are aligned when y and a
        pixel's O values are (O a multiple of the vector). Interleaved A/B: rn50 stem 7x7/s2
