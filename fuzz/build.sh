@@ -44,6 +44,12 @@ done
 # The server's router, JSON bodies and pages folder (apps/server without the lws layer).
 srv="$root/apps/server"
 # shellcheck disable=SC2086
-$CC $flags -D_GNU_SOURCE -I"$srv" -fsanitize=fuzzer "$root/fuzz/fuzz_router.c" "$srv/router.c" "$srv/static.c" \
-    "$srv/runs.c" "$srv/store.c" "$srv/teach_routes.c" $objs $libs -o "$out/fuzz_router"
-echo "built $out/fuzz_page $out/fuzz_npy $out/fuzz_npz $out/fuzz_enuspace $out/fuzz_router"
+$CC $flags -D_GNU_SOURCE -I"$srv" -I"$root/apps/enuspace" -fsanitize=fuzzer "$root/fuzz/fuzz_router.c" "$srv/router.c" "$srv/static.c" \
+    "$srv/runs.c" "$srv/store.c" "$srv/teach_routes.c" "$srv/reply.c" "$srv/import_routes.c" "$root"/apps/enuspace/*.c \
+    $objs $libs -o "$out/fuzz_router"
+# The enuSpace importer (apps/enuspace: no runtime inside, the page it writes parsed by it).
+enu="$root/apps/enuspace"
+# shellcheck disable=SC2086
+$CC $flags -I"$enu" -fsanitize=fuzzer "$root/fuzz/fuzz_import.c" "$enu"/*.c $objs $libs \
+    -o "$out/fuzz_import"
+echo "built $out/fuzz_page $out/fuzz_npy $out/fuzz_npz $out/fuzz_enuspace $out/fuzz_router $out/fuzz_import"

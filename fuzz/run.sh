@@ -5,7 +5,7 @@
 # when any target crashes, leaks, hangs (> 10 s on one input) or runs out of memory; the
 # reproducer is left in build-fuzz/artifacts/ and its path printed.
 #   Reproduce:  build-fuzz/fuzz_page build-fuzz/artifacts/crash-...
-#   Environment: FUZZ_TARGETS="page npy npz enuspace router" to pick targets, FUZZ_JOBS=N to run N
+#   Environment: FUZZ_TARGETS="page npy npz enuspace router import" to pick targets, FUZZ_JOBS=N to run N
 #   processes per target (default 1).
 set -u
 secs=${1:-60}
@@ -16,7 +16,7 @@ mkdir -p "$out/artifacts"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
-for t in ${FUZZ_TARGETS:-page npy npz enuspace router}; do
+for t in ${FUZZ_TARGETS:-page npy npz enuspace router import}; do
     mkdir -p "$out/corpus/$t"
     dict=""
     [ -f "$root/fuzz/$t.dict" ] && dict="-dict=$root/fuzz/$t.dict"

@@ -83,6 +83,119 @@ BF_API const char *bf_status_name(bf_status status);
 BF_API const char *bf_strerror(bf_status status);
 
 /* ---------------------------------------------------------------------------------------------
+ * Stable error codes: every bf_error.code the library, the server, the CLI and the Python
+ * module use, in one list (a test collects every code used in the tree and checks it is
+ * here). bf_error_code_meaning() and bf_error_codes() expand it for programs; the editor has
+ * it as web/src/api/codes.js (checked equal to this list by the same test).
+ */
+#define BF_ERROR_CODE_MAP(XX)                                                                   \
+    XX(bad_argument, "an argument of a library call is invalid")                                  \
+    XX(bad_attr, "an attribute's value is invalid")                                               \
+    XX(bad_block, "a block entry of the page is malformed")                                       \
+    XX(bad_checkpoint, "a checkpoint file is malformed")                                          \
+    XX(bad_config, "a bf_config field is out of range")                                           \
+    XX(bad_cursor, "a dataset cursor is invalid")                                                 \
+    XX(bad_dataset, "a dataset file or its attributes are invalid")                               \
+    XX(bad_device, "an unknown or unusable device was asked for")                                 \
+    XX(bad_dtype, "a dtype is not allowed here")                                                  \
+    XX(bad_edit, "an edit of a page is malformed")                                                \
+    XX(bad_feed, "a feed (a tensor given to a Placeholder) is invalid")                           \
+    XX(bad_fetch, "a fetch names no block or port")                                               \
+    XX(bad_format, "the page format field is not blockflow.page")                                 \
+    XX(bad_gradient, "a gradient cannot be formed here")                                          \
+    XX(bad_host, "the Host header does not name the server")                                      \
+    XX(bad_id, "a block id is invalid")                                                           \
+    XX(bad_idx, "an IDX (MNIST) file is malformed")                                               \
+    XX(bad_index, "an element index is out of range")                                             \
+    XX(bad_json, "the text is not valid JSON")                                                    \
+    XX(bad_label, "a label is invalid")                                                           \
+    XX(bad_link, "an input link is malformed")                                                    \
+    XX(bad_name, "a page name is invalid")                                                        \
+    XX(bad_npy, "a .npy file is malformed")                                                       \
+    XX(bad_npz, "a .npz file is malformed")                                                       \
+    XX(bad_optimizer, "an optimizer block is misconfigured")                                      \
+    XX(bad_origin, "the request comes from another origin")                                       \
+    XX(bad_output, "a page output names no block or port")                                        \
+    XX(bad_page, "the page is not a JSON object of the page format")                              \
+    XX(bad_request, "the request is malformed")                                                   \
+    XX(bad_shape, "a shape is invalid")                                                           \
+    XX(bad_slice, "a tensor slice is malformed")                                                  \
+    XX(bad_state, "a block's state is invalid")                                                   \
+    XX(bad_update, "a variable update is invalid")                                                \
+    XX(bad_version, "the page's format version is not supported")                                 \
+    XX(busy, "the page or the server is busy; try again")                                         \
+    XX(cancelled, "the run or job was cancelled")                                                 \
+    XX(cublas, "cuBLAS failed")                                                                   \
+    XX(cuda, "the CUDA runtime failed")                                                           \
+    XX(cudnn, "cuDNN failed")                                                                     \
+    XX(cycle, "the page's links form a cycle")                                                    \
+    XX(device_copy, "a copy between devices is not possible")                                     \
+    XX(division_by_zero, "an integer division by zero")                                           \
+    XX(double_update, "a variable is updated twice in one run")                                   \
+    XX(dtype_mismatch, "dtypes that must agree do not")                                           \
+    XX(duplicate_id, "two blocks share an id")                                                    \
+    XX(duplicate_port, "an input port is given twice")                                            \
+    XX(edits_too_large, "an edit batch is too large")                                             \
+    XX(exists, "a page of that name exists")                                                      \
+    XX(file_outside_page, "a file attribute reaches outside the page's folder")                   \
+    XX(forbidden, "the operation is not allowed")                                                 \
+    XX(gone, "the result was replaced or dropped")                                                \
+    XX(gpu_unsupported, "this block or dtype has no GPU kernel")                                  \
+    XX(internal, "an internal error of blockflow")                                                \
+    XX(io_error, "a file could not be read or written")                                           \
+    XX(legacy_attr_form, "an attribute uses an older accepted form (warning)")                    \
+    XX(limit, "a server limit was reached (the message names its flag)")                          \
+    XX(loss_unknown, "the loss block is not known")                                               \
+    XX(memory_limit, "the tensor memory limit was reached")                                       \
+    XX(method_not_allowed, "the HTTP method is not allowed here")                                 \
+    XX(missing_attr, "a required attribute is missing")                                           \
+    XX(missing_feed, "a Placeholder was not fed")                                                 \
+    XX(missing_input, "a required input is not linked")                                           \
+    XX(no_dependency, "the output does not depend on that block")                                 \
+    XX(no_device_ctx, "a device kernel ran without its device context")                           \
+    XX(no_exec, "a kernel ran without its execution context")                                     \
+    XX(no_fetch, "nothing to fetch")                                                              \
+    XX(no_gpu, "no GPU is available")                                                             \
+    XX(no_gradient, "the block has no gradient")                                                  \
+    XX(no_state, "the block keeps no state")                                                      \
+    XX(no_update, "nothing updates the variable")                                                 \
+    XX(not_feedable, "the block cannot be fed")                                                   \
+    XX(not_found, "no such page, block, port, run or endpoint")                                   \
+    XX(nul_in_string, "a JSON string holds a NUL")                                                \
+    XX(out_of_memory, "out of memory")                                                            \
+    XX(page_too_large, "the page file is larger than the limit")                                  \
+    XX(ref_not_variable, "a reference input is not a Variable")                                   \
+    XX(scheduler, "the scheduler could not run a block")                                          \
+    XX(shape_mismatch, "shapes that must agree do not")                                           \
+    XX(shape_unknown, "a shape is not known before the run")                                      \
+    XX(stale_revision, "the page changed since that revision was read")                           \
+    XX(state_reset, "a block's state was reset")                                                  \
+    XX(stopping, "the server is shutting down")                                                   \
+    XX(thread_error, "a thread could not be started or synchronised")                             \
+    XX(timeout, "the run exceeded its time limit")                                                \
+    XX(too_deep, "JSON nested deeper than the limit")                                             \
+    XX(too_large, "a size exceeds a limit")                                                       \
+    XX(too_many_blocks, "the page has more blocks than the limit")                                \
+    XX(unauthorized, "the access token is missing or wrong")                                      \
+    XX(unknown_attr, "the block type has no such attribute")                                      \
+    XX(unknown_block, "no block of that id")                                                      \
+    XX(unknown_block_type, "no block type of that name")                                          \
+    XX(unknown_client, "the client id is not a connected WebSocket's")                            \
+    XX(unknown_key, "the page has a key the format does not define")                              \
+    XX(unknown_port, "the block has no such port")                                                \
+    XX(unknown_state, "the state entry is not known")                                             \
+    XX(unsupported, "not supported")                                                              \
+    XX(unsupported_npy, "a .npy feature that is not supported")                                   \
+    XX(unsupported_npz, "a .npz feature that is not supported")                                   \
+    XX(workspace, "a kernel's planned workspace is missing or too small")
+
+/* The meaning of stable error code `code` (one phrase), or NULL when it is not one. */
+BF_API const char *bf_error_code_meaning(const char *code);
+/* The stable error codes, in the list's order: *names gets the static array; returns its
+ * length. */
+BF_API size_t bf_error_codes(const char *const **names);
+
+/* ---------------------------------------------------------------------------------------------
  * Errors and diagnostics.
  */
 typedef struct bf_error {
@@ -111,6 +224,14 @@ BF_API int bf_error_format(const bf_error *e, char *buf, size_t size);
  * falls back to the status name). Free with bf_string_free(). Errors: BF_EINVAL, BF_ENOMEM.
  */
 BF_API bf_status bf_error_json(const bf_error *e, char **out, bf_error *err);
+
+/*
+ * The check a JSON text from outside passes before it is parsed (the page loader and the
+ * server use it): nesting no deeper than `max_depth` (0: 64), and no NUL in it, neither a raw
+ * 0 byte nor "\u0000" in a string (C strings would silently cut the text there). BF_OK, or
+ * BF_ELIMIT code "too_deep" / BF_EPARSE code "nul_in_string" with the line and column.
+ */
+BF_API bf_status bf_json_check(const char *text, size_t len, int max_depth, bf_error *err);
 
 /* Reset `e` to "no error". Accepts NULL. */
 BF_API void bf_error_clear(bf_error *e);
@@ -174,7 +295,37 @@ typedef struct bf_tensor bf_tensor;
  */
 BF_API bf_status bf_tensor_new(const bf_context *ctx, bf_dtype dt, int rank,
                                const int64_t *dims, bf_tensor **out, bf_error *err);
-/* Free a tensor made by bf_tensor_new / bf_tensor_load_npy / bf_tensor_copy. Accepts NULL. */
+/* bf_tensor_new without the zero-fill, for a caller that writes every element (the data is
+ * whatever the memory held). Same checks and errors. */
+BF_API bf_status bf_tensor_new_uninit(const bf_context *ctx, bf_dtype dt, int rank,
+                                      const int64_t *dims, bf_tensor **out, bf_error *err);
+
+/* Frees memory lent with bf_tensor_wrap: called once with that `data` and `user`. */
+typedef void (*bf_release_fn)(void *data, void *user);
+
+/*
+ * A tensor over the caller's memory, without a copy (as TF_NewTensor and ONNX Runtime's
+ * CreateTensorWithDataAsOrtValue). Rules:
+ * - `data` holds the tensor row-major (C order), `nbytes` == numel * bf_dtype_size(dt) bytes
+ *   (checked: a mismatch is BF_EINVAL), aligned to at least the element size (checked);
+ *   64-byte alignment is best for the kernels. NULL is allowed when nbytes is 0.
+ * - Lifetime: the memory must stay valid, and must not be changed while a session may read
+ *   it, until `release` (may be NULL: then the caller decides when the memory is no longer
+ *   used, i.e. after freeing the tensor) is called. It is called exactly once, by the
+ *   bf_tensor_free of this tensor, on the thread that calls it: the caller's own, or a
+ *   session's that took the tensor (bf_session_feed_tensor: at the next feed of that block,
+ *   when the block is removed, or in bf_session_free).
+ * - The library never writes into a tensor that is fed; bf_tensor_data() gives `data` back.
+ * On failure `release` is not called and the memory stays the caller's.
+ * Errors: BF_EINVAL (NULL out, dims or data; misaligned data; wrong nbytes), BF_ELIMIT,
+ * BF_ENOMEM.
+ */
+BF_API bf_status bf_tensor_wrap(const bf_context *ctx, bf_dtype dt, int rank,
+                                const int64_t *dims, void *data, size_t nbytes,
+                                bf_release_fn release, void *user, bf_tensor **out,
+                                bf_error *err);
+/* Free a tensor made by bf_tensor_new / _new_uninit / _wrap / _load_npy / _copy or handed over
+ * by bf_session_take_output (a wrapped one: its release is called). Accepts NULL. */
 BF_API void bf_tensor_free(bf_tensor *t);
 /* A deep copy of `t` in host memory. */
 BF_API bf_status bf_tensor_copy(const bf_tensor *t, bf_tensor **out, bf_error *err);
@@ -422,6 +573,19 @@ BF_API bf_status bf_session_check(bf_session *s, bf_diags *diags, bf_error *err)
 BF_API bf_status bf_session_feed(bf_session *s, const char *block_id, const bf_tensor *t,
                                  bf_error *err);
 
+/*
+ * Feed a Placeholder with `t` itself, without a copy: the session takes `t`, on success and on
+ * failure alike (then it is freed at once), and frees it (calling a wrapped tensor's release)
+ * when it no longer needs it: at the next feed of that block, when the block is removed, or
+ * in bf_session_free. The caller must not use or free `t` afterwards. The Placeholder's
+ * output is then t's memory itself, read (never written) whenever the block or what depends
+ * on it is computed, so a wrapped buffer must stay unchanged while fed. The bytes count
+ * against max_session_bytes as a copied feed does. Errors: those of bf_session_feed,
+ * BF_EINVAL (NULL, or a tensor not in host memory), BF_ELIMIT.
+ */
+BF_API bf_status bf_session_feed_tensor(bf_session *s, const char *block_id, bf_tensor *t,
+                                        bf_error *err);
+
 /* ---------------------------------------------------------------------------------------------
  * Editing the session's page in place (an editor's live page). Each call validates what it
  * touches and fails with an error naming the block, port or attribute, and then changes
@@ -548,6 +712,21 @@ BF_API void bf_session_cancel(bf_session *s);
  */
 BF_API const bf_tensor *bf_session_output(bf_session *s, const char *block_id,
                                           const char *port);
+/*
+ * Hand the result of output `port` (NULL = the first) of block `block_id` over to the caller
+ * without a copy: *out is the caller's, freed with bf_tensor_free, and stays valid through
+ * later runs, edits and bf_session_free (as an output of TF_SessionRun or ONNX Runtime's Run).
+ * The session gives the result up: bf_session_output returns NULL for that port from then on
+ * (the block's other ports stay readable until the next run), and a later run that needs it
+ * runs the block again (the blocks it reads stay cached). A result that is not the block's own
+ * memory (a Placeholder's output is its feed) is copied instead. For a result made on a GPU,
+ * the host copy the run made is handed over and the GPU tensor stays, so nothing is run
+ * again. Errors: BF_EINVAL (NULL argument),
+ * BF_ENOTFOUND (no such block or port, or no result to hand over: the block did not run, or
+ * its result stayed on a GPU), BF_ENOMEM.
+ */
+BF_API bf_status bf_session_take_output(bf_session *s, const char *block_id, const char *port,
+                                        bf_tensor **out, bf_error *err);
 /*
  * The most tensor bytes the session held at once during its last run: its results, the
  * cache, the constants' tensors and kernel workspaces, the same bytes that

@@ -54,6 +54,10 @@ unsigned bf_alloc_failures(void);
  */
 void *bf_aligned_alloc(size_t size, bool zero);
 void bf_aligned_free(void *ptr);
+/* Ask the OS for transparent huge pages over the buffer when it is at least BF_HUGE_MIN
+ * bytes (bf_aligned_alloc does it for every buffer); a no-op elsewhere. */
+#define BF_HUGE_MIN ((size_t)4 << 20)
+void bf_advise_huge(void *ptr, size_t size);
 
 /* Overflow-checked arithmetic: return false (and leave *out unspecified) on overflow. */
 static inline bool bf_size_mul(size_t a, size_t b, size_t *out) {

@@ -477,6 +477,8 @@ static bf_status set_device(bf_session *s, const char *block_id, const char *dev
     return BF_OK;
 }
 
+static bf_status feed_node(bf_session *s, int b, bf_tensor *copy, bf_error *err);
+
 bf_status bf_session_feed(bf_session *s, const char *block_id, const bf_tensor *t,
                           bf_error *err) {
     int b = find_node(s, block_id, err);
@@ -494,6 +496,51 @@ bf_status bf_session_feed(bf_session *s, const char *block_id, const bf_tensor *
     bf_status st = bf_sess_tensor_alloc(s, NULL, &p, &copy, &e);
     if (st) return block_err(s, b, &e, err);
     memcpy(copy->data, t->data, t->nbytes);
+    return feed_node(s, b, copy, err);
+}
+
+bf_status bf_session_feed_tensor(bf_session *s, const char *block_id, bf_tensor *t,
+                                 bf_error *err) {
+    if (!s) {
+        bf_sess_tensor_free(t);
+        return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
+    }
+    int b = find_node(s, block_id, err);
+    if (b < 0) {
+        bf_sess_tensor_free(t);
+        return BF_ENOTFOUND;
+    }
+    snode *n = &s->nodes[b];
+    bf_error e = {0};
+    if (!(n->pb->desc->flags & BF_BLOCK_FEEDABLE) || !t || t->device) {
+        if (!t)
+            bf_err(&e, BF_EINVAL, "bad_argument", "the tensor is NULL");
+        else if (t->device)
+            bf_err(&e, BF_EINVAL, "bad_argument", "the tensor is not in host memory");
+        else
+            bf_err(&e, BF_EINVAL, "not_feedable", "%s blocks cannot be fed; feed a Placeholder",
+                   n->pb->desc->type);
+        bf_sess_tensor_free(t);
+        return block_err(s, b, &e, err);
+    }
+    /* The session's memory account takes the bytes over from whoever held them. */
+    bf_budget_release(t->budget, t->nbytes);
+    t->budget = NULL;
+    bf_status st = bf_budget_charge(&s->budget, t->nbytes, &e);
+    if (st) {
+        bf_tensor_free(t);
+        return block_err(s, b, &e, err);
+    }
+    t->budget = &s->budget;
+    return feed_node(s, b, t, err);
+}
+
+/* Make `copy` (owned by the session from here on) the feed of node b, once the placeholder's
+ * dtype and shape accept it; freed on failure. */
+static bf_status feed_node(bf_session *s, int b, bf_tensor *copy, bf_error *err) {
+    snode *n = &s->nodes[b];
+    bf_error e = {0};
+    bf_status st;
     /* Check it against the placeholder's declared dtype and shape right away. */
     const bf_tensor *old = n->node.feed;
     n->node.feed = copy;
@@ -504,9 +551,8 @@ bf_status bf_session_feed(bf_session *s, const char *block_id, const bf_tensor *
         bf_sess_tensor_free(copy);
         return block_err(s, b, &e, err);
     }
+    bf_sess_invalidate(s, b); /* first: the placeholder's output is a view of its feed */
     bf_sess_tensor_free(n->feed);
-    n->feed = NULL;
-    bf_sess_invalidate(s, b);
     n->feed = copy;
     n->node.feed = copy;
     return BF_OK;

@@ -205,7 +205,7 @@ void bf_sess_cache_put(bf_session *s, snode *n) {
     }
     uint64_t bytes = 0;
     for (int i = 0; i < n->pb->desc->n_outputs; i++) {
-        if (n->outs[i]) bytes += n->outs[i]->nbytes;
+        if (n->outs[i] && !n->outs[i]->borrowed) bytes += n->outs[i]->nbytes; /* not a view */
         if (n->host_outs[i]) bytes += n->host_outs[i]->nbytes;
     }
     n->bytes = bytes;

@@ -151,31 +151,6 @@ static void problem(loader *L, bf_status st, const char *code, const char *block
     if (!bf_diags_push(L->diags, &e)) L->oom = true;
 }
 
-/*
- * Nesting depth of the JSON text, found by one pass over the bytes (brackets outside strings)
- * before cJSON builds anything, so that a page nested 100000 deep gets "too_deep" naming the
- * limit instead of a generic parse error, and costs no allocation. Returns the byte offset
- * where the depth first exceeds `limit`, or `len` when it never does.
- */
-static size_t json_text_too_deep(const char *s, size_t len, int limit) {
-    int depth = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (in_string) {
-            if (c == '\\') i++;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > limit) return i;
-        } else if (c == ']' || c == '}') {
-            depth--;
-        }
-    }
-    return len;
-}
-
 /* JSON nesting depth, iteratively bounded: stops counting past `limit`. */
 static int json_depth(const cJSON *j, int depth, int limit) {
     if (depth > limit) return depth;
@@ -667,15 +642,11 @@ bf_status bf_page_parse(bf_context *ctx, const char *json, size_t len, const cha
                 "", len, (unsigned long long)ctx->cfg.max_page_bytes);
         goto done;
     }
-    size_t deep = json_text_too_deep(json, len, ctx->cfg.max_json_depth);
-    if (deep < len) {
-        int line, col;
-        line_col(json, deep, &line, &col);
-        problem(&L, BF_ELIMIT, "too_deep", NULL, NULL, NULL,
-                "JSON nested deeper than %d levels (bf_config.max_json_depth)", "",
-                ctx->cfg.max_json_depth);
-        L.first.line = line;
-        L.first.column = col;
+    bf_error jc = {0};
+    if (bf_json_check(json, len, ctx->cfg.max_json_depth, &jc)) {
+        problem(&L, jc.status, jc.code, NULL, NULL, NULL, "%s", "", jc.message);
+        L.first.line = jc.line;
+        L.first.column = jc.column;
         goto done;
     }
     const char *end = NULL;

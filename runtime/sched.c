@@ -99,6 +99,17 @@ static void execute(snode *n) {
     n->node.feed = n->feed;
     st = d->infer(&n->node, info, out_info, e);
     if (st) goto unlock;
+    for (int i = 0; i < d->n_outputs; i++) { /* left by bf_session_take_output */
+        bf_sess_tensor_free(n->outs[i]);
+        bf_sess_tensor_free(n->host_outs[i]);
+        n->outs[i] = n->host_outs[i] = NULL;
+    }
+    if ((d->flags & BF_BLOCK_FEEDABLE) && !n->dev && n->feed) {
+        /* A placeholder's output is its feed itself: no copy (the feed outlives it). */
+        st = bf_tensor_view(n->feed, &n->outs[0], e);
+        n->stats.ms = 0;
+        goto stats;
+    }
     for (int i = 0; i < d->n_outputs; i++) {
         st = bf_sess_tensor_alloc(s, n->dev, &out_info[i], &n->outs[i], e);
         if (st) goto unlock;
@@ -130,6 +141,7 @@ static void execute(snode *n) {
     }
     if (st == BF_OK && cancelled(s)) /* tasks may have been skipped: the output is partial */
         st = bf_err(e, BF_ECANCELED, "cancelled", "the run was cancelled");
+stats:
     for (int i = 0; i < d->n_outputs && i < 4; i++) {
         n->stats.rank[i] = out_info[i].rank;
         n->stats.dtype[i] = out_info[i].dtype;

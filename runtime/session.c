@@ -138,19 +138,61 @@ const bf_page *bf_session_page(const bf_session *s) { return s->page; }
 
 /* ---- results ---------------------------------------------------------------------------- */
 
-const bf_tensor *bf_session_output(bf_session *s, const char *block_id, const char *port) {
+/* Node and output port of (block_id, port), or -1 for the node. */
+static int find_output(bf_session *s, const char *block_id, const char *port, int *p) {
     int b = block_id ? bf_page_find(s->page, block_id) : -1;
+    if (b < 0) return -1;
+    const bf_block_desc *d = s->nodes[b].pb->desc;
+    if (d->n_outputs == 0) return -1;
+    *p = 0;
+    if (port) {
+        for (*p = 0; *p < d->n_outputs; (*p)++)
+            if (!strcmp(d->outputs[*p].name, port)) break;
+        if (*p == d->n_outputs) return -1;
+    }
+    return b;
+}
+
+/* A node's results are valid, or were partly handed over (bf_session_take_output: the node is
+ * no longer valid but its other ports stay readable until the next run). */
+const bf_tensor *bf_session_output(bf_session *s, const char *block_id, const char *port) {
+    int p = 0, b = s ? find_output(s, block_id, port, &p) : -1;
     if (b < 0) return NULL;
     snode *n = &s->nodes[b];
-    int p = 0;
-    if (port) {
-        for (p = 0; p < n->pb->desc->n_outputs; p++)
-            if (!strcmp(n->pb->desc->outputs[p].name, port)) break;
-        if (p == n->pb->desc->n_outputs) return NULL;
-    }
-    if (!n->valid || n->pb->desc->n_outputs == 0) return NULL;
     return n->host_outs[p] ? n->host_outs[p] : (n->outs[p] && !n->outs[p]->device ? n->outs[p]
                                                                                   : NULL);
+}
+
+bf_status bf_session_take_output(bf_session *s, const char *block_id, const char *port,
+                                 bf_tensor **out, bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
+    int p = 0, b = find_output(s, block_id, port, &p);
+    if (b < 0)
+        return bf_err(err, BF_ENOTFOUND, "no_output", "no output \"%.60s%s%.30s\" on this page",
+                      block_id ? block_id : "(null)", port ? ":" : "", port ? port : "");
+    snode *n = &s->nodes[b];
+    bf_tensor **slot = n->host_outs[p] ? &n->host_outs[p]
+                                       : (n->outs[p] && !n->outs[p]->device ? &n->outs[p] : NULL);
+    if (!slot) {
+        bf_error e = {0};
+        bf_err(&e, BF_ENOTFOUND, "no_result", "output \"%s\" has no result in host memory to "
+               "hand over (run the page with it fetched first)", n->pb->desc->outputs[p].name);
+        bf_sess_where(s, b, &e);
+        if (err) *err = e;
+        return BF_ENOTFOUND;
+    }
+    bf_tensor *t = *slot;
+    if (t->borrowed) /* a view of a feed: the feed stays the session's */
+        return bf_tensor_copy(t, out, err);
+    if (n->cached) bf_sess_cache_take(s, n);
+    *slot = NULL;
+    if (slot == &n->outs[p]) n->valid = false; /* the block must run again to have it */
+    bf_budget_release(t->budget, t->nbytes);
+    t->budget = NULL;
+    *out = t;
+    return BF_OK;
 }
 
 uint64_t bf_session_peak_bytes(const bf_session *s) {

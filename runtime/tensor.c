@@ -154,15 +154,79 @@ bf_status bf_tensor_new(const bf_context *ctx, bf_dtype dt, int rank, const int6
     return bf_tensor_alloc(NULL, max_el, dt, rank, dims, true, out, err);
 }
 
+bf_status bf_tensor_new_uninit(const bf_context *ctx, bf_dtype dt, int rank,
+                               const int64_t *dims, bf_tensor **out, bf_error *err) {
+    uint64_t max_el = ctx ? bf_context_config(ctx)->max_tensor_elements : BF_DEFAULT_MAX_ELEMENTS;
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    if (rank > 0 && !dims) return bf_err(err, BF_EINVAL, "bad_argument", "dims is NULL");
+    return bf_tensor_alloc(NULL, max_el, dt, rank, dims, false, out, err);
+}
+
+bf_status bf_tensor_wrap(const bf_context *ctx, bf_dtype dt, int rank, const int64_t *dims,
+                         void *data, size_t nbytes, bf_release_fn release, void *user,
+                         bf_tensor **out, bf_error *err) {
+    uint64_t max_el = ctx ? bf_context_config(ctx)->max_tensor_elements : BF_DEFAULT_MAX_ELEMENTS;
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
+    if (rank > 0 && !dims) return bf_err(err, BF_EINVAL, "bad_argument", "dims is NULL");
+    int64_t numel = 0;
+    size_t want = 0;
+    bf_status st = bf_shape_size(dt, rank, dims, max_el, &numel, &want, err);
+    if (st) return st;
+    char shape[160];
+    if (nbytes != want)
+        return bf_err(err, BF_EINVAL, "bad_argument",
+                      "a %s tensor of shape %s has %zu bytes, but the buffer given has %zu",
+                      bf_dtype_name(dt), bf_shape_str(rank, dims, shape, sizeof(shape)), want,
+                      nbytes);
+    if (!data && nbytes) return bf_err(err, BF_EINVAL, "bad_argument", "data is NULL");
+    if ((uintptr_t)data % bf_dtype_size(dt))
+        return bf_err(err, BF_EINVAL, "misaligned",
+                      "the buffer at %p is not aligned to the %zu bytes of a %s element", data,
+                      bf_dtype_size(dt), bf_dtype_name(dt));
+    bf_tensor *t = bf_calloc(1, sizeof(*t));
+    if (!t) return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
+    t->dtype = dt;
+    t->rank = rank;
+    if (rank) memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
+    t->numel = numel;
+    t->nbytes = nbytes;
+    t->data = data;
+    t->borrowed = true;
+    t->release = release;
+    t->release_user = user;
+    *out = t;
+    return BF_OK;
+}
+
+bf_status bf_tensor_view(const bf_tensor *src, bf_tensor **out, bf_error *err) {
+    bf_tensor *t = bf_malloc(sizeof(*t));
+    if (!t) {
+        *out = NULL;
+        return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
+    }
+    *t = *src;
+    t->budget = NULL;
+    t->borrowed = true;
+    t->release = NULL;
+    t->release_user = NULL;
+    *out = t;
+    return BF_OK;
+}
+
 void bf_tensor_free(bf_tensor *t) {
     if (!t) return;
     BF_ASSERT(t->device == NULL); /* device tensors are freed by the session's device code */
-    bf_aligned_free(t->data);
+    if (!t->borrowed) bf_aligned_free(t->data);
+    else if (t->release) t->release(t->data, t->release_user);
     bf_budget_release(t->budget, t->nbytes);
     bf_free(t);
 }
 
 bf_status bf_tensor_copy(const bf_tensor *t, bf_tensor **out, bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
+    if (!t) return bf_err(err, BF_EINVAL, "bad_argument", "tensor is NULL");
     bf_status st = bf_tensor_alloc(NULL, 0, t->dtype, t->rank, t->dims, false, out, err);
     if (st == BF_OK) memcpy((*out)->data, t->data, t->nbytes);
     return st;

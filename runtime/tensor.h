@@ -30,7 +30,16 @@ struct bf_tensor {
     void *data;                /* host pointer, or device pointer when device != NULL */
     struct bf_device *device;  /* NULL: host memory */
     bf_budget *budget;         /* charged nbytes; NULL: only the absolute limits apply */
+    bool borrowed;             /* data is not ours (bf_tensor_wrap, or a view of another
+                                  tensor's data): bf_tensor_free calls `release` if set and
+                                  never frees data itself */
+    bf_release_fn release;     /* with borrowed: the owner's release, called once at free */
+    void *release_user;
 };
+
+/* A tensor struct over `src`'s host data (borrowed, no release, budget NULL): the data must
+ * outlive it. Errors: BF_ENOMEM. */
+bf_status bf_tensor_view(const bf_tensor *src, bf_tensor **out, bf_error *err);
 
 /*
  * Compute numel and nbytes of (dt, rank, dims) with overflow checks, and check them against

@@ -46,6 +46,8 @@ int cli_gradcheck(int argc, char **argv);
 int cli_grad(int argc, char **argv);
 /* train.c: `blockflow train`. */
 int cli_train(int argc, char **argv);
+/* import.c: `blockflow import` (enuSpace pages). */
+int cli_import(int argc, char **argv);
 /* main.c: a limit option (--mem-limit, --max-elements, ..., --confine-files) at argv[*i] into
  * cfg: 1 when it was one (*i advanced past its value), 0 when not, -1 on a bad value
  * (message printed). */

@@ -544,6 +544,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "gradcheck")) return cli_gradcheck(argc - 1, argv + 1);
     if (!strcmp(cmd, "grad")) return cli_grad(argc - 1, argv + 1);
     if (!strcmp(cmd, "train")) return cli_train(argc - 1, argv + 1);
+    if (!strcmp(cmd, "import")) return cli_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve")) {
 #ifdef BF_HAVE_SERVER
         return bf_serve_main(argc - 1, argv + 1);

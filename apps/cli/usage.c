@@ -52,6 +52,19 @@ static const topic topics[] = {
      "      one output element of a convolution block: its value, the padding, and the\n"
      "      terms of its sum (pairs of operand elements in the tensors' own layouts)\n",
      NULL},
+    {"import",
+     "  import PAGE.svg|PAGE.json [--dat FILE] [-o OUT.json] [--data-dir DIR] [--partial]\n"
+     "         [--json] [--quiet]\n"
+     "      an enuSpace-Tensorflow page (SVG page + .dat, or Task JSON export) as a canonical\n"
+     "      blockflow page; the import report on stderr\n",
+     "  --dat FILE      the page's .dat side file (default: PAGE.dat beside the page)\n"
+     "  -o OUT.json     write the page there (atomically), large arrays as .npy beside it;\n"
+     "                  default: standard output\n"
+     "  --data-dir DIR  where the data files the page names are\n"
+     "  --partial       write a Placeholder for each block that cannot be mapped, instead\n"
+     "                  of failing (the report lists them and what they feed)\n"
+     "  --json          the report as JSON on stdout (needs -o)\n"
+     "  --quiet         print only errors\n"},
     {"train",
      "  train PAGE|- [--steps N | --epochs E] [--metrics ID[:PORT],...] [--log FILE.csv|.jsonl]\n"
      "        [--checkpoint FILE.npz [--save-every K]] [--resume FILE.npz] [--feed ID=FILE]...\n"

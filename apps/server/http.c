@@ -8,15 +8,28 @@
  * srv_route(); each WebSocket is checked by srv_route_access() before the handshake completes
  * and then receives the events srv_emit() hands it.
  *
+ * Before any body byte is read, the access rules (Host, Origin, token) are applied to the
+ * headers alone, and a request with Transfer-Encoding is refused (400; with Content-Length it
+ * is request smuggling, RFC 9112 section 6.1): a request that fails is answered and its
+ * connection closed without reading the body. Every connection is tracked from accept to
+ * destroy: at most --max-connections at once, of which at most --max-unauthenticated have not
+ * yet shown the token (a new one past either gets a plain 503 and is closed); a request's
+ * headers must arrive within --header-timeout and its whole body within --body-timeout (a
+ * total deadline, not one restarted by every byte).
+ *
  * Slow clients: an HTTP answer is written in 32 KiB pieces, each only when the socket is
- * writable, with a 30 s timeout per piece. Each WebSocket client has its own queue of events;
- * when a client does not read and its queue passes --max-ws-queue bytes it is dropped, so it
- * never holds memory without bound nor delays anybody else.
+ * writable, with a 30 s timeout per piece. Each WebSocket client has its own queue of events,
+ * written out as long as the socket takes them (not one per writable callback); a block's
+ * "started" event still queued when its "finished" one comes is dropped (coalesced). A client
+ * whose queue passes --max-ws-queue bytes has stopped reading and is dropped; when all queues
+ * together pass --max-ws-total, the client with the longest is dropped. So no client holds
+ * memory without bound nor delays anybody else.
  */
 #include "http.h"
 
 #include <libwebsockets.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,23 +38,38 @@
 typedef struct ws_msg {
     struct ws_msg *next;
     size_t len;
+    uint64_t key;         /* block event: hash of (run, block); 0 for any other event */
+    bool started;         /* a block_started event (coalesced away by its block's end) */
     unsigned char data[]; /* LWS_PRE bytes of headroom, then the text */
 } ws_msg;
+
+/* One accepted connection, from accept to destroy (lws's opaque user data of the wsi). */
+typedef struct track {
+    struct lws *wsi;
+    uint64_t since_ms;        /* when its current request began (accept, or the last answer) */
+    uint64_t body_deadline;   /* uv_now() by which the body must be complete; 0 = none */
+    bool authed;              /* has shown the token */
+    struct track *prev, *next;
+} track;
 
 typedef struct conn {
     struct lws *wsi;
     /* HTTP */
     char method[8];
     char *path, *query;
-    char host[300], origin[300], auth[200], cookie[600], client[72];
+    char host[300], origin[300], auth[200], cookie[8200], client[72];
     char *body;
     size_t body_len, body_cap;
     bool too_big, waiting_body, responding, close_after;
+    bool doomed; /* answering a refused request: nothing more is read, then it closes */
     srv_response res;
     size_t sent;
     /* WebSocket */
     bool is_ws, dropped;
     char ws_client[72];
+    srv_who who;            /* whose token opened it */
+    char view_space[64];    /* the page its editor shows ({"type": "view"}), for live edits */
+    char view_page[128];
     ws_msg *q_head, *q_tail;
     size_t q_bytes;
     char *rx;
@@ -54,10 +82,23 @@ struct srv_http {
     struct lws_context *ctx;
     struct lws_vhost *vh;
     conn *ws_list;
+    size_t ws_bytes;    /* bytes queued for all WebSocket clients */
+    track *conns;       /* every accepted connection */
+    uv_timer_t *sweep;  /* enforces the header and body deadlines (malloc'd: freed on close) */
     int port;
     struct lws_protocols protocols[2];
     unsigned char out[LWS_PRE + (32 << 10)]; /* one chunk of a response body on its way out */
 };
+
+static uint64_t now_ms(srv_http *h) { return uv_now(h->app->loop); }
+
+static void set_authed(srv_http *h, struct lws *wsi) {
+    track *t = lws_get_opaque_user_data(wsi);
+    if (t && !t->authed) {
+        t->authed = true;
+        h->app->n_unauth--;
+    }
+}
 
 /* ---- request collection -------------------------------------------------------------------- */
 
@@ -144,6 +185,11 @@ static int send_headers(struct lws *wsi, conn *c) {
                                     (const unsigned char *)r->set_cookie,
                                     (int)strlen(r->set_cookie), &p, end))
         return -1;
+    if (r->location[0] &&
+        lws_add_http_header_by_name(wsi, (const unsigned char *)"location:",
+                                    (const unsigned char *)r->location,
+                                    (int)strlen(r->location), &p, end))
+        return -1;
     if (r->disposition[0] &&
         lws_add_http_header_by_name(wsi, (const unsigned char *)"content-disposition:",
                                     (const unsigned char *)r->disposition,
@@ -187,6 +233,14 @@ static int respond(struct lws *wsi, srv_http *h, conn *c) {
     return send_headers(wsi, c);
 }
 
+/* Answer c->res (a refusal made before the body) and close after it; nothing more is read. */
+static int refuse(struct lws *wsi, conn *c) {
+    c->close_after = true;
+    c->doomed = true;
+    if (!c->res.content_type) c->res.content_type = "application/json";
+    return send_headers(wsi, c);
+}
+
 static int write_more(struct lws *wsi, srv_http *h, conn *c) {
     enum { CHUNK = sizeof(h->out) - LWS_PRE };
     unsigned char *buf = h->out;
@@ -205,54 +259,142 @@ static int write_more(struct lws *wsi, srv_http *h, conn *c) {
     bool close = c->close_after;
     conn_reset_http(c);
     lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
+    track *t = lws_get_opaque_user_data(wsi);
+    if (t) t->since_ms = now_ms(h); /* the next request's headers are timed from here */
     if (close) return -1;
     return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
 /* ---- WebSocket ----------------------------------------------------------------------------- */
 
-static void ws_free_queue(conn *c) {
+static void ws_free_queue(srv_http *h, conn *c) {
     for (ws_msg *m = c->q_head, *next; m; m = next) {
         next = m->next;
         free(m);
     }
+    h->ws_bytes -= c->q_bytes;
     c->q_head = c->q_tail = NULL;
     c->q_bytes = 0;
 }
 
-static void ws_push(srv_http *h, conn *c, const char *json, size_t len) {
+/* A client that does not read: drop it rather than hold memory or delay others. */
+static void ws_drop(srv_http *h, conn *c) {
+    c->dropped = true;
+    h->app->ws_dropped++;
+    ws_free_queue(h, c);
+    lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+}
+
+/*
+ * The coalescing key of a block event: a hash of its run and block ("" for other events), and
+ * whether it is a block_started. Events are made by runs.c as {"type":..., "run_id":...,
+ * "page":..., ["kind":...,] "block":...}; page names and run ids hold no quote.
+ */
+static uint64_t event_key(const char *json, size_t len, bool *started) {
+    static const char pre[] = "{\"type\":\"block_";
+    *started = false;
+    if (len < sizeof(pre) || memcmp(json, pre, sizeof(pre) - 1)) return 0;
+    *started = !strncmp(json + sizeof(pre) - 1, "started\"", 8);
+    const char *run = strstr(json, "\"run_id\":\""), *blk = strstr(json, "\"block\":\"");
+    if (!run || !blk) return 0;
+    uint64_t hsh = 1469598103934665603ull;
+    for (const char *p = run + 10; *p && *p != '"'; p++) hsh = (hsh ^ (unsigned char)*p) * 1099511628211ull;
+    hsh = (hsh ^ ':') * 1099511628211ull;
+    for (const char *p = blk + 9; *p && *p != '"'; p++) {
+        if (*p == '\\' && p[1]) p++;
+        hsh = (hsh ^ (unsigned char)*p) * 1099511628211ull;
+    }
+    return hsh ? hsh : 1;
+}
+
+static void ws_push_keyed(srv_http *h, conn *c, const char *json, size_t len, uint64_t key,
+                          bool started) {
     if (c->dropped) return;
+    /* behind (a quarter of --max-ws-queue unsent): a block's end supersedes its start */
+    if (key && !started && c->q_bytes > h->app->lim.max_ws_queue / 4) {
+        ws_msg *prev = NULL;
+        int scanned = 0;
+        for (ws_msg *m = c->q_head; m && scanned < 1024; prev = m, m = m->next, scanned++) {
+            if (m->key != key || !m->started) continue;
+            if (prev) prev->next = m->next;
+            else c->q_head = m->next;
+            if (c->q_tail == m) c->q_tail = prev;
+            c->q_bytes -= m->len;
+            h->ws_bytes -= m->len;
+            free(m);
+            break;
+        }
+    }
     if (c->q_bytes + len > h->app->lim.max_ws_queue) {
-        /* a client that does not read: drop it rather than hold memory or delay others */
-        c->dropped = true;
-        h->app->ws_dropped++;
-        ws_free_queue(c);
-        lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+        ws_drop(h, c);
         return;
     }
     ws_msg *m = malloc(sizeof(*m) + LWS_PRE + len);
     if (!m) return;
     m->next = NULL;
     m->len = len;
+    m->key = key;
+    m->started = started;
     memcpy(m->data + LWS_PRE, json, len);
     if (c->q_tail) c->q_tail->next = m;
     else c->q_head = m;
     c->q_tail = m;
     c->q_bytes += len;
+    h->ws_bytes += len;
     lws_callback_on_writable(c->wsi);
+    /* all queues together past --max-ws-total: the client furthest behind goes */
+    while (h->ws_bytes > h->app->lim.max_ws_total) {
+        conn *worst = NULL;
+        for (conn *o = h->ws_list; o; o = o->next_ws)
+            if (!o->dropped && (!worst || o->q_bytes > worst->q_bytes)) worst = o;
+        if (!worst || !worst->q_bytes) break;
+        ws_drop(h, worst);
+    }
+    h->app->ws_queued = h->ws_bytes;
+    if (h->ws_bytes > h->app->ws_queued_peak) h->app->ws_queued_peak = h->ws_bytes;
+}
+
+static void ws_push(srv_http *h, conn *c, const char *json, size_t len) {
+    ws_push_keyed(h, c, json, len, 0, false);
+}
+
+static bool client_known(void *user, const char *client) {
+    srv_http *h = user;
+    for (conn *c = h->ws_list; c; c = c->next_ws)
+        if (!c->dropped && !strcmp(client, c->ws_client)) return true;
+    return false;
 }
 
 static void emit(void *user, const char *client, const char *json, size_t len) {
     srv_http *h = user;
+    bool started;
+    uint64_t key = event_key(json, len, &started);
+    for (conn *c = h->ws_list; c; c = c->next_ws) {
+        /* a run without a client id goes to every socket; in a classroom only to the
+           teacher's, never to another student */
+        bool to = client[0] ? !strcmp(client, c->ws_client)
+                            : !h->app->classroom || c->who.role == SRV_TEACHER;
+        if (to) ws_push_keyed(h, c, json, len, key, started);
+    }
+}
+
+static void emit_view(void *user, const char *space, const char *page, bool any_space,
+                      const char *json, size_t len) {
+    srv_http *h = user;
     for (conn *c = h->ws_list; c; c = c->next_ws)
-        if (!client[0] || !strcmp(client, c->ws_client)) ws_push(h, c, json, len);
+        if (c->view_page[0] && !strcmp(c->view_page, page) &&
+            (any_space || !strcmp(c->view_space, space)))
+            ws_push(h, c, json, len);
 }
 
 static void ws_reply_error(srv_http *h, conn *c, const char *code, const char *message) {
-    cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+    bf_error e = {0};
+    e.status = BF_EINVAL;
+    snprintf(e.code, sizeof(e.code), "%s", code);
+    snprintf(e.message, sizeof(e.message), "%s", message);
+    cJSON *o = cJSON_CreateObject(), *err = srv_error_object(&e);
     cJSON_AddStringToObject(o, "type", "error");
-    cJSON_AddStringToObject(e, "code", code);
-    cJSON_AddStringToObject(e, "message", message);
+    if (err) cJSON_AddItemToObject(o, "error", err);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (s) ws_push(h, c, s, strlen(s));
@@ -262,7 +404,7 @@ static void ws_reply_error(srv_http *h, conn *c, const char *code, const char *m
 /* One whole message from a client: {"type": "ping"} is the only request so far. */
 static void ws_message(srv_http *h, conn *c) {
     int limit = bf_context_config(h->app->ctx)->max_json_depth;
-    cJSON *j = srv_json_depth(c->rx, c->rx_len, limit) <= limit
+    cJSON *j = bf_json_check(c->rx, c->rx_len, limit, NULL) == BF_OK
                    ? cJSON_ParseWithLengthOpts(c->rx, c->rx_len, NULL, 0)
                    : NULL;
     cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
@@ -277,28 +419,42 @@ static void ws_message(srv_http *h, conn *c) {
         cJSON_Delete(o);
         if (s) ws_push(h, c, s, strlen(s));
         free(s);
-    } else ws_reply_error(h, c, "bad_request", "unknown message type (known: ping)");
+    } else if (cJSON_IsString(type) && !strcmp(type->valuestring, "view")) {
+        /* {"type": "view", "page": "x", "space": ""|"NAME"}: this socket shows page x of the
+           teacher's pages ("") or of a student's copies; its edits come here live. A student
+           may view the teacher's pages and their own copies; the teacher every space. */
+        const cJSON *page = cJSON_GetObjectItemCaseSensitive(j, "page");
+        const cJSON *space = cJSON_GetObjectItemCaseSensitive(j, "space");
+        const char *sp = cJSON_IsString(space) ? space->valuestring : "";
+        bool ok = cJSON_IsString(page) && (srv_name_ok(page->valuestring) || !page->valuestring[0]) &&
+                  (!sp[0] || c->who.role == SRV_TEACHER ||
+                   (c->who.student && !strcmp(sp, srv_who_name(&c->who))));
+        if (!ok) {
+            ws_reply_error(h, c, "forbidden", "view takes a page name and a space you may read");
+        } else {
+            snprintf(c->view_page, sizeof(c->view_page), "%s", page->valuestring);
+            snprintf(c->view_space, sizeof(c->view_space), "%s", sp);
+            srv_class_viewing(h->app, &c->who, c->view_page);
+            char ack[300];
+            snprintf(ack, sizeof(ack), "{\"type\":\"viewing\",\"page\":\"%s\",\"space\":\"%s\"}",
+                     c->view_page, c->view_space);
+            ws_push(h, c, ack, strlen(ack));
+        }
+    } else ws_reply_error(h, c, "bad_request", "unknown message type (known: ping, view)");
     cJSON_Delete(j);
 }
 
 static int ws_filter(struct lws *wsi, srv_http *h, conn *c) {
     srv_request req;
     srv_response res = {0};
-    if (!request_line(wsi, c) || strcmp(c->path, "/ws")) {
+    if (!request_line(wsi, c) || strcmp(srv_route_strip(h->app, c->path), "/ws")) {
         conn_reset_http(c);
         lws_return_http_status(wsi, 404, NULL);
         return -1;
     }
     collect_headers(wsi, c, &req);
-    int rc = h->app->stopping ? -1 : srv_route_access(h->app, &req, true, &res);
-    char client[72] = "";
-    if (!rc && c->query) {
-        const char *q = strstr(c->query, "client=");
-        if (q && (q == c->query || q[-1] == '&')) {
-            snprintf(client, sizeof(client), "%.*s", (int)strcspn(q + 7, "&"), q + 7);
-            if (!srv_name_ok(client)) client[0] = '\0';
-        }
-    }
+    srv_who who;
+    int rc = h->app->stopping ? -1 : srv_route_access(h->app, &req, true, &who, &res);
     conn_reset_http(c);
     if (rc) {
         lws_return_http_status(wsi, h->app->stopping ? 503 : (unsigned)res.status,
@@ -306,9 +462,77 @@ static int ws_filter(struct lws *wsi, srv_http *h, conn *c) {
         srv_response_free(&res);
         return -1;
     }
-    snprintf(c->ws_client, sizeof(c->ws_client), "%s", client);
+    set_authed(h, wsi);
+    c->who = who;
     return 0;
 }
+
+/* ---- connections: counted from accept to destroy, deadlines swept ------------------------ */
+
+/* Accept time: refuse past the caps with a plain 503 written straight to the new socket. */
+static int filter_connection(srv_http *h, int fd) {
+    const srv_limits *l = &h->app->lim;
+    const char *flag = h->app->n_conns >= l->max_connections ? "--max-connections"
+                       : h->app->n_unauth >= l->max_unauth   ? "--max-unauthenticated"
+                                                        : NULL;
+    if (!flag) return 0;
+    char body[200], msg[400];
+    int bn = snprintf(body, sizeof(body),
+                      "{\"error\":{\"code\":\"busy\",\"message\":\"the server has too many "
+                      "connections (%s); try again shortly\"}}",
+                      flag);
+    int n = snprintf(msg, sizeof(msg),
+                     "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+                     "content-length: %d\r\nretry-after: 1\r\nconnection: close\r\n\r\n%s",
+                     bn, body);
+    if (send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) { /* nothing more to do */ }
+    h->app->conns_refused++;
+    return 1;
+}
+
+static int track_new(srv_http *h, struct lws *wsi) {
+    track *t = calloc(1, sizeof(*t));
+    if (!t) return -1;
+    t->wsi = wsi;
+    t->since_ms = now_ms(h);
+    t->next = h->conns;
+    if (h->conns) h->conns->prev = t;
+    h->conns = t;
+    h->app->n_conns++;
+    h->app->n_unauth++;
+    lws_set_opaque_user_data(wsi, t);
+    return 0;
+}
+
+static void track_free(srv_http *h, struct lws *wsi) {
+    track *t = lws_get_opaque_user_data(wsi);
+    if (!t || t->wsi != wsi) return;
+    if (t->prev) t->prev->next = t->next;
+    else h->conns = t->next;
+    if (t->next) t->next->prev = t->prev;
+    h->app->n_conns--;
+    if (!t->authed) h->app->n_unauth--;
+    lws_set_opaque_user_data(wsi, NULL);
+    free(t);
+}
+
+/* Every second: close connections past their header or body deadline. */
+static void sweep_cb(uv_timer_t *timer) {
+    srv_http *h = timer->data;
+    uint64_t now = now_ms(h), hdr_ms = (uint64_t)(h->app->lim.header_timeout_s * 1000);
+    for (track *t = h->conns; t; t = t->next) {
+        bool late_body = t->body_deadline && now > t->body_deadline;
+        bool late_head = !t->authed && !t->body_deadline && now - t->since_ms > hdr_ms;
+        if (late_body || late_head) {
+            t->body_deadline = 0;
+            t->since_ms = now; /* once */
+            h->app->conns_timed_out++;
+            lws_set_timeout(t->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+        }
+    }
+}
+
+static void sweep_closed(uv_handle_t *handle) { free(handle); }
 
 /* ---- the callback -------------------------------------------------------------------------- */
 
@@ -319,9 +543,21 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     srv_http *h = vh ? lws_get_vhost_user(vh) : NULL;
     /* no vhost, or no per-connection memory (lws refused the request line before allocating
        it, e.g. a NUL in the URI): lws answers by itself */
+    if (h) switch (reason) { /* reasons without per-connection memory */
+        case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+            return filter_connection(h, (int)(intptr_t)in);
+        case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
+            return track_new(h, wsi);
+        case LWS_CALLBACK_WSI_DESTROY:
+            track_free(h, wsi);
+            return 0;
+        default:
+            break;
+        }
     if (!h || !c) return lws_callback_http_dummy(wsi, reason, user, in, len);
     switch (reason) {
     case LWS_CALLBACK_HTTP: {
+        if (c->doomed) return 0; /* a request after a refused one: never read, it closes */
         conn_reset_http(c);
         c->wsi = wsi;
         c->close_after = false;
@@ -329,13 +565,38 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             lws_return_http_status(wsi, 400, NULL);
             return -1;
         }
+        track *t = lws_get_opaque_user_data(wsi);
         char cl[32];
-        long long clen = copy_hdr(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH, cl, sizeof(cl))
-                             ? atoll(cl)
-                             : 0;
+        const char *cls = copy_hdr(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH, cl, sizeof(cl));
+        long long clen = cls ? atoll(cls) : 0;
         if (clen < 0) clen = 0;
+        /* Transfer-Encoding on a request: refused, and the connection closed after the answer
+           (RFC 9112 6.1: with Content-Length it is how a second request is smuggled in) */
+        if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0) {
+            memset(&c->res, 0, sizeof(c->res));
+            srv_error(&c->res, 400, "bad_request",
+                      "a request with Transfer-Encoding is refused; send the body with "
+                      "Content-Length");
+            return refuse(wsi, c);
+        }
+        /* Host, Origin and the token, on the headers alone: a request that fails them is
+           answered and closed before any byte of its body is read */
+        srv_request req;
+        collect_headers(wsi, c, &req);
+        bool open_path = srv_route_is_open(h->app, req.path);
+        memset(&c->res, 0, sizeof(c->res));
+        if (srv_route_access(h->app, &req, !open_path, NULL, &c->res)) return refuse(wsi, c);
+        srv_response_free(&c->res);
+        if (!open_path) set_authed(h, wsi);
+        if (clen > 0 && open_path) {
+            /* the editor's files take no body: answered without reading one */
+            c->close_after = true;
+            c->doomed = true;
+            return respond(wsi, h, c);
+        }
         if ((unsigned long long)clen > h->app->lim.max_body) {
             c->too_big = true; /* answered now; the body is never read */
+            c->doomed = true;
             return respond(wsi, h, c);
         }
         if (clen > 0 && (!strcmp(c->method, "POST") || !strcmp(c->method, "PUT"))) {
@@ -343,11 +604,25 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             c->body = malloc((size_t)clen + 1);
             c->body_cap = c->body ? (size_t)clen : 0;
             if (!c->body) c->too_big = true;
+            if (t) /* one deadline for the whole body, not restarted by each byte */
+                t->body_deadline = now_ms(h) + (uint64_t)(h->app->lim.body_timeout_s * 1000);
             return 0;
+        }
+        if (clen > 0) { /* a body where none is taken (GET, DELETE): not read */
+            c->close_after = true;
+            c->doomed = true;
         }
         return respond(wsi, h, c);
     }
-    case LWS_CALLBACK_HTTP_BODY:
+    case LWS_CALLBACK_HTTP_BODY: {
+        /* lws restarts its own timeout on every byte: the total deadline is checked here (and
+           by the sweep, for a body that stalls) */
+        track *t = lws_get_opaque_user_data(wsi);
+        if (t && t->body_deadline && now_ms(h) > t->body_deadline) {
+            h->app->conns_timed_out++;
+            t->body_deadline = 0;
+            return -1;
+        }
         if (c->too_big || !c->waiting_body) return 0;
         if (c->body_len + len > c->body_cap) {
             c->too_big = true;
@@ -356,11 +631,15 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         memcpy(c->body + c->body_len, in, len);
         c->body_len += len;
         return 0;
-    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+    }
+    case LWS_CALLBACK_HTTP_BODY_COMPLETION: {
         if (!c->waiting_body) return 0;
         c->waiting_body = false;
+        track *t = lws_get_opaque_user_data(wsi);
+        if (t) t->body_deadline = 0;
         if (c->body) c->body[c->body_len] = '\0';
         return respond(wsi, h, c);
+    }
     case LWS_CALLBACK_HTTP_WRITEABLE:
         if (!c->responding) return 0;
         return write_more(wsi, h, c);
@@ -373,12 +652,13 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_ESTABLISHED: {
         c->wsi = wsi;
         c->is_ws = true;
-        if (!c->ws_client[0])
-            snprintf(c->ws_client, sizeof(c->ws_client), "c%llu",
-                     (unsigned long long)++h->app->next_client);
+        /* a random id, known only to this socket: events for it go nowhere else, and an HTTP
+           request naming it (X-Blockflow-Client) must name a connected socket's id */
+        srv_random_hex(c->ws_client, 33);
         c->next_ws = h->ws_list;
         h->ws_list = c;
         h->app->ws_clients++;
+        srv_class_socket(h->app, &c->who, +1);
         char s[128];
         snprintf(s, sizeof(s), "{\"type\":\"hello\",\"client\":\"%s\"}", c->ws_client);
         ws_push(h, c, s, strlen(s));
@@ -410,14 +690,17 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     }
     case LWS_CALLBACK_SERVER_WRITEABLE: {
         if (c->dropped) return -1;
-        ws_msg *m = c->q_head;
-        if (!m) return 0;
-        c->q_head = m->next;
-        if (!c->q_head) c->q_tail = NULL;
-        c->q_bytes -= m->len;
-        int n = lws_write(wsi, m->data + LWS_PRE, m->len, LWS_WRITE_TEXT);
-        free(m);
-        if (n < 0) return -1;
+        /* as many messages as the socket takes now, not one per callback */
+        for (ws_msg *m; (m = c->q_head);) {
+            c->q_head = m->next;
+            if (!c->q_head) c->q_tail = NULL;
+            c->q_bytes -= m->len;
+            h->ws_bytes -= m->len;
+            int n = lws_write(wsi, m->data + LWS_PRE, m->len, LWS_WRITE_TEXT);
+            free(m);
+            if (n < 0) return -1;
+            if (lws_send_pipe_choked(wsi)) break;
+        }
         if (c->q_head) lws_callback_on_writable(wsi);
         return 0;
     }
@@ -426,9 +709,10 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             if (*pp == c) {
                 *pp = c->next_ws;
                 h->app->ws_clients--;
+                srv_class_socket(h->app, &c->who, -1);
                 break;
             }
-        ws_free_queue(c);
+        ws_free_queue(h, c);
         free(c->rx);
         c->rx = NULL;
         return 0;
@@ -449,6 +733,8 @@ srv_http *srv_http_start(srv_app *app, const char *iface, int port, bool ipv6, c
     }
     h->app = app;
     app->emit = emit;
+    app->emit_view = emit_view;
+    app->client_known = client_known;
     app->emit_user = h;
     h->protocols[0] = (struct lws_protocols){
         .name = "blockflow",
@@ -466,7 +752,7 @@ srv_http *srv_http_start(srv_app *app, const char *iface, int port, bool ipv6, c
     info.protocols = h->protocols;
     info.pcontext = &h->ctx;
     info.timeout_secs = 30;
-    info.max_http_header_data = 4096;
+    info.max_http_header_data = 16384; /* a Cookie header of up to 8 KiB, and the rest */
     h->ctx = lws_create_context(&info);
     if (!h->ctx) {
         snprintf(why, n, "cannot start libwebsockets (is libwebsockets-evlib-uv installed?)");
@@ -486,20 +772,36 @@ srv_http *srv_http_start(srv_app *app, const char *iface, int port, bool ipv6, c
         return h; /* the caller runs the loop out and frees with srv_http_free */
     }
     h->port = lws_get_vhost_listen_port(h->vh);
+    if ((h->sweep = malloc(sizeof(*h->sweep)))) {
+        uv_timer_init(app->loop, h->sweep);
+        h->sweep->data = h;
+        uv_timer_start(h->sweep, sweep_cb, 1000, 1000);
+        uv_unref((uv_handle_t *)h->sweep);
+    }
     return h;
 }
 
 int srv_http_port(const srv_http *h) { return h->vh ? h->port : -1; }
 
+static void stop_sweep(srv_http *h) {
+    if (!h->sweep) return;
+    uv_timer_stop(h->sweep);
+    uv_close((uv_handle_t *)h->sweep, sweep_closed);
+    h->sweep = NULL;
+}
+
 void srv_http_stop(srv_http *h) {
-    if (h && h->ctx) lws_context_destroy(h->ctx);
+    if (!h) return;
+    stop_sweep(h);
+    if (h->ctx) lws_context_destroy(h->ctx);
 }
 
 bool srv_http_stopped(const srv_http *h) { return !h || !h->ctx; }
 
 void srv_http_free(srv_http *h) {
     if (!h) return;
+    stop_sweep(h);
     if (h->ctx) lws_context_destroy(h->ctx);
-    if (h->app) h->app->emit = NULL;
+    if (h->app) h->app->emit = NULL, h->app->emit_view = NULL, h->app->client_known = NULL;
     free(h);
 }

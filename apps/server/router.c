@@ -37,26 +37,6 @@ bool srv_secret_eq(const char *a, const char *b) {
     return d == 0 && na == nb;
 }
 
-int srv_json_depth(const char *text, size_t len, int limit) {
-    int depth = 0, max = 0;
-    bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = text[i];
-        if (in_str) {
-            if (c == '\\') i++;
-            else if (c == '"') in_str = false;
-        } else if (c == '"') {
-            in_str = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > max) max = depth;
-            if (max > limit) return max;
-        } else if (c == ']' || c == '}') {
-            depth--;
-        }
-    }
-    return max;
-}
-
 long srv_base64_decode(const char *in, size_t n, unsigned char *out, size_t cap) {
     unsigned acc = 0;
     int bits = 0;
@@ -106,8 +86,32 @@ static bool query_get(const char *q, const char *key, char *buf, size_t size) {
     return false;
 }
 
-/* The token from "Authorization: Bearer T" or the cookie blockflow_token=T, into buf. */
-static bool request_token(const srv_request *req, char *buf, size_t size) {
+void srv_random_hex(char *out, size_t n) {
+    unsigned char b[64];
+    size_t k = (n - 1) / 2 < sizeof(b) ? (n - 1) / 2 : sizeof(b);
+    if (uv_random(NULL, NULL, b, k, 0, NULL) != 0) {
+        FILE *f = fopen("/dev/urandom", "rb");
+        if (!f || fread(b, 1, k, f) != k) abort(); /* no entropy: never serve */
+        fclose(f);
+    }
+    for (size_t i = 0; i < k; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+    out[2 * k] = '\0';
+}
+
+const char *srv_route_strip(const srv_app *app, const char *path) {
+    size_t n = strlen(app->prefix);
+    if (path && n && !strncmp(path, app->prefix, n) && path[n] == '/') return path + n;
+    return path;
+}
+
+bool srv_route_is_open(const srv_app *app, const char *path) {
+    path = srv_route_strip(app, path);
+    return path && (!strcmp(path, "/") || !strcmp(path, "/index.html") ||
+                    !strncmp(path, "/assets/", 8));
+}
+
+/* The token from "Authorization: Bearer T" or this server's cookie (app->cookie_name=T). */
+static bool request_token(const srv_app *app, const srv_request *req, char *buf, size_t size) {
     const char *a = req->authorization;
     if (a && !strncasecmp(a, "Bearer ", 7)) {
         a += 7;
@@ -115,10 +119,11 @@ static bool request_token(const srv_request *req, char *buf, size_t size) {
         snprintf(buf, size, "%s", a);
         return true;
     }
-    for (const char *c = req->cookie; c && *c;) {
+    size_t cn = strlen(app->cookie_name);
+    for (const char *c = req->cookie; cn && c && *c;) {
         while (*c == ' ' || *c == ';') c++;
-        if (!strncmp(c, "blockflow_token=", 16)) {
-            c += 16;
+        if (!strncmp(c, app->cookie_name, cn) && c[cn] == '=') {
+            c += cn + 1;
             size_t n = strcspn(c, "; ");
             if (n >= size) n = size - 1;
             memcpy(buf, c, n);
@@ -149,9 +154,9 @@ static cJSON *parse_body(srv_app *app, const srv_request *req, srv_response *res
         srv_error(res, 400, "bad_request", "this request needs a JSON body");
         return NULL;
     }
-    if (srv_json_depth(req->body, req->body_len, limit) > limit) {
-        srv_error(res, 400, "limit", "the JSON body nests deeper than %d levels "
-                  "(max_json_depth)", limit);
+    bf_error jc = {0};
+    if (bf_json_check(req->body, req->body_len, limit, &jc)) {
+        srv_error_bf(res, 400, &jc);
         return NULL;
     }
     const char *end = NULL;
@@ -180,14 +185,14 @@ static void store_error(srv_response *res, int rc, const char *name) {
     else if (rc == -ELOOP || rc == -EINVAL)
         srv_error(res, 403, "forbidden", "\"%s\" is not a regular file in the pages folder",
                   name);
-    else srv_error(res, 500, "io", "page \"%s\": %s", name, strerror(-rc));
+    else srv_error(res, 500, "io_error", "page \"%s\": %s", name, strerror(-rc));
 }
 
-static void get_page(srv_app *app, const char *name, const srv_request *req,
+static void get_page(srv_app *app, srv_store *st, const char *name, const srv_request *req,
                      srv_response *res) {
     char *text;
     size_t len;
-    int rc = srv_store_read(&app->store, name, &text, &len);
+    int rc = srv_store_read(st, name, &text, &len);
     if (rc) {
         store_error(res, rc, name);
         return;
@@ -197,7 +202,8 @@ static void get_page(srv_app *app, const char *name, const srv_request *req,
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", name);
     cJSON_AddStringToObject(o, "revision", rev);
-    srv_page *p = srv_page_find(app, name);
+    cJSON_AddStringToObject(o, "space", st->label); /* "" the teacher's, else a student's copy */
+    srv_page *p = srv_page_find(app, st, name);
     cJSON_AddBoolToObject(o, "open", p != NULL);
     /* ?view=session: also the page as the open session holds it (edits not yet saved) */
     char view[16];
@@ -209,7 +215,7 @@ static void get_page(srv_app *app, const char *name, const srv_request *req,
     }
     bf_string_free(held);
     int limit = bf_context_config(app->ctx)->max_json_depth;
-    cJSON *page = srv_json_depth(text, len, limit) <= limit
+    cJSON *page = bf_json_check(text, len, limit, NULL) == BF_OK
                       ? cJSON_ParseWithLengthOpts(text, len, NULL, 0)
                       : NULL;
     if (page) cJSON_AddItemToObject(o, "page", page);
@@ -222,11 +228,11 @@ static void get_page(srv_app *app, const char *name, const srv_request *req,
 }
 
 /* The current revision of `name` into rev, or "" when there is no such page. */
-static int current_revision(srv_app *app, const char *name, char rev[17]) {
+static int current_revision(srv_app *app, srv_store *st, const char *name, char rev[17]) {
     char *text;
     size_t len;
     rev[0] = '\0';
-    int rc = srv_store_read(&app->store, name, &text, &len);
+    int rc = srv_store_read(st, name, &text, &len);
     if (rc == 0) {
         srv_revision(text, len, rev);
         free(text);
@@ -246,8 +252,8 @@ static void stale(srv_response *res, const char *name, const char *current) {
     srv_json(res, 409, print(o));
 }
 
-static bool page_busy(srv_app *app, const char *name, srv_response *res) {
-    srv_page *p = srv_page_find(app, name);
+static bool page_busy(srv_app *app, srv_store *st, const char *name, srv_response *res) {
+    srv_page *p = srv_page_find(app, st, name);
     if (p && srv_page_busy(p)) {
         srv_error(res, 409, "busy", "page \"%s\" is running; wait for run_finished or cancel it",
                   name);
@@ -288,7 +294,7 @@ static bool session_holds(srv_page *p, const char *text) {
     return same;
 }
 
-static void put_page(srv_app *app, const char *name, const srv_request *req, srv_response *res) {
+static void put_page(srv_app *app, srv_store *st, const char *name, const srv_request *req, srv_response *res) {
     cJSON *body = parse_body(app, req, res);
     if (!body) return;
     cJSON *page = cJSON_GetObjectItemCaseSensitive(body, "page");
@@ -300,7 +306,7 @@ static void put_page(srv_app *app, const char *name, const srv_request *req, srv
         return;
     }
     char cur[17];
-    int rc = current_revision(app, name, cur);
+    int rc = current_revision(app, st, name, cur);
     if (rc && rc != -ENOENT) {
         store_error(res, rc, name);
         cJSON_Delete(body);
@@ -312,30 +318,30 @@ static void put_page(srv_app *app, const char *name, const srv_request *req, srv
         cJSON_Delete(body);
         return;
     }
-    if (page_busy(app, name, res)) {
+    if (page_busy(app, st, name, res)) {
         cJSON_Delete(body);
         return;
     }
     char *given = cJSON_PrintUnformatted(page);
     cJSON_Delete(body);
     if (!given) {
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         return;
     }
     char *text = canonical_page(app, name, given, strlen(given), res);
     free(given);
     if (!text) return;
     size_t len = strlen(text);
-    rc = srv_store_write(&app->store, name, text, len, cur[0] == '\0');
+    rc = srv_store_write(st, name, text, len, cur[0] == '\0');
     char rev_new[17];
     srv_revision(text, len, rev_new);
     /* an open session that holds exactly this page stays open (its results stay cached);
        one that differs (another client saved other text) is closed, and reopens on use */
-    srv_page *p = srv_page_find(app, name);
+    srv_page *p = srv_page_find(app, st, name);
     if (rc == 0 && p && !session_holds(p, text)) srv_page_close(app, p);
     bf_string_free(text);
     if (rc == -EEXIST) { /* created by someone else meanwhile */
-        current_revision(app, name, cur);
+        current_revision(app, st, name, cur);
         stale(res, name, cur);
         return;
     }
@@ -343,17 +349,18 @@ static void put_page(srv_app *app, const char *name, const srv_request *req, srv
         store_error(res, rc, name);
         return;
     }
+    srv_file_event(app, st, name, rev_new, req->client);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", name);
     cJSON_AddStringToObject(o, "revision", rev_new);
-    cJSON_AddBoolToObject(o, "open", srv_page_find(app, name) != NULL);
+    cJSON_AddBoolToObject(o, "open", srv_page_find(app, st, name) != NULL);
     srv_json(res, cur[0] ? 200 : 201, print(o));
 }
 
-static void delete_page(srv_app *app, const char *name, const srv_request *req,
+static void delete_page(srv_app *app, srv_store *st, const char *name, const srv_request *req,
                         srv_response *res) {
     char want[64], cur[17];
-    int rc = current_revision(app, name, cur);
+    int rc = current_revision(app, st, name, cur);
     if (rc) {
         store_error(res, rc, name);
         return;
@@ -362,12 +369,12 @@ static void delete_page(srv_app *app, const char *name, const srv_request *req,
         stale(res, name, cur);
         return;
     }
-    if (page_busy(app, name, res)) return;
-    if ((rc = srv_store_delete(&app->store, name))) {
+    if (page_busy(app, st, name, res)) return;
+    if ((rc = srv_store_delete(st, name))) {
         store_error(res, rc, name);
         return;
     }
-    srv_page *p = srv_page_find(app, name);
+    srv_page *p = srv_page_find(app, st, name);
     if (p) srv_page_close(app, p);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "deleted", name);
@@ -375,7 +382,7 @@ static void delete_page(srv_app *app, const char *name, const srv_request *req,
 }
 
 /* rename and duplicate: {"to": "new-name"} */
-static void copy_page(srv_app *app, const char *name, bool move, const srv_request *req,
+static void copy_page(srv_app *app, srv_store *st, const char *name, bool move, const srv_request *req,
                       srv_response *res) {
     cJSON *body = parse_body(app, req, res);
     if (!body) return;
@@ -392,14 +399,14 @@ static void copy_page(srv_app *app, const char *name, bool move, const srv_reque
     cJSON_Delete(body);
     int rc;
     if (move) {
-        if (page_busy(app, name, res)) return;
-        rc = srv_store_rename(&app->store, name, dst);
+        if (page_busy(app, st, name, res)) return;
+        rc = srv_store_rename(st, name, dst);
     } else {
         char *text;
         size_t len;
-        rc = srv_store_read(&app->store, name, &text, &len);
+        rc = srv_store_read(st, name, &text, &len);
         if (rc == 0) {
-            rc = srv_store_write(&app->store, dst, text, len, true);
+            rc = srv_store_write(st, dst, text, len, true);
             free(text);
         }
     }
@@ -407,10 +414,10 @@ static void copy_page(srv_app *app, const char *name, bool move, const srv_reque
         store_error(res, rc, rc == -EEXIST ? dst : name);
         return;
     }
-    srv_page *p = move ? srv_page_find(app, name) : NULL;
+    srv_page *p = move ? srv_page_find(app, st, name) : NULL;
     if (p) srv_page_rename(p, dst);
     char rev[17];
-    current_revision(app, dst, rev);
+    current_revision(app, st, dst, rev);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", dst);
     cJSON_AddStringToObject(o, "revision", rev);
@@ -418,19 +425,6 @@ static void copy_page(srv_app *app, const char *name, bool move, const srv_reque
 }
 
 /* ---- check --------------------------------------------------------------------------------- */
-
-cJSON *srv_problems_json(const bf_diags *d, const bf_error *e) {
-    cJSON *arr = cJSON_CreateArray();
-    size_t n = d ? bf_diags_count(d) : 0;
-    for (size_t i = 0; arr && i < n + (n == 0 && e && e->status); i++) {
-        char *text = NULL;
-        cJSON *o = bf_error_json(i < n ? bf_diags_at(d, i) : e, &text, NULL) ? NULL
-                                                                             : cJSON_Parse(text);
-        bf_string_free(text);
-        if (o) cJSON_AddItemToArray(arr, o);
-    }
-    return arr;
-}
 
 /*
  * The check answer: bf_session_check_json (every problem, every port's dtype, shape and label).
@@ -460,9 +454,9 @@ static void check_page(srv_app *app, const char *name, const srv_request *req,
         srv_error(res, 400, "bad_request", "check takes the page to check as its body");
         return;
     }
-    if (srv_json_depth(req->body, req->body_len, limit) > limit) {
-        srv_error(res, 400, "limit", "the JSON body nests deeper than %d levels "
-                  "(max_json_depth)", limit);
+    bf_error jc = {0};
+    if (bf_json_check(req->body, req->body_len, limit, &jc)) {
+        srv_error_bf(res, 400, &jc);
         return;
     }
     bf_diags *d = bf_diags_new();
@@ -475,7 +469,7 @@ static void check_page(srv_app *app, const char *name, const srv_request *req,
                                      BF_LOAD_INCOMPLETE, &page, d, &e)
                      : BF_ENOMEM;
     if (st == BF_OK) st = bf_session_new(app->ctx, page, &s, &e);
-    if (st == BF_ENOMEM) srv_error(res, 500, "no_memory", "out of memory");
+    if (st == BF_ENOMEM) srv_error(res, 500, "out_of_memory", "out of memory");
     else srv_json(res, 200, check_json(s, st, d, &e));
     bf_session_free(s);
     bf_diags_free(d);
@@ -483,7 +477,7 @@ static void check_page(srv_app *app, const char *name, const srv_request *req,
 
 /* ---- edits -------------------------------------------------------------------------------- */
 
-static void edit_page(srv_app *app, const char *name, const char *client,
+static void edit_page(srv_app *app, srv_store *st, const char *name, const char *client,
                       const srv_request *req, srv_response *res) {
     cJSON *body = parse_body(app, req, res);
     if (!body) return;
@@ -493,11 +487,11 @@ static void edit_page(srv_app *app, const char *name, const char *client,
         cJSON_Delete(body);
         return;
     }
-    if (page_busy(app, name, res)) {
+    if (page_busy(app, st, name, res)) {
         cJSON_Delete(body);
         return;
     }
-    srv_page *p = srv_page_open(app, name, client, res);
+    srv_page *p = srv_page_open(app, st, name, client, res);
     if (!p) {
         cJSON_Delete(body);
         return;
@@ -509,17 +503,20 @@ static void edit_page(srv_app *app, const char *name, const char *client,
     bf_diags *d = bf_diags_new();
     bf_error e = {0};
     bf_session *s = srv_page_session(p);
-    bf_status st = d && (text || edits == body) ? bf_session_apply_edits(s, etext, elen, d, &e)
-                                                : BF_ENOMEM;
+    bf_status bst = d && (text || edits == body) ? bf_session_apply_edits(s, etext, elen, d, &e)
+                                                 : BF_ENOMEM;
+    if (bst == BF_OK) { /* every socket viewing this page sees the edit, with its new revision */
+        srv_page_changed(p);
+        srv_page_event(app, p, "page_edited", etext, elen, client);
+    }
     free(text);
     cJSON_Delete(body);
-    if (st) {
-        if (st == BF_ENOMEM) srv_error(res, 500, "no_memory", "out of memory");
+    if (bst) {
+        if (bst == BF_ENOMEM) srv_error(res, 500, "out_of_memory", "out of memory");
         else srv_problems(res, 422, &e, d);
         bf_diags_free(d);
         return;
     }
-    srv_page_changed(p);
     srv_json(res, 200, check_json(s, BF_OK, d, &e));
     bf_diags_free(d);
 }
@@ -581,7 +578,7 @@ static bf_status feed_one(srv_app *app, bf_session *s, const char *id, const cha
     return st;
 }
 
-static void run_page(srv_app *app, const char *name, const char *client, const srv_request *req,
+static void run_page(srv_app *app, srv_store *st, const char *name, const char *client, const srv_request *req,
                      srv_response *res) {
     cJSON *body = NULL;
     if (req->body_len && !(body = parse_body(app, req, res))) return;
@@ -614,12 +611,12 @@ static void run_page(srv_app *app, const char *name, const char *client, const s
         cJSON_Delete(body);
         return;
     }
-    if (page_busy(app, name, res)) {
+    if (page_busy(app, st, name, res)) {
         cJSON_Delete(body);
         return;
     }
-    srv_page *p = srv_page_open(app, name, client, res);
-    if (!p) {
+    srv_page *p = srv_page_open(app, st, name, client, res);
+    if (!p || !srv_app_room_for_run(app, p, res)) {
         cJSON_Delete(body);
         return;
     }
@@ -632,9 +629,10 @@ static void run_page(srv_app *app, const char *name, const char *client, const s
             cJSON_Delete(body);
             return;
         }
-        bf_status st = feed_one(app, srv_page_session(p), f->string, f->valuestring, &budget, &e);
-        if (st) {
-            srv_error_bf(res, st == BF_ELIMIT ? 413 : st == BF_ENOMEM ? 500 : 422, &e);
+        bf_status fst = feed_one(app, srv_page_session(p), f->string, f->valuestring, &budget,
+                                 &e);
+        if (fst) {
+            srv_error_bf(res, fst == BF_ELIMIT ? 413 : fst == BF_ENOMEM ? 500 : 422, &e);
             cJSON_Delete(body);
             return;
         }
@@ -642,7 +640,7 @@ static void run_page(srv_app *app, const char *name, const char *client, const s
     }
     char **fetches = nf ? calloc((size_t)nf, sizeof(char *)) : NULL;
     if (nf && !fetches) {
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         cJSON_Delete(body);
         return;
     }
@@ -808,7 +806,7 @@ static void tensor_npy(const bf_tensor *t, const char *name, srv_response *res) 
     size_t data = (size_t)n * esize, size = total_hdr + pad + data;
     char *buf = malloc(size ? size : 1);
     if (!buf) {
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         return;
     }
     memcpy(buf, "\x93NUMPY\x01\x00", 8);
@@ -900,8 +898,101 @@ static const char index_html[] =
     "<code>blockflow serve</code> printed: API calls need the token.</p>\n";
 
 /* teach_routes.c: explain, gradcheck and grad on open pages; false when `act` is none of them. */
-bool srv_teach_route(srv_app *app, const char *act, const char *name, const char *client,
+bool srv_teach_route(srv_app *app, srv_store *st, const char *act, const char *name, const char *client,
                      const srv_request *req, srv_response *res);
+
+/* POST /api/pages/{name}/update-copy (a student): the copy becomes the teacher's page now. */
+static void update_copy(srv_app *app, const srv_who *who, const char *name, srv_response *res) {
+    srv_store *mine = srv_student_store(who->student);
+    srv_page *p = srv_page_find(app, mine, name);
+    if (p && srv_page_busy(p)) {
+        srv_error(res, 409, "busy", "page \"%s\" is running; wait for run_finished or cancel it",
+                  name);
+        return;
+    }
+    int rc = srv_class_update_copy(app, who->student, name);
+    if (rc) {
+        store_error(res, rc, name);
+        return;
+    }
+    if (p) srv_page_close(app, p); /* reopens from the new copy on use */
+    char rev[17];
+    current_revision(app, mine, name, rev);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "revision", rev);
+    cJSON_AddStringToObject(o, "space", mine->label);
+    srv_json(res, 200, print(o));
+}
+
+/*
+ * /api/class/...: me (anyone with a token), join (the class token), roster and a student's
+ * copies (the teacher: "look over a shoulder", read-only).
+ */
+static void class_route(srv_app *app, const srv_who *who, int n, char seg[6][208],
+                        const char *m, const srv_request *req, srv_response *res) {
+    bool get = !strcmp(m, "GET"), post = !strcmp(m, "POST");
+    const char *what = n >= 3 ? seg[2] : "";
+    if (n == 3 && !strcmp(what, "me")) {
+        if (!get) goto method;
+        srv_class_me(app, who, res);
+        return;
+    }
+    if (!app->classroom) {
+        srv_error(res, 404, "not_found", "this server is not a classroom (blockflow serve "
+                  "--classroom)");
+        return;
+    }
+    if (n == 3 && !strcmp(what, "join")) {
+        if (!post) goto method;
+        if (who->role != SRV_JOINING && who->role != SRV_TEACHER) {
+            srv_error(res, 403, "forbidden", "you have joined already");
+            return;
+        }
+        cJSON *body = parse_body(app, req, res);
+        if (!body) return;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "name");
+        if (!cJSON_IsString(name)) srv_error(res, 400, "bad_request", "join takes {\"name\"}");
+        else srv_class_join(app, name->valuestring, res);
+        cJSON_Delete(body);
+        return;
+    }
+    if (who->role != SRV_TEACHER) {
+        srv_error(res, 403, "forbidden", "only the teacher sees the roster and the students' "
+                  "copies");
+        return;
+    }
+    if (n == 3 && !strcmp(what, "roster")) {
+        if (!get) goto method;
+        srv_class_roster(app, res);
+        return;
+    }
+    if (n >= 5 && !strcmp(what, "students") && !strcmp(seg[4], "pages")) {
+        if (!get) goto method;
+        srv_student *s = srv_student_find(app, seg[3]);
+        if (!s) {
+            srv_error(res, 404, "not_found", "no student named \"%s\"", seg[3]);
+            return;
+        }
+        if (n == 5) {
+            char *list = srv_store_list_json(srv_student_store(s));
+            size_t len = list ? strlen(list) : 0;
+            char *o = list ? malloc(len + 16) : NULL;
+            if (o) snprintf(o, len + 16, "{\"pages\":%s}", list);
+            free(list);
+            srv_json(res, 200, o);
+            return;
+        }
+        if (n == 6 && srv_name_ok(seg[5])) {
+            get_page(app, srv_student_store(s), seg[5], req, res);
+            return;
+        }
+    }
+    srv_error(res, 404, "not_found", "no such endpoint");
+    return;
+method:
+    srv_error(res, 405, "method_not_allowed", "%s is not allowed here", m);
+}
 
 /* Split path into at most 6 segments (no empty ones, at most 200 bytes each). */
 static int split_path(const char *path, char seg[6][208]) {
@@ -920,7 +1011,11 @@ static int split_path(const char *path, char seg[6][208]) {
     return n;
 }
 
-int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_response *res) {
+int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_who *who,
+                     srv_response *res) {
+    srv_who nobody;
+    if (!who) who = &nobody;
+    memset(who, 0, sizeof(*who));
     if (!host_ok(app, req->host)) {
         srv_error(res, 403, "bad_host",
                   "the Host header must name this server's address (a guard against DNS "
@@ -932,29 +1027,44 @@ int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_
         return -1;
     }
     char tok[128];
-    if (need_token) {
-        bool have = request_token(req, tok, sizeof(tok));
-        if (!have && !strcmp(req->path ? req->path : "", "/ws"))
-            have = query_get(req->query, "token", tok, sizeof(tok));
-        if (!have || !srv_secret_eq(tok, app->token)) {
-            srv_error(res, 401, "unauthorized",
-                      have ? "wrong token" : "this needs the token: open the URL that blockflow "
-                      "serve printed, or send Authorization: Bearer TOKEN");
-            return -1;
-        }
+    bool have = request_token(app, req, tok, sizeof(tok));
+    if (!have && !strcmp(req->path ? srv_route_strip(app, req->path) : "", "/ws"))
+        have = query_get(req->query, "token", tok, sizeof(tok));
+    bool known = have && srv_identify(app, tok, who);
+    if (need_token && !known) {
+        srv_error(res, 401, "unauthorized",
+                  have ? "wrong token" : "this needs the token: open the URL that blockflow "
+                  "serve printed, or send Authorization: Bearer TOKEN");
+        return -1;
     }
     return 0;
 }
 
-void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
+void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
     memset(res, 0, sizeof(*res));
+    srv_request stripped = *req_in;
+    stripped.path = srv_route_strip(app, req_in->path);
+    const srv_request *req = &stripped;
     const char *m = req->method ? req->method : "";
-    const char *client = req->client && srv_name_ok(req->client) ? req->client : "";
     char seg[6][208];
     bool root = req->path && (!strcmp(req->path, "/") || !strcmp(req->path, "/index.html"));
     /* the editor's own files hold no data: they need no token (the API they call does) */
     bool asset = req->path && !strncmp(req->path, "/assets/", 8);
-    if (srv_route_access(app, req, !root && !asset, res)) return;
+    srv_who who;
+    if (srv_route_access(app, req, !root && !asset, &who, res)) return;
+    /* X-Blockflow-Client must be the id the server gave a connected WebSocket: ids are random
+       and known only to their socket, so nobody can take another's events or page quota */
+    const char *client = "";
+    if (req->client) {
+        if (!srv_name_ok(req->client) || !app->client_known ||
+            !app->client_known(app->emit_user, req->client)) {
+            srv_error(res, 400, "unknown_client",
+                      "X-Blockflow-Client must be the id of a connected WebSocket (its hello "
+                      "event); reconnect and use the new id");
+            return;
+        }
+        client = req->client;
+    }
     if (asset) {
         if (strcmp(m, "GET") && strcmp(m, "HEAD")) goto method;
         srv_static(app, req->path, res);
@@ -966,9 +1076,22 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
             srv_error(res, 405, "method_not_allowed", "%s / is not allowed", m);
             return;
         }
-        if (query_get(req->query, "token", tok, sizeof(tok)) && srv_secret_eq(tok, app->token))
+        srv_who by_url;
+        if (query_get(req->query, "token", tok, sizeof(tok)) && srv_identify(app, tok, &by_url)) {
+            /* the cookie is named for this server and scoped to its random path, so a browser
+               sends it to no other server, not even one on another port of this machine */
             snprintf(res->set_cookie, sizeof(res->set_cookie),
-                     "blockflow_token=%s; Path=/; HttpOnly; SameSite=Strict", app->token);
+                     "%s=%s; Path=%s/; HttpOnly; SameSite=Strict", app->cookie_name, tok,
+                     app->prefix[0] ? app->prefix : "");
+            if (app->prefix[0] && req->path == req_in->path) { /* "/?token=": to the prefix */
+                snprintf(res->location, sizeof(res->location), "%s/", app->prefix);
+                char *b = malloc(sizeof(res->location) + 20);
+                if (b) snprintf(b, sizeof(res->location) + 20, "{\"location\":\"%s\"}",
+                                res->location);
+                srv_json(res, 303, b);
+                return;
+            }
+        }
         if (app->have_web) {
             srv_static(app, "/", res);
             if (res->status == 200) return;
@@ -993,6 +1116,48 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
     bool get = !strcmp(m, "GET"), post = !strcmp(m, "POST"), put = !strcmp(m, "PUT"),
          del = !strcmp(m, "DELETE");
     const char *what = seg[1];
+    srv_store *st = &app->store; /* whose pages: the teacher's, or a student's copies */
+    if (!strcmp(what, "class")) {
+        class_route(app, &who, n, seg, m, req, res);
+        return;
+    }
+    if (who.role == SRV_JOINING && strcmp(what, "health") && strcmp(what, "blocks")) {
+        srv_error(res, 403, "forbidden", "join the class first (POST /api/class/join "
+                  "{\"name\": \"...\"}), then use the URL it gives");
+        return;
+    }
+    if (who.role == SRV_STUDENT && !strcmp(what, "pages") && n >= 3 && srv_name_ok(seg[2])) {
+        /* a student reads the teacher's page until they have a copy, and every change
+           (edit, save, run, a teaching job) goes to their own copy, made now if needed */
+        const char *act = n == 4 ? seg[3] : "";
+        srv_store *mine = srv_student_store(who.student);
+        char *probe;
+        size_t plen;
+        bool have = srv_store_read(mine, seg[2], &probe, &plen) == 0;
+        if (have) free(probe);
+        if (!strcmp(act, "rename") || !strcmp(act, "duplicate")) {
+            srv_error(res, 403, "forbidden", "students work on their own copy of a page; "
+                      "only the teacher renames or duplicates pages");
+            return;
+        }
+        /* reading (GET, check, open: the editor opens a page to show it) makes no copy */
+        bool writes = (n == 3 && put) || (n == 4 && strcmp(act, "check") && strcmp(act, "close") &&
+                                          strcmp(act, "open"));
+        if (writes && !have) {
+            int rc = srv_class_ensure_copy(app, who.student, seg[2]);
+            if (rc) {
+                store_error(res, rc, seg[2]);
+                return;
+            }
+            have = true;
+        }
+        if (have || (n == 3 && del)) st = mine;
+        if (!strcmp(act, "update-copy")) {
+            if (!post) goto method;
+            update_copy(app, &who, seg[2], res);
+            return;
+        }
+    }
     if (n == 2 && !strcmp(what, "health")) {
         if (!get) goto method;
         cJSON *o = cJSON_CreateObject();
@@ -1003,7 +1168,20 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
         cJSON_AddNumberToObject(o, "active_runs", app->n_active);
         cJSON_AddNumberToObject(o, "ws_clients", app->ws_clients);
         cJSON_AddNumberToObject(o, "ws_dropped", (double)app->ws_dropped);
+        cJSON_AddNumberToObject(o, "ws_queued", (double)app->ws_queued);
+        cJSON_AddNumberToObject(o, "ws_queued_peak", (double)app->ws_queued_peak);
+        cJSON_AddNumberToObject(o, "pages_evicted", (double)app->pages_evicted);
+        cJSON_AddNumberToObject(o, "workers", app->n_threads);
+        cJSON_AddNumberToObject(o, "connections", app->n_conns);
+        cJSON_AddNumberToObject(o, "unauthenticated", app->n_unauth);
+        cJSON_AddNumberToObject(o, "connections_refused", (double)app->conns_refused);
+        cJSON_AddNumberToObject(o, "connections_timed_out", (double)app->conns_timed_out);
         srv_json(res, 200, print(o));
+        return;
+    }
+    if (n == 2 && !strcmp(what, "import")) { /* an enuSpace page (import_routes.c) */
+        if (post) srv_import(app, req, res);
+        else goto method;
         return;
     }
     if (n == 2 && !strcmp(what, "blocks")) {
@@ -1020,9 +1198,9 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
     }
     if (n == 2 && !strcmp(what, "files")) { /* the .npy files a Const may name */
         if (!get) goto method;
-        char *list = srv_store_list_files_json(&app->store, ".npy");
+        char *list = srv_store_list_files_json(st, ".npy");
         if (!list) {
-            srv_error(res, 500, "io", "cannot list the pages folder");
+            srv_error(res, 500, "io_error", "cannot list the pages folder");
             return;
         }
         size_t len = strlen(list);
@@ -1035,15 +1213,21 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
     if (!strcmp(what, "pages")) {
         if (n == 2) {
             if (!get) goto method;
-            char *list = srv_store_list_json(&app->store);
-            if (!list) {
-                srv_error(res, 500, "io", "cannot list the pages folder");
+            char *list = srv_store_list_json(st);
+            char *copies = who.student ? srv_store_list_json(srv_student_store(who.student))
+                                       : strdup("[]");
+            if (!list || !copies) {
+                free(list);
+                free(copies);
+                srv_error(res, 500, "io_error", "cannot list the pages folder");
                 return;
             }
-            size_t len = strlen(list);
-            char *o = malloc(len + 16);
-            if (o) snprintf(o, len + 16, "{\"pages\":%s}", list);
+            size_t len = strlen(list) + strlen(copies);
+            char *o = malloc(len + 32);
+            /* "copies": the pages a student has their own copy of (in a classroom) */
+            if (o) snprintf(o, len + 32, "{\"pages\":%s,\"copies\":%s}", list, copies);
             free(list);
+            free(copies);
             srv_json(res, 200, o);
             return;
         }
@@ -1055,29 +1239,29 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
             return;
         }
         if (n == 3) {
-            if (get) get_page(app, name, req, res);
-            else if (put) put_page(app, name, req, res);
-            else if (del) delete_page(app, name, req, res);
+            if (get) get_page(app, st, name, req, res);
+            else if (put) put_page(app, st, name, req, res);
+            else if (del) delete_page(app, st, name, req, res);
             else goto method;
             return;
         }
         if (n != 4) goto notfound;
         const char *act = seg[3];
         if (!post) goto method;
-        if (!strcmp(act, "rename")) copy_page(app, name, true, req, res);
-        else if (!strcmp(act, "duplicate")) copy_page(app, name, false, req, res);
+        if (!strcmp(act, "rename")) copy_page(app, st, name, true, req, res);
+        else if (!strcmp(act, "duplicate")) copy_page(app, st, name, false, req, res);
         else if (!strcmp(act, "check")) check_page(app, name, req, res);
-        else if (!strcmp(act, "edits")) edit_page(app, name, client, req, res);
-        else if (!strcmp(act, "run")) run_page(app, name, client, req, res);
-        else if (srv_teach_route(app, act, name, client, req, res)) return; /* teach_routes.c */
+        else if (!strcmp(act, "edits")) edit_page(app, st, name, client, req, res);
+        else if (!strcmp(act, "run")) run_page(app, st, name, client, req, res);
+        else if (srv_teach_route(app, st, act, name, client, req, res)) return; /* teach_routes.c */
         else if (!strcmp(act, "open")) {
-            if (page_busy(app, name, res)) return;
-            srv_page *p = srv_page_open(app, name, client, res);
+            if (page_busy(app, st, name, res)) return;
+            srv_page *p = srv_page_open(app, st, name, client, res);
             if (!p) return;
             srv_json(res, 200, check_json(srv_page_session(p), BF_OK, NULL, NULL));
         } else if (!strcmp(act, "close")) {
-            srv_page *p = srv_page_find(app, name);
-            if (p && page_busy(app, name, res)) return;
+            srv_page *p = srv_page_find(app, st, name);
+            if (p && page_busy(app, st, name, res)) return;
             if (p) srv_page_close(app, p);
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "closed", name);
@@ -1088,6 +1272,11 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res) {
     }
     if (!strcmp(what, "runs") && n >= 3) {
         const char *id = seg[2];
+        srv_run *owned = srv_run_find(app, id);
+        if (owned && who.role == SRV_STUDENT && strcmp(srv_run_owner(owned), srv_who_name(&who))) {
+            srv_error(res, 404, "not_found", "no run \"%s\" of yours", id);
+            return;
+        }
         if (n == 4 && !strcmp(seg[3], "cancel")) {
             if (!post) goto method;
             srv_run *r = srv_run_find(app, id);

@@ -38,6 +38,7 @@
 
 struct srv_page {
     char name[128];
+    srv_store *store;      /* the folder it was read from: the teacher's, or a student's */
     char owner[64];        /* client id that opened it ("" = anonymous) */
     bf_session *s;
     bool busy;             /* a run is queued or running: the session belongs to a worker */
@@ -51,6 +52,7 @@ enum { RUN_QUEUED, RUN_DONE }; /* queued covers running: the loop cannot tell */
 
 struct srv_run {
     char id[24];
+    char owner[64];        /* the student it belongs to ("" the teacher: classroom.c) */
     char page_name[128];
     char client[64];
     srv_app *app;
@@ -81,60 +83,11 @@ typedef struct srv_event {
     struct srv_event *next;
 } srv_event;
 
-/* ---- errors as JSON ------------------------------------------------------------------------ */
-
-void srv_response_free(srv_response *r) {
-    free(r->body);
-    r->body = NULL;
-}
-
-void srv_json(srv_response *res, int status, char *json) {
-    free(res->body);
-    res->status = json ? status : 500;
-    res->content_type = "application/json";
-    res->body = json ? json : strdup("{\"error\":{\"code\":\"no_memory\",\"message\":"
-                                     "\"out of memory\"}}");
-    res->body_len = res->body ? strlen(res->body) : 0;
-}
-
-static void error_with(srv_response *res, int status, const char *code, const char *message,
-                       const bf_error *e) {
-    cJSON *root = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(root, "error");
-    cJSON_AddStringToObject(err, "code", code);
-    cJSON_AddStringToObject(err, "message", message);
-    if (e) {
-        if (e->block_id[0]) cJSON_AddStringToObject(err, "block", e->block_id);
-        if (e->port[0]) cJSON_AddStringToObject(err, "port", e->port);
-        if (e->attr[0]) cJSON_AddStringToObject(err, "attr", e->attr);
-        if (e->pointer[0]) cJSON_AddStringToObject(err, "pointer", e->pointer);
-        if (e->line) cJSON_AddNumberToObject(err, "line", e->line);
-        if (e->column) cJSON_AddNumberToObject(err, "column", e->column);
-    }
-    char *text = err ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
-    srv_json(res, status, text);
-}
-
-void srv_error(srv_response *res, int status, const char *code, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    error_with(res, status, code, msg, NULL);
-}
-
-void srv_error_bf(srv_response *res, int status, const bf_error *e) {
-    char code[40];
-    snprintf(code, sizeof(code), "%s", e->code[0] ? e->code : bf_status_name(e->status));
-    error_with(res, status, code, e->message[0] ? e->message : bf_strerror(e->status), e);
-}
-
 /* ---- open pages ---------------------------------------------------------------------------- */
 
-srv_page *srv_page_find(srv_app *app, const char *name) {
+srv_page *srv_page_find(srv_app *app, const srv_store *st, const char *name) {
     for (srv_page *p = app->pages; p; p = p->next)
-        if (!strcmp(p->name, name)) return p;
+        if (p->store == st && !strcmp(p->name, name)) return p;
     return NULL;
 }
 
@@ -148,30 +101,48 @@ void srv_page_changed(srv_page *p) {
     p->last_run = NULL;
 }
 
+void srv_page_event(srv_app *app, srv_page *p, const char *type, const char *edits,
+                    size_t edits_len, const char *by) {
+    if (!app->emit_view) return;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", type);
+    cJSON_AddStringToObject(o, "page", p->name);
+    cJSON_AddStringToObject(o, "space", p->store ? p->store->label : "");
+    cJSON_AddNumberToObject(o, "revision", (double)p->gen);
+    cJSON *e = edits ? cJSON_ParseWithLength(edits, edits_len) : NULL;
+    if (e) cJSON_AddItemToObject(o, "edits", e);
+    cJSON_AddStringToObject(o, "by", by ? by : "");
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (text) app->emit_view(app->emit_user, p->store ? p->store->label : "", p->name, false,
+                             text, strlen(text));
+    free(text);
+}
+
+void srv_file_event(srv_app *app, const srv_store *st, const char *name, const char *revision,
+                    const char *by) {
+    if (!app->emit_view) return;
+    bool teacher = !st->label[0];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", teacher ? "teacher_page_saved" : "page_saved");
+    cJSON_AddStringToObject(o, "page", name);
+    cJSON_AddStringToObject(o, "space", st->label);
+    cJSON_AddStringToObject(o, "revision", revision);
+    cJSON_AddStringToObject(o, "by", by ? by : "");
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    /* the teacher's page saved: every student viewing that page, copy or not, is told (their
+       editor offers "update my copy") */
+    if (text) app->emit_view(app->emit_user, st->label, name, teacher, text, strlen(text));
+    free(text);
+}
+
 void srv_page_rename(srv_page *p, const char *to) { snprintf(p->name, sizeof(p->name), "%s", to); }
 
 static int pages_of(srv_app *app, const char *client) {
     int n = 0;
     for (srv_page *p = app->pages; p; p = p->next) n += !strcmp(p->owner, client);
     return n;
-}
-
-/* An HTTP status for a page that failed to load. */
-static int load_status(bf_status st) {
-    return st == BF_ENOMEM || st == BF_EINTERNAL ? 500 : st == BF_ELIMIT ? 413 : 422;
-}
-
-/*
- * Answer with every problem of a page that did not load: {"error": first, "problems": all}.
- */
-void srv_problems(srv_response *res, int status, const bf_error *first, const bf_diags *d) {
-    srv_error_bf(res, status ? status : load_status(first->status), first);
-    cJSON *root = res->body ? cJSON_Parse(res->body) : NULL;
-    if (!root) return;
-    cJSON_AddItemToObject(root, "problems", srv_problems_json(d, NULL));
-    int code = res->status;
-    srv_json(res, code, cJSON_PrintUnformatted(root));
-    cJSON_Delete(root);
 }
 
 /*
@@ -191,8 +162,55 @@ static bf_status load_session(srv_app *app, const char *name, const char *text, 
     return bf_session_new(app->ctx, page, out, err);
 }
 
-srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_response *res) {
-    srv_page *p = srv_page_find(app, name);
+/* Tensor bytes held by the open pages: what each session held at its peak (its last run). */
+static uint64_t pages_bytes(const srv_app *app) {
+    uint64_t n = 0;
+    for (const srv_page *p = app->pages; p; p = p->next) n += bf_session_peak_bytes(p->s);
+    return n;
+}
+
+/* The open page unused the longest that no run holds, other than `keep`; NULL when none. */
+static srv_page *least_recent_idle(srv_app *app, const srv_page *keep) {
+    srv_page *best = NULL;
+    for (srv_page *p = app->pages; p; p = p->next)
+        if (p != keep && !p->busy && (!best || p->last_used < best->last_used)) best = p;
+    return best;
+}
+
+/*
+ * Server-wide room for one more open page (`adding`) or a run of `keep`: while the open pages
+ * are past --max-open-pages-total or their tensors past --max-memory, close the idle page
+ * unused the longest. false with res filled (503 naming the flag) when that is not enough.
+ */
+static bool make_room(srv_app *app, const srv_page *keep, int adding, srv_response *res) {
+    for (;;) {
+        bool pages_full = app->n_pages + adding > app->lim.max_pages_total;
+        bool mem_full = pages_bytes(app) > app->lim.max_memory;
+        if (!pages_full && !mem_full) return true;
+        srv_page *victim = least_recent_idle(app, keep);
+        if (!victim) {
+            if (pages_full)
+                srv_error(res, 503, "limit", "the server has %d open pages, the most allowed "
+                          "(--max-open-pages-total); try again when one closes",
+                          app->lim.max_pages_total);
+            else
+                srv_error(res, 503, "limit", "the open pages hold more tensor memory than "
+                          "%llu bytes (--max-memory); try again when a run ends",
+                          (unsigned long long)app->lim.max_memory);
+            return false;
+        }
+        app->pages_evicted++;
+        srv_page_close(app, victim);
+    }
+}
+
+bool srv_app_room_for_run(srv_app *app, srv_page *p, srv_response *res) {
+    return make_room(app, p, 0, res);
+}
+
+srv_page *srv_page_open(srv_app *app, srv_store *st, const char *name, const char *client,
+                        srv_response *res) {
+    srv_page *p = srv_page_find(app, st, name);
     if (p) {
         p->last_used = uv_now(app->loop);
         return p;
@@ -204,9 +222,10 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
                   app->lim.max_open_pages);
         return NULL;
     }
+    if (!make_room(app, NULL, 1, res)) return NULL;
     char *text;
     size_t len;
-    int rc = srv_store_read(&app->store, name, &text, &len);
+    int rc = srv_store_read(st, name, &text, &len);
     if (rc) {
         if (rc == -ENOENT) srv_error(res, 404, "not_found", "no page named \"%s\"", name);
         else if (rc == -EFBIG)
@@ -214,15 +233,15 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
         else if (rc == -ELOOP || rc == -EINVAL)
             srv_error(res, 403, "forbidden", "\"%s\" is not a regular file in the pages folder",
                       name);
-        else srv_error(res, 500, "io", "cannot read page \"%s\": %s", name, strerror(-rc));
+        else srv_error(res, 500, "io_error", "cannot read page \"%s\": %s", name, strerror(-rc));
         return NULL;
     }
     bf_diags *diags = bf_diags_new();
     bf_error e = {0};
     bf_session *s = NULL;
-    bf_status st = diags ? load_session(app, name, text, len, &s, diags, &e) : BF_ENOMEM;
+    bf_status lst = diags ? load_session(app, name, text, len, &s, diags, &e) : BF_ENOMEM;
     free(text);
-    if (st) {
+    if (lst) {
         if (!diags) e.status = BF_ENOMEM;
         srv_problems(res, 0, &e, diags);
         bf_diags_free(diags);
@@ -232,11 +251,12 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
     p = calloc(1, sizeof(*p));
     if (!p) {
         bf_session_free(s);
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         return NULL;
     }
     snprintf(p->name, sizeof(p->name), "%s", name);
     snprintf(p->owner, sizeof(p->owner), "%s", client);
+    p->store = st;
     p->s = s;
     p->last_used = uv_now(app->loop);
     p->next = app->pages;
@@ -273,6 +293,10 @@ static void idle_cb(uv_timer_t *t) {
 /* ---- runs ---------------------------------------------------------------------------------- */
 
 const char *srv_run_id(const srv_run *r) { return r->id; }
+void srv_run_set_owner(srv_run *r, const char *student) {
+    snprintf(r->owner, sizeof(r->owner), "%s", student ? student : "");
+}
+const char *srv_run_owner(const srv_run *r) { return r->owner; }
 
 srv_run *srv_run_find(srv_app *app, const char *id) {
     for (srv_run *r = app->runs; r; r = r->next)
@@ -423,14 +447,12 @@ static void add_run_error(cJSON *o, const srv_run *r) {
     const bf_error *e = bf_diags_errors(r->diags) ? NULL : &r->err;
     for (size_t i = 0; !e && i < bf_diags_count(r->diags); i++)
         if (bf_diags_at(r->diags, i)->status) e = bf_diags_at(r->diags, i);
-    cJSON *err = cJSON_AddObjectToObject(o, "error");
-    cJSON_AddStringToObject(err, "code", e->code[0] ? e->code : bf_status_name(e->status));
-    cJSON_AddStringToObject(err, "status", bf_status_name(e->status));
-    cJSON_AddStringToObject(err, "message", e->message);
-    if (e->block_id[0]) cJSON_AddStringToObject(err, "block", e->block_id);
-    if (e->port[0]) cJSON_AddStringToObject(err, "port", e->port);
-    if (e->attr[0]) cJSON_AddStringToObject(err, "attr", e->attr);
-    if (e->pointer[0]) cJSON_AddStringToObject(err, "pointer", e->pointer);
+    bf_error copy = *e;
+    /* one code per outcome, wherever the cancel landed (before the start, in a kernel, in
+       the scheduler): "cancelled" */
+    if (r->status == BF_ECANCELED) snprintf(copy.code, sizeof(copy.code), "cancelled");
+    cJSON *err = srv_error_object(&copy);
+    if (err) cJSON_AddItemToObject(o, "error", err);
 }
 
 /*
@@ -476,6 +498,7 @@ static void execute_teach(srv_run *r) {
     if (atomic_load(&r->cancel)) {
         r->status = BF_ECANCELED;
         r->err.status = BF_ECANCELED;
+        snprintf(r->err.code, sizeof(r->err.code), "cancelled");
         snprintf(r->err.message, sizeof(r->err.message), "the job was cancelled before it started");
     } else if (explain) {
         bf_explain_options eo;
@@ -516,6 +539,7 @@ static void execute(srv_run *r) {
     if (atomic_load(&r->cancel)) {
         r->status = BF_ECANCELED;
         snprintf(r->err.message, sizeof(r->err.message), "run was cancelled before it started");
+        snprintf(r->err.code, sizeof(r->err.code), "cancelled");
         r->err.status = BF_ECANCELED;
     } else {
         bf_run_options o;
@@ -537,19 +561,56 @@ static void execute(srv_run *r) {
     finish(r, o, NULL);
 }
 
+/*
+ * Fair scheduling (under app->mu): the next job is the queued one whose client was served
+ * least recently (a client never served first), earlier jobs first among equals. So one
+ * client's many or long jobs take turns with everybody else's instead of going first.
+ */
+static uint64_t last_served(const srv_app *app, const char *client) {
+    for (int i = 0; i < app->n_served; i++)
+        if (!strcmp(app->served[i].client, client)) return app->served[i].seq;
+    return 0;
+}
+
+static void mark_served(srv_app *app, const char *client) {
+    int at = -1, oldest = 0;
+    for (int i = 0; i < app->n_served && at < 0; i++)
+        if (!strcmp(app->served[i].client, client)) at = i;
+    if (at < 0 && app->n_served < SRV_SERVED_CAP) at = app->n_served++;
+    if (at < 0) { /* full: forget the client served longest ago */
+        for (int i = 1; i < app->n_served; i++)
+            if (app->served[i].seq < app->served[oldest].seq) oldest = i;
+        at = oldest;
+    }
+    snprintf(app->served[at].client, sizeof(app->served[at].client), "%s", client);
+    app->served[at].seq = ++app->serve_seq;
+}
+
+static srv_run *pick_job(srv_app *app) {
+    srv_run *best = NULL, *best_prev = NULL, *prev = NULL;
+    uint64_t best_seq = 0;
+    for (srv_run *r = app->jobs_head; r; prev = r, r = r->next_job) {
+        uint64_t seq = last_served(app, r->client);
+        if (!best || seq < best_seq) best = r, best_prev = prev, best_seq = seq;
+        if (seq == 0) break; /* nobody comes before a client never served */
+    }
+    if (!best) return NULL;
+    if (best_prev) best_prev->next_job = best->next_job;
+    else app->jobs_head = best->next_job;
+    if (app->jobs_tail == best) app->jobs_tail = best_prev;
+    best->next_job = NULL;
+    mark_served(app, best->client);
+    return best;
+}
+
 static void worker_main(void *arg) {
     srv_app *app = arg;
     for (;;) {
         uv_mutex_lock(&app->mu);
         while (!app->jobs_head && !app->quit) uv_cond_wait(&app->cv, &app->mu);
-        srv_run *r = app->jobs_head;
-        if (!r) {
-            uv_mutex_unlock(&app->mu);
-            return;
-        }
-        app->jobs_head = r->next_job;
-        if (!app->jobs_head) app->jobs_tail = NULL;
+        srv_run *r = pick_job(app);
         uv_mutex_unlock(&app->mu);
+        if (!r) return;
         execute(r);
     }
 }
@@ -573,12 +634,14 @@ static srv_run *run_new(srv_app *app, srv_page *p, const char *client, srv_respo
     srv_run *r = calloc(1, sizeof(*r));
     if (!r || !(r->diags = bf_diags_new())) {
         free(r);
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         return NULL;
     }
     snprintf(r->id, sizeof(r->id), "r%llu", (unsigned long long)++app->next_run);
     snprintf(r->page_name, sizeof(r->page_name), "%s", p->name);
     snprintf(r->client, sizeof(r->client), "%s", client);
+    /* a run belongs to whose page it runs: a student's copy, or the teacher's pages ("") */
+    snprintf(r->owner, sizeof(r->owner), "%s", p->store ? p->store->label : "");
     r->app = app;
     r->page = p;
     r->state = RUN_QUEUED;
@@ -624,7 +687,7 @@ srv_run *srv_teach_start(srv_app *app, srv_page *p, const char *client,
     if (!r) return NULL;
     if (!(r->job = malloc(sizeof(*job)))) {
         run_free(r);
-        srv_error(res, 500, "no_memory", "out of memory");
+        srv_error(res, 500, "out_of_memory", "out of memory");
         return NULL;
     }
     *r->job = *job;
@@ -699,6 +762,16 @@ static void async_cb(uv_async_t *a) {
         srv_run *r = ev->run;
         if (r) { /* the run is over: the session is the loop's again */
             r->state = RUN_DONE;
+            if (r->owner[0])
+                srv_class_run_done(app, r->owner, r->id, r->page_name,
+                                   r->status == BF_OK            ? "finished"
+                                   : r->status == BF_ECANCELED ? "cancelled"
+                                                               : "failed",
+                                   r->status ? (r->status == BF_ECANCELED ? "cancelled"
+                                                : r->err.code[0] ? r->err.code
+                                                                 : bf_status_name(r->status))
+                                             : NULL,
+                                   r->status ? r->err.message : NULL);
             app->n_active--;
             app->n_finished++;
             app->result_bytes += r->result_len;
@@ -736,7 +809,18 @@ void srv_limits_init(srv_limits *l) {
     l->run_timeout_s = 300;
     l->max_values = 65536;
     l->max_ws_queue = 8 << 20;
-    l->workers = 4;
+    l->max_ws_total = (size_t)64 << 20;
+    /* one run thread per core: more only make each run slower (kernels use every core) */
+    unsigned cores = uv_available_parallelism();
+    l->workers = cores < 1 ? 1 : cores > 64 ? 64 : (int)cores;
+    l->max_connections = 512;
+    l->max_unauth = 64;
+    l->header_timeout_s = 10;
+    l->body_timeout_s = 30;
+    l->max_pages_total = 256;
+    uint64_t ram = uv_get_total_memory();
+    l->max_memory = ram ? ram / 2 : (uint64_t)4 << 30;
+    l->max_students = 500;
 }
 
 int srv_app_init(srv_app *app, uv_loop_t *loop, const char *pages_dir, const bf_config *cfg,
@@ -824,5 +908,6 @@ void srv_app_free(srv_app *app) {
     uv_cond_destroy(&app->cv);
     uv_mutex_destroy(&app->mu);
     bf_context_free(app->ctx);
+    srv_class_free(app);
     srv_store_close(&app->store);
 }

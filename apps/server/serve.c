@@ -33,6 +33,8 @@ static const char serve_usage[] =
     "  --web DIR            the built editor (default: web/dist of this source tree, else\n"
     "                       ../share/blockflow/web next to the program)\n"
     "  --open               open the URL in a browser\n"
+    "  --classroom          a class: a teacher URL (edits the pages) and a student URL (each\n"
+    "                       student joins by name and works on their own copies; see README)\n"
     "\n"
     "limits (each breach is a 4xx JSON error naming the flag):\n"
     "  --max-body BYTES        HTTP request body (default 1M)\n"
@@ -44,7 +46,17 @@ static const char serve_usage[] =
     "  --run-timeout SECONDS   one run's time limit (default 300)\n"
     "  --max-values N          elements in one ?view=values answer (default 65536)\n"
     "  --max-ws-queue BYTES    unread events before a WebSocket client is dropped (default 8M)\n"
-    "  --workers N             run threads (default 4)\n"
+    "  --max-ws-total BYTES    unread events of all WebSocket clients together; past it the\n"
+    "                          client furthest behind is dropped (default 64M)\n"
+    "  --workers N             run threads (default: the CPU cores)\n"
+    "  --max-connections N     open connections (default 512)\n"
+    "  --max-unauthenticated N connections that have not yet shown the token (default 64)\n"
+    "  --header-timeout SECONDS a request's headers must arrive within this (default 10)\n"
+    "  --body-timeout SECONDS  a request's whole body must arrive within this (default 30)\n"
+    "  --max-open-pages-total N open pages of all clients together (default 256)\n"
+    "  --max-students N        students who may join a classroom (default 500)\n"
+    "  --max-memory BYTES      tensor memory of all open pages together; idle pages are\n"
+    "                          closed first (default: half of the RAM)\n"
     "  --mem-limit BYTES       tensor memory of one open page (default 1G)\n"
     "  --max-page-bytes BYTES  page file size (default 4M)\n";
 
@@ -113,17 +125,6 @@ static bool is_loopback(const char *iface) {
     return !strncmp(iface, "127.", 4) || !strcmp(iface, "::1") || !strcasecmp(iface, "localhost");
 }
 
-static void random_token(char *out, size_t n) {
-    unsigned char b[24];
-    if (uv_random(NULL, NULL, b, sizeof(b), 0, NULL) != 0) {
-        FILE *f = fopen("/dev/urandom", "rb");
-        if (!f || fread(b, 1, sizeof(b), f) != sizeof(b)) abort(); /* no entropy: never serve */
-        fclose(f);
-    }
-    for (size_t i = 0; i < sizeof(b) && 2 * i + 2 < n; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
 /*
  * Find and open the editor's files: --web DIR when given (a warning when unusable), else the
  * source tree's web/dist (BF_WEB_DIR, set by CMake), else ../share/blockflow/web next to the
@@ -166,6 +167,7 @@ int bf_serve_main(int argc, char **argv) {
     const char *listen = "127.0.0.1:8470", *pages = ".", *token = NULL, *web = NULL;
     const char *allow[4];
     int n_allow = 0, open_url = 0;
+    bool classroom = false;
     bf_config cfg;
     bf_config_init(&cfg);
     cfg.max_session_bytes = (uint64_t)1 << 30;
@@ -178,6 +180,10 @@ int bf_serve_main(int argc, char **argv) {
         bool ok = true;
         if (!strcmp(a, "--open")) {
             open_url = 1;
+            continue;
+        }
+        if (!strcmp(a, "--classroom")) {
+            classroom = true;
             continue;
         }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -206,6 +212,18 @@ int bf_serve_main(int argc, char **argv) {
         else if (!strcmp(a, "--run-timeout")) ok = (lim.run_timeout_s = atof(v)) > 0;
         else if (!strcmp(a, "--max-values")) ok = parse_size(v, &u), lim.max_values = u;
         else if (!strcmp(a, "--max-ws-queue")) ok = parse_size(v, &u), lim.max_ws_queue = u;
+        else if (!strcmp(a, "--max-ws-total")) ok = parse_size(v, &u), lim.max_ws_total = u;
+        else if (!strcmp(a, "--max-connections"))
+            ok = parse_size(v, &u) && u < 100000, lim.max_connections = (int)u;
+        else if (!strcmp(a, "--max-unauthenticated"))
+            ok = parse_size(v, &u) && u < 100000, lim.max_unauth = (int)u;
+        else if (!strcmp(a, "--header-timeout")) ok = (lim.header_timeout_s = atof(v)) > 0;
+        else if (!strcmp(a, "--body-timeout")) ok = (lim.body_timeout_s = atof(v)) > 0;
+        else if (!strcmp(a, "--max-open-pages-total"))
+            ok = parse_size(v, &u) && u < 100000, lim.max_pages_total = (int)u;
+        else if (!strcmp(a, "--max-memory")) ok = parse_size(v, &u), lim.max_memory = u;
+        else if (!strcmp(a, "--max-students"))
+            ok = parse_size(v, &u) && u < 100000, lim.max_students = (int)u;
         else if (!strcmp(a, "--mem-limit")) ok = parse_size(v, &u), cfg.max_session_bytes = u;
         else if (!strcmp(a, "--max-page-bytes")) ok = parse_size(v, &u), cfg.max_page_bytes = u;
         else {
@@ -217,6 +235,8 @@ int bf_serve_main(int argc, char **argv) {
             return 2;
         }
     }
+    /* one open page never holds more than all of them may */
+    if (cfg.max_session_bytes > lim.max_memory) cfg.max_session_bytes = lim.max_memory;
     char iface[256];
     int port;
     bool v6;
@@ -255,7 +275,9 @@ int bf_serve_main(int argc, char **argv) {
     }
     open_web(&st->app, web);
     if (token) snprintf(st->app.token, sizeof(st->app.token), "%s", token);
-    else random_token(st->app.token, sizeof(st->app.token));
+    else srv_random_hex(st->app.token, 49);
+    st->app.classroom = classroom;
+    if (classroom) srv_random_hex(st->app.class_token, 49);
     st->http = srv_http_start(&st->app, iface, port, v6, why, sizeof(why));
     int rc = 0;
     if (!st->http || srv_http_port(st->http) < 0) {
@@ -278,18 +300,36 @@ int bf_serve_main(int argc, char **argv) {
         for (int i = 0; i < n_allow && nh < 8; i++)
             snprintf(st->app.hosts[nh++], sizeof(st->app.hosts[0]), "%s:%d", allow[i], port);
         st->app.n_hosts = nh;
+        /* one cookie per server (by port), scoped to a random path of this start */
+        snprintf(st->app.cookie_name, sizeof(st->app.cookie_name), "blockflow_%d", port);
+        char nonce[17];
+        srv_random_hex(nonce, sizeof(nonce));
+        snprintf(st->app.prefix, sizeof(st->app.prefix), "/s/%s", nonce);
         uv_signal_init(&st->loop, &st->sigint);
         uv_signal_init(&st->loop, &st->sigterm);
         st->sigint.data = st->sigterm.data = st;
         uv_signal_start(&st->sigint, on_signal, SIGINT);
         uv_signal_start(&st->sigterm, on_signal, SIGTERM);
         char url[512];
-        snprintf(url, sizeof(url), v6 && !is_loopback(iface) ? "http://[%s]:%d/?token=%s"
-                                                             : "http://%s:%d/?token=%s",
-                 shown, port, st->app.token);
+        snprintf(url, sizeof(url), v6 && !is_loopback(iface) ? "http://[%s]:%d%s/?token=%s"
+                                                             : "http://%s:%d%s/?token=%s",
+                 shown, port, st->app.prefix, st->app.token);
         printf("blockflow serve: pages in %s\n", st->app.store.dir);
+        if (st->app.store.swept)
+            printf("blockflow serve: removed %u temporary files left by a stopped server\n",
+                   st->app.store.swept);
         if (st->app.have_web) printf("blockflow serve: editor from %s\n", st->app.web_dir);
-        printf("blockflow serve: listening on port %d; open\n    %s\n", port, url);
+        if (classroom) {
+            char class_url[512];
+            snprintf(class_url, sizeof(class_url), "%.*s%s", (int)(strstr(url, "?token=") -
+                     url), url, "");
+            printf("blockflow serve: listening on port %d; classroom\n"
+                   "  teacher (edits the pages, sees the roster), open\n    %s\n"
+                   "  students (each joins with a name, works on a copy), open\n    %s?token=%s\n",
+                   port, url, class_url, st->app.class_token);
+        } else {
+            printf("blockflow serve: listening on port %d; open\n    %s\n", port, url);
+        }
         fflush(stdout);
         if (open_url) open_browser(url);
     }

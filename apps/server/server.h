@@ -39,7 +39,19 @@ typedef struct srv_limits {
     size_t max_values;       /* --max-values: elements in a ?view=values answer (65536) */
     size_t max_ws_queue;     /* --max-ws-queue: bytes waiting for one slow WebSocket client
                                 before it is dropped (8 MiB) */
-    int workers;             /* --workers: run threads (4) */
+    size_t max_ws_total;     /* --max-ws-total: bytes waiting for all WebSocket clients
+                                together; past it the client with the longest queue is
+                                dropped (64 MiB) */
+    int workers;             /* --workers: run threads (default: the CPU cores) */
+    int max_connections;     /* --max-connections: open TCP connections (512) */
+    int max_unauth;          /* --max-unauthenticated: connections that have not yet shown
+                                the token (64) */
+    double header_timeout_s; /* --header-timeout: seconds for a request's headers (10) */
+    double body_timeout_s;   /* --body-timeout: seconds for a whole request body (30) */
+    int max_pages_total;     /* --max-open-pages-total: open pages, all clients (256) */
+    uint64_t max_memory;     /* --max-memory: tensor bytes held by all open pages together
+                                (idle pages are closed first; default 1/2 of the RAM) */
+    int max_students;        /* --max-students: students who may join a classroom (500) */
 } srv_limits;
 
 void srv_limits_init(srv_limits *l);
@@ -64,7 +76,8 @@ typedef struct srv_response {
     const char *content_type;  /* static string */
     char *body;                /* malloc'd (free()), may be NULL */
     size_t body_len;
-    char set_cookie[160];      /* "" or a Set-Cookie value */
+    char set_cookie[256];      /* "" or a Set-Cookie value */
+    char location[64];         /* "" or a Location value (303) */
     char disposition[160];     /* "" or a Content-Disposition value */
 } srv_response;
 
@@ -76,12 +89,17 @@ typedef struct srv_store {
     char dir[4096];     /* its absolute path (for the library's "file" resolution) */
     uint64_t max_bytes; /* largest page file read */
     unsigned n_temps;   /* temporary files made so far: part of the next one's name */
+    unsigned swept;     /* temporary files of dead processes removed when it was opened */
+    char label[64];     /* whose pages: "" the teacher's (the folder), else a student's name */
 } srv_store;
 
 /* 1 when `name` is one safe path segment: [A-Za-z0-9._-]{1,100}, no leading dot. */
 bool srv_name_ok(const char *name);
 int srv_store_open(srv_store *st, const char *dir, uint64_t max_bytes, char *why, size_t n);
 void srv_store_close(srv_store *st);
+/* Remove the temporary files that a process no longer running (a server killed in the middle
+ * of a write) left in the folder; returns how many. srv_store_open calls it. */
+unsigned srv_store_sweep(srv_store *st);
 /*
  * Read page `name` (".json" implied) into a malloc'd NUL-terminated buffer. Symbolic links and
  * anything but a regular file are refused. Returns 0, or -ENOENT, -EFBIG, -ELOOP (a link),
@@ -105,8 +123,40 @@ char *srv_store_list_files_json(srv_store *st, const char *ext);
 /* The revision of `len` bytes: 16 hex digits (FNV-1a 64) into rev[17]. */
 void srv_revision(const char *text, size_t len, char rev[17]);
 
-/* ---- open pages, runs and events (runs.c) -------------------------------------------------- */
+/* ---- who a request is (classroom.c) ------------------------------------------------------- */
 typedef struct srv_app srv_app;
+typedef struct srv_student srv_student;
+typedef enum srv_role {
+    SRV_NOBODY = 0,
+    SRV_TEACHER,   /* the server's token: everything (a plain server's only role) */
+    SRV_JOINING,   /* a classroom's class token: may only join */
+    SRV_STUDENT,   /* a student's own token: reads the teacher's pages, writes own copies */
+} srv_role;
+typedef struct srv_who {
+    srv_role role;
+    srv_student *student; /* SRV_STUDENT */
+} srv_who;
+
+/* Who `token` is; false when it is nobody's. */
+bool srv_identify(srv_app *app, const char *token, srv_who *who);
+const char *srv_who_name(const srv_who *who);
+srv_student *srv_student_find(srv_app *app, const char *name);
+srv_store *srv_student_store(srv_student *s);
+void srv_class_join(srv_app *app, const char *name, srv_response *res);
+void srv_class_me(srv_app *app, const srv_who *who, srv_response *res);
+void srv_class_roster(srv_app *app, srv_response *res);
+/* The student's copy of teacher page `name`, made when missing; 0 or -errno. */
+int srv_class_ensure_copy(srv_app *app, srv_student *s, const char *name);
+/* Replace the student's copy with the teacher's page now; 0 or -errno. */
+int srv_class_update_copy(srv_app *app, srv_student *s, const char *name);
+void srv_class_socket(srv_app *app, const srv_who *who, int delta);
+void srv_class_viewing(srv_app *app, const srv_who *who, const char *page);
+void srv_class_run_done(srv_app *app, const char *student, const char *run_id,
+                        const char *page, const char *status, const char *code,
+                        const char *message);
+void srv_class_free(srv_app *app);
+
+/* ---- open pages, runs and events (runs.c) -------------------------------------------------- */
 typedef struct srv_page srv_page;
 typedef struct srv_run srv_run;
 
@@ -114,6 +164,9 @@ typedef struct srv_run srv_run;
  * Where events go: called on the loop thread with one JSON text per event, for the WebSocket
  * clients whose client id is `client` ("" = every client). The text is borrowed.
  */
+/* Clients remembered by the fair scheduler (the one served longest ago is forgotten). */
+#define SRV_SERVED_CAP 512
+
 typedef void (*srv_emit_cb)(void *user, const char *client, const char *json, size_t len);
 
 struct srv_app {
@@ -122,9 +175,20 @@ struct srv_app {
     srv_store store;
     srv_limits lim;
     char token[80];
+    char cookie_name[40];  /* "blockflow_PORT": one cookie per server */
+    bool classroom;        /* --classroom: teacher, class and student tokens (classroom.c) */
+    char class_token[80];  /* the students' URL: may only join */
+    srv_student **students;
+    int n_students;
+    char prefix[40];       /* "/s/RANDOM": the editor's URL path; the cookie is scoped to it */
     char hosts[8][300];    /* accepted Host values ("127.0.0.1:8470", "localhost:8470") */
     int n_hosts;
     srv_emit_cb emit;
+    /* to every socket viewing page `page` of space `space` ("" the teacher's); with
+       any_space, to the viewers of that page name in every space */
+    void (*emit_view)(void *emit_user, const char *space, const char *page, bool any_space,
+                      const char *json, size_t len);
+    bool (*client_known)(void *emit_user, const char *client); /* a connected socket's id */
     void *emit_user;
     /* open pages: a short list (bounded by clients x max_open_pages) */
     srv_page *pages;
@@ -138,12 +202,23 @@ struct srv_app {
     bool stopping;
     int ws_clients;        /* WebSocket clients connected (http.c) */
     uint64_t ws_dropped;   /* clients dropped for not reading (http.c) */
+    size_t ws_queued;      /* bytes queued for all WebSocket clients, after the last event */
+    size_t ws_queued_peak; /* the most they held after an event (--max-ws-total bounds it) */
+    uint64_t pages_evicted; /* idle open pages closed to make room (--max-memory, ...) */
+    int n_conns;           /* TCP connections open (http.c) */
+    int n_unauth;          /* of which have not shown the token */
+    uint64_t conns_refused;   /* refused at accept past --max-connections/-unauthenticated */
+    uint64_t conns_timed_out; /* closed past --header-timeout / --body-timeout */
     /* the worker threads and their job queue */
     uv_thread_t *threads;
     int n_threads;
     uv_mutex_t mu;         /* guards jobs, events, quit */
     uv_cond_t cv;
     srv_run *jobs_head, *jobs_tail;
+    /* fair scheduling: when each client's job was last taken (runs.c, under mu) */
+    struct { char client[64]; uint64_t seq; } served[SRV_SERVED_CAP];
+    int n_served;
+    uint64_t serve_seq;
     struct srv_event *ev_head, *ev_tail;
     bool quit;
     uv_async_t async;      /* workers -> loop: events and finished runs */
@@ -193,18 +268,33 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res);
  * "/ws" the token may also come as ?token=). 0 when allowed, else -1 with res filled (403, 401).
  * The WebSocket upgrade calls it alone.
  */
-int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_response *res);
+int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_who *who,
+                     srv_response *res);
 
 /* What the router needs from runs.c. */
-srv_page *srv_page_find(srv_app *app, const char *name);
+srv_page *srv_page_find(srv_app *app, const srv_store *st, const char *name);
 /* Open `name` (load it into a session) for `client`, or return it when already open. On
  * failure fills res with the error answer and returns NULL. */
-srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_response *res);
+srv_page *srv_page_open(srv_app *app, srv_store *st, const char *name, const char *client,
+                        srv_response *res);
 bool srv_page_busy(const srv_page *p);
+/* Room for a run of open page p under --max-memory (idle pages closed first); false with res
+ * filled (503) when there is none. */
+bool srv_app_room_for_run(srv_app *app, srv_page *p, srv_response *res);
 bf_session *srv_page_session(srv_page *p);
 const char *srv_page_name(const srv_page *p);
 /* A change made to the session: tensors of earlier runs are gone. */
 void srv_page_changed(srv_page *p);
+/* Tell every socket viewing p: {"type", "page", "space", "revision" (p's edit count),
+ * "edits" (the batch, JSON text, may be NULL), "by" (the client id)}. */
+void srv_page_event(srv_app *app, srv_page *p, const char *type, const char *edits,
+                    size_t edits_len, const char *by);
+/* The same for a page file saved by PUT (open or not); the teacher's reach every space. */
+void srv_file_event(srv_app *app, const srv_store *st, const char *name, const char *revision,
+                    const char *by);
+/* The student (name, "" for the teacher) a run belongs to; set once after it starts. */
+void srv_run_set_owner(srv_run *r, const char *student);
+const char *srv_run_owner(const srv_run *r);
 /* Close an open page (not busy). */
 void srv_page_close(srv_app *app, srv_page *p);
 /* Follow a rename of the page file. */
@@ -260,7 +350,12 @@ bool srv_run_cancel(srv_run *r);
 const bf_tensor *srv_run_tensor(srv_run *r, const char *block, const char *port,
                                 const char **why);
 
-/* ---- JSON answers shared by router.c and runs.c -------------------------------------------- */
+/* import_routes.c: POST /api/import, an enuSpace page into the pages folder. */
+void srv_import(srv_app *app, const srv_request *req, srv_response *res);
+
+/* ---- JSON answers (reply.c, a leaf: every other file uses it) ----------------------------- */
+/* `e` as bf_error_json's object (the one form of an error everywhere), or NULL (no memory). */
+struct cJSON *srv_error_object(const bf_error *e);
 /* res <- status with {"error": {"code", "message", and the fields of e that are set}}. */
 void srv_error(srv_response *res, int status, const char *code, const char *fmt, ...);
 void srv_error_bf(srv_response *res, int status, const bf_error *e);
@@ -274,8 +369,12 @@ void srv_json(srv_response *res, int status, char *json);
 
 /* Base64 (RFC 4648, standard alphabet, padding optional). Returns bytes or -1. */
 long srv_base64_decode(const char *in, size_t n, unsigned char *out, size_t cap);
-/* Depth of JSON nesting of a text, scanning strings properly; stops at limit+1. */
-int srv_json_depth(const char *text, size_t len, int limit);
+/* `n - 1` random lowercase hex digits into out[n] (n - 1 even). */
+void srv_random_hex(char *out, size_t n);
+/* `path` without the server's own prefix (app->prefix) when it starts with it. */
+const char *srv_route_strip(const srv_app *app, const char *path);
+/* Whether `path` is served without the token (the editor's files: /, /index.html, /assets/). */
+bool srv_route_is_open(const srv_app *app, const char *path);
 /* Constant-time comparison of two NUL-terminated strings. */
 bool srv_secret_eq(const char *a, const char *b);
 

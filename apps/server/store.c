@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,7 +51,45 @@ int srv_store_open(srv_store *st, const char *dir, uint64_t max_bytes, char *why
         snprintf(why, n, "pages folder %s: %s", st->dir, strerror(errno));
         return -1;
     }
+    st->swept = srv_store_sweep(st);
     return 0;
+}
+
+/*
+ * The pid in a temporary file name of write_temp (".NAME.PID.N.tmp"), or 0 when `fn` is not
+ * one.
+ */
+static long temp_pid(const char *fn) {
+    size_t n = strlen(fn);
+    if (fn[0] != '.' || n < 9 || strcmp(fn + n - 4, ".tmp")) return 0;
+    const char *end = fn + n - 4, *p = end;
+    while (p > fn && p[-1] >= '0' && p[-1] <= '9') p--; /* N */
+    if (p == end || p <= fn || p[-1] != '.') return 0;
+    const char *pid_end = --p;
+    while (p > fn && p[-1] >= '0' && p[-1] <= '9') p--; /* PID */
+    if (p == pid_end || p <= fn + 1 || p[-1] != '.') return 0;
+    return strtol(p, NULL, 10);
+}
+
+unsigned srv_store_sweep(srv_store *st) {
+    int fd = dup(st->dirfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    unsigned removed = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        long pid = temp_pid(e->d_name);
+        struct stat sb;
+        /* only a regular file left by a process that is gone (a server killed mid-write) */
+        if (pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) continue;
+        if (fstatat(st->dirfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) || !S_ISREG(sb.st_mode))
+            continue;
+        if (unlinkat(st->dirfd, e->d_name, 0) == 0) removed++;
+    }
+    closedir(d);
+    return removed;
 }
 
 void srv_store_close(srv_store *st) {

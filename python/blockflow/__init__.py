@@ -21,7 +21,7 @@ from . import ops
 from ._errors import (AttrError, CancelledError, DeviceError, DtypeError, Error,
                       InternalError, InvalidArgumentError, IoError, LimitError, NotFoundError,
                       OutOfMemoryError, ParseError, Problem, SchemaError, ShapeError,
-                      TimedOutError, UnsupportedError)
+                      TimedOutError, UnsupportedError, error_codes)
 from ._lib import lib as _lib
 from ._page import CheckResult, Page, PortInfo, block, blocks, devices, load, loads
 from ._tensor import BFLOAT16 as bfloat16
@@ -34,7 +34,7 @@ __all__ = ["AttrError", "CancelledError", "CheckResult", "DeviceError", "DtypeEr
            "History", "InternalError", "InvalidArgumentError", "IoError", "LimitError",
            "NotFoundError", "OutOfMemoryError", "Page", "ParseError", "PortInfo", "Problem", "SchemaError",
            "ShapeError", "TimedOutError", "UnsupportedError", "block", "blocks", "bfloat16",
-           "devices", "library_path", "load", "loads", "ops"]
+           "devices", "error_codes", "library_path", "load", "loads", "ops"]
 
 # Tracebacks and reprs say blockflow.ShapeError, not blockflow._errors.ShapeError.
 for _name in __all__:

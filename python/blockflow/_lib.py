@@ -158,6 +158,8 @@ _PTR = POINTER(c_void_p)
 # bf_diags) are plain c_void_p; a status is c_int.
 _SIGNATURES = {
     "bf_status_name": (c_char_p, [c_int]),
+    "bf_error_codes": (c_size_t, [POINTER(POINTER(c_char_p))]),
+    "bf_error_code_meaning": (c_char_p, [c_char_p]),
     "bf_strerror": (c_char_p, [c_int]),
     "bf_error_format": (c_int, [_ERR, c_char_p, c_size_t]),
     "bf_diags_new": (c_void_p, []),
@@ -169,6 +171,9 @@ _SIGNATURES = {
     "bf_dtype_size": (c_size_t, [c_int]),
     "bf_dtype_from_name": (c_int, [c_char_p]),
     "bf_tensor_new": (c_int, [c_void_p, c_int, c_int, POINTER(c_int64), _PTR, _ERR]),
+    "bf_tensor_new_uninit": (c_int, [c_void_p, c_int, c_int, POINTER(c_int64), _PTR, _ERR]),
+    "bf_tensor_wrap": (c_int, [c_void_p, c_int, c_int, POINTER(c_int64), c_void_p, c_size_t,
+                               c_void_p, c_void_p, _PTR, _ERR]),
     "bf_tensor_free": (None, [c_void_p]),
     "bf_tensor_dtype": (c_int, [c_void_p]),
     "bf_tensor_rank": (c_int, [c_void_p]),
@@ -205,6 +210,8 @@ _SIGNATURES = {
     "bf_session_page": (c_void_p, [c_void_p]),
     "bf_session_check": (c_int, [c_void_p, c_void_p, _ERR]),
     "bf_session_feed": (c_int, [c_void_p, c_char_p, c_void_p, _ERR]),
+    "bf_session_feed_tensor": (c_int, [c_void_p, c_char_p, c_void_p, _ERR]),
+    "bf_session_take_output": (c_int, [c_void_p, c_char_p, c_char_p, _PTR, _ERR]),
     "bf_session_add_block": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p,
                                      c_char_p, _ERR]),
     "bf_session_remove_block": (c_int, [c_void_p, c_char_p, _ERR]),

@@ -164,6 +164,7 @@ class Page(Training):
         self._s = ctypes.c_void_p()
         self._lock = threading.RLock()
         self._placeholder_dtypes = None
+        self._fed = {}            # placeholder id -> the numpy array its feed borrows
         self._stepping = False  # inside a step loop: only reads are allowed (see _session)
         self.history = None     # the History of the latest train() (_train.py)
         self._free = lib.bf_session_free
@@ -181,6 +182,7 @@ class Page(Training):
                 self._session(change=True)  # not from a train() callback
                 self._free(self._s)
                 self._s = ctypes.c_void_p()
+                self._fed.clear()  # the session no longer reads them
 
     def __del__(self):
         if getattr(self, "_s", None):
@@ -480,35 +482,47 @@ class Page(Training):
                 if b["type"] == "Placeholder" and b["outputs"]["output"].get("dtype")}
         return self._placeholder_dtypes.get(block)
 
-    def feed(self, block, value):
-        """Feed a Placeholder with an array (anything np.asarray takes). The dtype must be the one
-        the Placeholder declares (a float32 array may feed a bfloat16 one); the data is copied,
-        so the array may change afterwards. Blocks downstream are recomputed on the next run."""
+    def feed(self, block, value, *, cast="same_kind", copy=False):
+        """Feed a Placeholder with an array (anything np.asarray takes). Blocks downstream are
+        recomputed on the next run.
+
+        Zero-copy: a C-contiguous, aligned, native-endian array of the Placeholder's dtype is
+        lent to the page, not copied: the page reads it until this block is fed again or the
+        page is closed (it keeps a reference), so do not change it in place meanwhile, or pass
+        copy=True to give the page its own copy. Other arrays are copied once.
+        cast: an array of another dtype is converted when numpy's casting rule allows it
+        ("same_kind", the default: float64 feeds a float32 Placeholder, float never feeds int;
+        "unsafe" converts anything; "no" refuses any difference). A bfloat16 Placeholder takes
+        float32 arrays rounded to nearest even whatever the rule. Raises DtypeError.
+        """
         with self._lock:
             s = self._session(True)
-            want = None
-            if getattr(value, "dtype", None) is not None and value.dtype.kind == "f" \
-                    and value.dtype.itemsize == 4:
-                want = self._placeholder_dtype(block)
-            t = _tensor.to_tensor(self._ctx.ptr, value, want=want, block=block)
-            try:
-                err = _errors.new_error()
-                _errors.check(lib.bf_session_feed(s, cstr(block), t, ctypes.byref(err)), err)
-            finally:
-                lib.bf_tensor_free(t)
+            want = self._placeholder_dtype(block) if cast != "no" else None
+            t, keep = _tensor.feed_tensor(self._ctx.ptr, value, want=want, block=block,
+                                          cast=cast, copy=copy)
+            err = _errors.new_error()
+            # The session takes t, on failure too (then it is freed at once).
+            status = lib.bf_session_feed_tensor(s, cstr(block), t, ctypes.byref(err))
+            _errors.check(status, err)
+            self._fed[block] = keep  # the array the feed reads (None: the page's own copy)
 
     # ---- running -----------------------------------------------------------------------------
-    def run(self, feeds=None, fetch=None, *, device="auto", threads=None, timeout=None):
+    def run(self, feeds=None, fetch=None, *, device="auto", threads=None, timeout=None,
+            cast="same_kind"):
         """Feed, run what the fetches need and is not up to date, and return the results.
 
-        feeds:   {"placeholder id": array}, fed first (as feed()).
+        feeds:   {"placeholder id": array}, fed first (as feed(): zero-copy when the array
+                 allows it, converted as `cast` allows: numpy's "same_kind" by default).
         fetch:   "block", "block:port", or a list of them; None = the page's outputs.
         device:  "auto" (each block's own choice), "cpu" or "gpu" (for every block).
         threads: must equal the page's (the kernel pool belongs to the context, chosen at
                  blockflow.load(..., threads=N)); None = the page's.
         timeout: seconds; the run fails with TimedOutError after that long.
-        Returns {fetch: numpy array}, arrays owned by the caller. Errors raise a blockflow.Error
-        naming the block; completed blocks keep their results. Ctrl-C cancels the run.
+        Returns {fetch: numpy array}, arrays owned by the caller (writeable; later runs never
+        change them). A result of 1 MiB or more is handed over without a copy, so a later run
+        that fetches it again runs that block again (what it reads stays cached); smaller ones
+        are copied and stay cached. Errors raise a blockflow.Error naming the block; completed
+        blocks keep their results. Ctrl-C cancels the run.
         """
         if device not in DEVICE_KINDS:
             raise python_error(InvalidArgumentError, "bad_device",
@@ -522,7 +536,7 @@ class Page(Training):
         with self._lock:
             s = self._session(True)
             for block, value in (feeds or {}).items():
-                self.feed(block, value)
+                self.feed(block, value, cast=cast)
             names = [fetch] if isinstance(fetch, str) else (
                 list(fetch) if fetch is not None else self.outputs)
             opts = new(BfRunOptions)
@@ -540,14 +554,22 @@ class Page(Training):
                 err = _errors.new_error()
                 status = self._run_interruptible(s, opts, diags, err)
                 _errors.check(status, err, diags)
-                results = {}
+                found = []
                 for ref in names:
                     block, port = _split_fetch(ref)
                     t = lib.bf_session_output(s, cstr(block), cstr(port))
                     if not t:  # the run succeeded, so this is a library bug
                         raise python_error(_errors.InternalError, "no_output",
                                            f"no result for fetch {ref!r}", block=block)
-                    results[ref] = _tensor.from_tensor(t)
+                    found.append((ref, block, port, t))
+                results, arrays = {}, {}  # arrays: tensor address -> its array (refs alias)
+                for ref, block, port, t in found:
+                    if t in arrays:  # "b" and "b:output": one tensor, a copy each
+                        results[ref] = arrays[t].copy()
+                    elif lib.bf_tensor_nbytes(t) >= _tensor.TAKE_MIN:
+                        results[ref] = arrays[t] = _tensor.take(s, cstr(block), cstr(port))
+                    else:
+                        results[ref] = arrays[t] = _tensor.from_tensor(t)
                 return results
             finally:
                 lib.bf_diags_free(diags)

@@ -1,10 +1,16 @@
 """One-block helpers with TensorFlow's raw-op signatures: tf.raw_ops.X(...) -> blockflow.ops.x(...).
 
-Each call builds a tiny page as JSON text (a Placeholder per tensor input, a Const for the
-int32 `filter_sizes` / `input_sizes`, the op block), loads it with bf_page_load_string, feeds it,
-runs it and returns the result as a new numpy array. Attribute names, order and defaults are
-TensorFlow's (and graph_schemas/block_catalog.json's). The page is freed on return; contexts
-are shared, so repeated calls do not restart the thread pool.
+The first call of an op signature (the op, its attributes, the dtypes of its tensor inputs,
+the int32 `filter_sizes` / `input_sizes`, device and threads) builds a tiny page as JSON text (a
+Placeholder per tensor input, a Const per size vector, the op block) and makes its session;
+later calls with that signature reuse the session (up to CACHE_SIZE signatures, least recently
+used dropped first), so a call costs a feed per input, a run and the hand-over of the result.
+Inputs are lent to the library without a copy when they are C-contiguous arrays of a supported
+dtype (others are copied once), and the result is handed over without a copy (a writeable numpy
+array owning its memory). Attribute names, order and defaults are TensorFlow's (and
+graph_schemas/block_catalog.json's). Contexts are shared, so calls do not restart the thread
+pool. A cached session keeps the arrays of its last call alive (it reads them: they are
+lent, not copied) until the next call of its signature, or clear_cache().
 
     dw = blockflow.ops.conv2d_backprop_filter(x, [3, 3, 1, 1], dy, strides=[1, 1, 1, 1],
                                               padding="SAME")
@@ -15,49 +21,139 @@ Errors raise the same blockflow.Error subclasses as a page would, naming the op'
 """
 from __future__ import annotations
 
+import ctypes
 import json
+import threading
+from collections import OrderedDict
 
 import numpy as np
 
 from . import _errors, _tensor
-from ._page import loads
+from ._lib import BfRunOptions, cstr, lib, new
+from ._page import Page, loads
 
 __all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input",
            "depthwise_conv2d_native", "depthwise_conv2d_native_backprop_filter",
-           "depthwise_conv2d_native_backprop_input"]
+           "depthwise_conv2d_native_backprop_input", "CACHE_SIZE", "clear_cache"]
 
 _SIZES = ("filter_sizes", "input_sizes")  # int32 shape vectors: Const blocks
+CACHE_SIZE = 64          # op signatures whose session is kept
+_INTERRUPTIBLE = 1 << 22  # inputs of at least this many bytes run where Ctrl-C can cancel
 
 
 def _list(v):
     """An attribute list from a list, tuple or numpy array."""
+    if isinstance(v, (list, tuple)):
+        return [int(x) for x in v]
     return [int(x) for x in np.asarray(v).reshape(-1)]
 
 
+class _Op:
+    """A cached session for one op signature: its page, run options, and the arrays the
+    last call lent it (kept alive until the next call of this signature or clear_cache())."""
+
+    def __init__(self, op, blocks, ports, device, threads):
+        page = {"format": "blockflow.page", "version": 1, "name": op, "blocks": blocks,
+                "outputs": [op]}
+        self.page = loads(json.dumps(page), name=op, threads=threads)
+        self.lock = threading.Lock()
+        self.op = cstr(op)
+        # (port name, C name, bf_dtype, numpy dtype) per tensor input
+        self.ports = [(p, cstr(p), _tensor.bf_dtype_of(d), d) for p, d in ports.items()]
+        self.opts = new(BfRunOptions)
+        lib.bf_run_options_init(ctypes.byref(self.opts))
+        self.err = _errors.new_error()
+        self.dims = {}  # shape -> its ctypes int64 array
+        self.keep = None
+
+    def _dims(self, shape):
+        d = self.dims.get(shape)
+        if d is None:
+            if len(self.dims) > 256:
+                self.dims.clear()
+            d = self.dims[shape] = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+        return d
+
+    def __call__(self, arrays):
+        s = self.page._session(True)
+        ctx = self.page._ctx.ptr
+        err = self.err
+        t = ctypes.c_void_p()
+        for port, c_port, dt, np_dtype in self.ports:
+            a = arrays[port]
+            flags = a.flags
+            if flags.c_contiguous and flags.aligned and a.dtype == np_dtype:  # lent as is
+                _errors.check(lib.bf_tensor_wrap(ctx, dt, a.ndim, self._dims(a.shape),
+                                                 a.ctypes.data, a.nbytes, None, None,
+                                                 ctypes.byref(t), ctypes.byref(err)), err)
+            else:  # copied once (non-contiguous, misaligned or byte-swapped)
+                t = _tensor.feed_tensor(ctx, a, block=port, cast="no", copy=True)[0]
+            # The session takes t, on failure too.
+            _errors.check(lib.bf_session_feed_tensor(s, c_port, t, ctypes.byref(err)), err)
+        self.keep = arrays  # what the session's feeds read
+        if sum(a.nbytes for a in arrays.values()) >= _INTERRUPTIBLE:
+            status = Page._run_interruptible(s, self.opts, None, err)
+        else:
+            status = lib.bf_session_run(s, ctypes.byref(self.opts), None, ctypes.byref(err))
+        _errors.check(status, err)
+        return _tensor.take(s, self.op, None)
+
+
+_cache = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def clear_cache():
+    """Free every cached op session."""
+    with _cache_lock:
+        for op in _cache.values():
+            with op.lock:
+                op.page.close()
+        _cache.clear()
+
+
+def _freeze(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
 def _run_op(op, inputs, attrs, device, threads):
-    """Build, load, feed and run the one-block page of `op`; return its output array."""
-    blocks, feeds = [], {}
+    """Feed and run the cached one-block page of `op` for this signature; return its output."""
+    arrays, ports, sizes = {}, {}, []
     for port, value in inputs.items():
         if port in _SIZES:
-            sizes = _list(value)
-            blocks.append({"id": port, "type": "Const",
-                           "attrs": {"dtype": "int32", "shape": [len(sizes)], "value": sizes}})
-        else:
-            arr = np.asarray(value)
-            dt = _tensor.bf_dtype_of(arr.dtype)
-            if dt is None:
-                raise _errors.python_error(
-                    _errors.DtypeError, "unsupported_dtype",
-                    f"numpy dtype {arr.dtype} is not supported", block=op, port=port)
-            dtype = _tensor.BF_NAME[dt]
-            blocks.append({"id": port, "type": "Placeholder", "attrs": {"dtype": dtype}})
-            feeds[port] = arr
-    blocks.append({"id": op, "type": op, "inputs": {p: p for p in inputs}, "attrs": attrs,
-                   "device": device})
-    page = {"format": "blockflow.page", "version": 1, "name": op, "blocks": blocks,
-            "outputs": [op]}
-    with loads(json.dumps(page), name=op, threads=threads) as p:
-        return p.run(feeds)[op]
+            sizes.append((port, tuple(_list(value))))
+            continue
+        arr = np.asarray(value)
+        if _tensor.bf_dtype_of(arr.dtype) is None:
+            raise _errors.python_error(
+                _errors.DtypeError, "unsupported_dtype",
+                f"numpy dtype {arr.dtype} is not supported", block=op, port=port)
+        arrays[port] = arr
+        ports[port] = arr.dtype.newbyteorder("=")
+    key = (op, tuple((k, _freeze(v)) for k, v in attrs.items()),
+           tuple((p, d.str) for p, d in ports.items()), tuple(sizes), device, threads)
+    with _cache_lock:
+        entry = _cache.get(key)
+        if entry is not None:
+            _cache.move_to_end(key)
+    if entry is None:
+        blocks = [{"id": port, "type": "Const",
+                   "attrs": {"dtype": "int32", "shape": [len(v)], "value": list(v)}}
+                  for port, v in sizes]
+        blocks += [{"id": port, "type": "Placeholder",
+                    "attrs": {"dtype": _tensor.BF_NAME[_tensor.bf_dtype_of(d)]}}
+                   for port, d in ports.items()]
+        blocks.append({"id": op, "type": op, "inputs": {p: p for p in inputs}, "attrs": attrs,
+                       "device": device})
+        entry = _Op(op, blocks, ports, device, threads)
+        with _cache_lock:
+            _cache[key] = entry
+            while len(_cache) > CACHE_SIZE:
+                old = _cache.popitem(last=False)[1]
+                with old.lock:  # not while a call uses it
+                    old.page.close()
+    with entry.lock:  # one call at a time per session (another thread's call waits)
+        return entry(arrays)
 
 
 def _conv_attrs(strides, padding, explicit_paddings, data_format, dilations, **extra):

@@ -117,11 +117,11 @@ static bf_status cuda_session_init(bf_device *dev, const bf_config *cfg, void **
     *device_ctx = NULL;
     CUDA_TRY(cudaSetDevice(dev->ordinal), "cudaSetDevice");
     bf_cuda_ctx *c = bf_calloc(1, sizeof *c);
-    if (!c) return bf_err(err, BF_ENOMEM, "oom", "out of memory for the CUDA session state");
+    if (!c) return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory for the CUDA session state");
     c->ordinal = dev->ordinal;
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
         bf_free(c);
-        return bf_err(err, BF_EINTERNAL, "mutex", "pthread_mutex_init failed");
+        return bf_err(err, BF_EINTERNAL, "thread_error", "pthread_mutex_init failed");
     }
     c->autotune = cfg && cfg->cudnn_autotune;
     c->any_algo = cfg && cfg->cudnn_nondeterministic;

@@ -127,13 +127,21 @@ class TestApi(ServeCase):
 
     def test_index_sets_cookie(self):
         st, body, h = self.api("GET", "/?token=" + self.srv.token, token=False)
-        self.assertEqual(st, 200)
-        self.assertIn(b"blockflow", body)
+        # the cookie is this server's (named by its port), scoped to the random path the
+        # answer sends the browser to: no other server, on any port, ever receives it
+        self.assertEqual(st, 303)
+        loc = h["location"]
+        self.assertRegex(loc, r"^/s/[0-9a-f]{16}/$")
         self.assertIn("HttpOnly", h["set-cookie"])
         self.assertIn("SameSite=Strict", h["set-cookie"])
+        self.assertIn("Path=" + loc, h["set-cookie"])
         cookie = h["set-cookie"].split(";")[0]
-        st, j, _ = self.api("GET", "/api/health", token=False, headers={"Cookie": cookie})
+        self.assertTrue(cookie.startswith("blockflow_%d=" % self.srv.port), cookie)
+        st, j, _ = self.api("GET", loc + "api/health", token=False, headers={"Cookie": cookie})
         self.assertEqual(st, 200)
+        st, body, _ = self.api("GET", loc, token=False)
+        self.assertEqual(st, 200)
+        self.assertIn(b"blockflow", body)
         st, _, h = self.api("GET", "/", token=False)
         self.assertEqual(st, 200)
         self.assertNotIn("set-cookie", h)
@@ -627,21 +635,22 @@ class TestLimits(ServeCase):
              "--max-upload", "100")
 
     def test_open_pages_runs_upload_idle(self):
-        hdr = {"X-Blockflow-Client": "alice"}
+        alice, bob = self.ws(), self.ws()  # client ids are given by the server to a socket
+        hdr = {"X-Blockflow-Client": alice.client}
         for n in ("teach", "feed"):
             st, j, _ = self.api("POST", "/api/pages/%s/open" % n, headers=hdr)
             self.assertEqual(st, 200, j)
         st, j, _ = self.api("POST", "/api/pages/long/open", headers=hdr)
         self.assertEqual(st, 429)
         self.assertIn("--max-open-pages", j["error"]["message"])
-        st, j, _ = self.api("POST", "/api/pages/long/open", headers={"X-Blockflow-Client": "bob"})
+        bob_hdr = {"X-Blockflow-Client": bob.client}
+        st, j, _ = self.api("POST", "/api/pages/long/open", headers=bob_hdr)
         self.assertEqual(st, 200)
         b64 = base64.b64encode(npy_bytes([0] * 64, [8, 8])).decode()
         st, j, _ = self.api("POST", "/api/pages/feed/run", {"feeds": {"p": b64}}, headers=hdr)
         self.assertEqual(st, 413)
         self.assertIn("--max-upload", j["error"]["message"])
-        ws = self.ws()
-        st, j, _ = self.api("POST", "/api/pages/long/run", {}, headers={"X-Blockflow-Client": "bob"})
+        st, j, _ = self.api("POST", "/api/pages/long/run", {}, headers=bob_hdr)
         self.assertEqual(st, 202)
         st, j2, _ = self.api("POST", "/api/pages/teach/run", {}, headers=hdr)
         self.assertEqual(st, 429)
@@ -686,10 +695,15 @@ class TestEditorFiles(ServeCase):
 
     def test_shell_and_assets_without_token(self):
         st, body, h = self.api("GET", "/?token=" + self.srv.token, token=False)
+        self.assertEqual(st, 303)
+        self.assertIn("HttpOnly", h.get("set-cookie", ""))
+        loc = h["location"]
+        st, body, h = self.api("GET", loc, token=False)
         self.assertEqual(st, 200)
         self.assertIn(b"editor shell", body)
         self.assertTrue(h["content-type"].startswith("text/html"))
-        self.assertIn("HttpOnly", h.get("set-cookie", ""))
+        st, body, h = self.api("GET", loc + "assets/main.js", token=False)
+        self.assertEqual((st, body), (200, b"console.log(1)"))
         st, body, h = self.api("GET", "/assets/main.js", token=False)
         self.assertEqual((st, body), (200, b"console.log(1)"))
         self.assertTrue(h["content-type"].startswith("text/javascript"))

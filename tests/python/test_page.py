@@ -132,12 +132,44 @@ def test_results_are_owned_copies():
     a[0] = 5  # writeable, and nobody else's memory
 
 
-def test_feed_copies_the_array():
+def test_feed_lends_the_array_and_copy_true_copies_it():
+    """A C-contiguous array of the Placeholder's dtype is lent, not copied (the page reads it
+    while fed, and keeps it alive); copy=True, another dtype or a non-contiguous view copy."""
+    import gc
+    import weakref
     page = blockflow.loads(identity_page())
     x = np.zeros(4, np.float32)
     page.feed("x", x)
     x[:] = 7
-    assert page.run()["y"].tolist() == [0, 0, 0, 0]
+    assert page.run()["y"].tolist() == [7, 7, 7, 7]  # the placeholder's output is x itself
+    ref = weakref.ref(x)
+    del x
+    gc.collect()
+    assert ref() is not None  # the page keeps what it reads
+    page.feed("x", np.ones(4, np.float32))
+    gc.collect()
+    assert ref() is None  # fed again: let go
+    for x, copy in ((np.zeros(4, np.float32), True), (np.zeros(4, np.float64), False),
+                    (np.zeros(8, np.float32)[::2], False)):
+        page.feed("x", x, copy=copy)
+        x[:] = 7
+        assert page.run()["y"].tolist() == [0, 0, 0, 0]
+
+
+def test_large_results_are_handed_over_without_a_copy():
+    """A result of TAKE_MIN bytes or more becomes a numpy array over the library's memory: its
+    base owns the tensor, it is writeable, and later runs and close() leave it alone."""
+    from blockflow import _tensor
+    n = _tensor.TAKE_MIN // 4
+    page = blockflow.loads(identity_page())
+    a = page.run(feeds={"x": np.full(n, 1, np.float32)})["y"]
+    assert isinstance(a.base, _tensor.Result) and not a.flags.owndata and a.flags.writeable
+    b = page.run(feeds={"x": np.full(n, 2, np.float32)})["y"]
+    page.run()
+    assert ran(page)["y"] == "ran"  # handed over: fetching it again runs the block again
+    page.close()
+    a[0] = 5
+    assert (a[1:] == 1).all() and (b == 2).all() and a[0] == 5
 
 
 def test_stats_and_devices():

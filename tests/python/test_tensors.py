@@ -75,10 +75,29 @@ def test_unsupported_dtypes(bad):
     assert isinstance(e.value, TypeError)
 
 
-def test_dtype_must_match_placeholder():
+def test_dtype_must_match_placeholder_with_cast_no():
     page = blockflow.loads(identity_page("float32"))
     with pytest.raises(blockflow.DtypeError, match="fed a float64 tensor, expected float32"):
-        page.run(feeds={"x": np.zeros(3)})
+        page.run(feeds={"x": np.zeros(3)}, cast="no")
+
+
+def test_feeds_cast_by_numpys_same_kind_rule():
+    """float64 feeds a float32 Placeholder (rounded as numpy's astype), int32 an int64 one;
+    float never feeds int, and cast="unsafe" allows it (truncation, as astype)."""
+    x = np.array([0.1, 1 / 3, -2.5, 1e30], np.float64)
+    out = blockflow.loads(identity_page("float32")).run(feeds={"x": x})["y"]
+    assert out.dtype == np.float32
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out, x.astype(np.float32))
+    i = np.array([1, -2, 3], np.int32)
+    out = blockflow.loads(identity_page("int64")).run(feeds={"x": i})["y"]
+    assert out.dtype == np.int64 and out.tolist() == [1, -2, 3]
+    page = blockflow.loads(identity_page("int32"))
+    with pytest.raises(blockflow.DtypeError, match="'same_kind' does not convert float64"):
+        page.run(feeds={"x": np.array([1.5])})
+    assert page.run(feeds={"x": np.array([1.5, -2.7])}, cast="unsafe")["y"].tolist() == [1, -2]
+    with pytest.raises(blockflow.InvalidArgumentError, match="cast must be one of"):
+        page.run(feeds={"x": i}, cast="sometimes")
 
 
 def test_bfloat16_page_with_float32_arrays():

@@ -4,6 +4,17 @@
  * it; X-Blockflow-Client names this tab's WebSocket so run events come here only.
  */
 
+/**
+ * The folder the editor was served from: the server serves it under a random path of its
+ * start (/s/RANDOM/) and scopes its login cookie to that path, so every call goes there too.
+ * '/api/x' -> '/s/RANDOM/api/x' (or '/api/x' when served from '/').
+ */
+export function served(path, pathname = (typeof location === 'undefined' ? '/' : location.pathname)) {
+  const base = pathname.replace(/[^/]*$/, '');
+  if (base !== '/' && path.startsWith(base)) return path; /* already there */
+  return base + path.replace(/^\//, '');
+}
+
 export class ApiError extends Error {
   constructor(status, body) {
     const e = (body && body.error) || {};
@@ -28,7 +39,7 @@ export class Api {
     const headers = {};
     if (this.client) headers['X-Blockflow-Client'] = this.client;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const r = await fetch(path, {
+    const r = await fetch(served(path), {
       method, headers, credentials: 'same-origin',
       body: body === undefined ? undefined : JSON.stringify(body),
     });
@@ -61,10 +72,18 @@ export class Api {
     return this.req('POST', this.page(name) + '/run', fetchIds ? {fetch: fetchIds} : {});
   }
   cancel(runId) { return this.req('POST', `/api/runs/${runId}/cancel`); }
+  /* the classroom (blockflow serve --classroom) */
+  me() { return this.req('GET', '/api/class/me'); }
+  join(name) { return this.req('POST', '/api/class/join', {name}); }
+  roster() { return this.req('GET', '/api/class/roster'); }
+  studentPage(student, name) {
+    return this.req('GET', `/api/class/students/${encodeURIComponent(student)}/pages/${encodeURIComponent(name)}`);
+  }
+  updateCopy(name) { return this.req('POST', this.page(name) + '/update-copy'); }
   tensorUrl(runId, spec, view, slice) {
     let u = `/api/runs/${runId}/tensors/${encodeURIComponent(spec)}?view=${view}`;
     if (slice !== undefined) u += `&slice=${encodeURIComponent(slice)}`;
-    return u;
+    return served(u); /* also a link's href (the .npy download): under the served folder */
   }
   tensor(runId, spec, view = 'summary', slice) {
     return this.req('GET', this.tensorUrl(runId, spec, view, slice));
@@ -80,7 +99,7 @@ export function connectEvents({onHello, onEvent, onState}) {
   let stopped = false;
   const open = () => {
     const proto = location.protocol === 'https:' ? 'wss' : 'ws';
-    ws = new WebSocket(`${proto}://${location.host}/ws`);
+    ws = new WebSocket(`${proto}://${location.host}${served('/ws')}`);
     ws.onopen = () => onState && onState('open');
     ws.onmessage = (m) => {
       let ev;
@@ -94,5 +113,12 @@ export function connectEvents({onHello, onEvent, onState}) {
     };
   };
   open();
-  return () => { stopped = true; if (ws) ws.close(); };
+  const stop = () => { stopped = true; if (ws) ws.close(); };
+  /* send a message on the socket when it is open ({"type": "view", ...}); false otherwise */
+  stop.send = (msg) => {
+    if (!ws || ws.readyState !== 1) return false;
+    ws.send(JSON.stringify(msg));
+    return true;
+  };
+  return stop;
 }

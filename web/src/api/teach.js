@@ -122,11 +122,12 @@ export class Gate {
     this.current = null;
     this.running = false;
     this.jobSinceRun = false; /* a job replaced the last page run's tensors */
+    this.edited = false;      /* the page changed since the last run */
   }
   /** The page was edited: the last run's and job's tensors are gone (the server says 410). */
   stale() {
     this.current = null;
-    this.jobSinceRun = true;
+    this.edited = true;
   }
 
   /** Start a page run: no read of an earlier job's tensors after this. */
@@ -134,6 +135,7 @@ export class Gate {
     this.running = true;
     this.current = null;
     this.jobSinceRun = false;
+    this.edited = false;
     return this.serial(fn).catch((e) => { this.running = false; throw e; });
   }
   serial(fn) {

@@ -35,11 +35,17 @@ export default function AttrField({w, block, value, files, problem, onCommit, on
   };
   const id = `attr-${block.id}-${w.name}`;
   let control;
+  /* a value the page holds that is not one of the choices (a typo in the file): shown as
+   * it is, marked invalid, until one of the choices replaces it */
+  const invalid = w.options && value !== undefined && value !== null &&
+                  !w.options.some((o) => String(o) === String(value));
   if (w.options) {
     control = (
-      <select id={id} value={value === undefined ? '' : String(value)}
+      <select id={id} value={value === undefined || value === null ? '' : String(value)}
+              aria-invalid={invalid || undefined}
               onChange={(e) => commit(e.target.value === '' ? null :
                 w.widget === 'bool' ? e.target.value === 'true' : e.target.value)}>
+        {invalid && <option value={String(value)} disabled>{String(value)} (invalid)</option>}
         {!w.required && <option value="">({defaultText(w)})</option>}
         {w.required && value === undefined && <option value="">choose…</option>}
         {w.options.map((o) => <option key={String(o)} value={String(o)}>{String(o)}</option>)}
@@ -80,14 +86,16 @@ export default function AttrField({w, block, value, files, problem, onCommit, on
     );
   }
   return (
-    <div className={`field attr ${err || problem ? 'bad' : ''}`} data-testid={id}>
+    <div className={`field attr ${err || problem || invalid ? 'bad' : ''}`} data-testid={id}>
       <div className="attr-head">
         <label htmlFor={id}>{w.name}</label>
         <span className="muted kind">{w.kind}{fixed ? `×${w.length}` : ''} · {defaultText(w)}</span>
         <DocToggle label={`About ${w.name}`}><p>{w.doc}</p></DocToggle>
       </div>
       {control}
-      {(err || problem) && <div className="err" role="alert">{err || problem.message}</div>}
+      {(err || problem || invalid) && <div className="err" role="alert">
+        {err || (problem ? problem.message : `"${value}" is not one of ${w.options.join(', ')}`)}
+      </div>}
     </div>
   );
 }

@@ -32,6 +32,7 @@ export default function BottomPanel({api, page, problems, run, selectedBlock, in
   };
   useEffect(() => {
     if (run && run.state === 'finished' && selectedBlock && tab !== 'teach') setTab('output');
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   }, [run && run.state, selectedBlock && selectedBlock.id]);
   if (!page) return null;
   return (

@@ -4,6 +4,7 @@
 import React, {useCallback, useEffect, useMemo, useRef, useState} from 'react';
 import {Background, Controls, ReactFlow, useReactFlow} from '@xyflow/react';
 import {pageToGraph} from '../model/page.js';
+import {listProblems} from '../model/runState.js';
 import {panToShow} from '../model/viewport.js';
 import BlockNode from './BlockNode.jsx';
 import WireEdge from './WireEdge.jsx';
@@ -14,10 +15,14 @@ const edgeTypes = {wire: WireEdge};
 export default function Canvas({page, index, check, run, selected, onSelect, onConnect,
                                 onRemoveBlocks, onDisconnect, onMove, onDropBlock}) {
   const flow = useReactFlow();
-  const [drag, setDrag] = useState(null); /* {id, x, y} while a block is dragged */
+  /* {id: {x, y}} of the blocks being dragged (all the selected ones move together), shown
+   * over the page's positions until the drop turns them into one set_ui edit batch */
+  const [drag, setDrag] = useState(null);
+  const dragRef = useRef(null);
   const [selEdges, setSelEdges] = useState([]);
   const graph = useMemo(() => pageToGraph(page, index, check,
-                                          {status: run ? run.status : null}),
+                                          {status: run ? run.status : null,
+                                           problems: listProblems(check, run)}),
                         [page, index, check, run]);
   /* React Flow's measured size of each block, carried on the nodes we pass: a node object
    * without `measured` is taken for a new node, unmeasured until the next frame, and a fit
@@ -25,7 +30,7 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
   const sizes = useRef(new Map());
   const nodes = graph.nodes.map((n) => ({
     ...n,
-    position: drag && drag.id === n.id ? {x: drag.x, y: drag.y} : n.position,
+    position: drag && drag[n.id] ? drag[n.id] : n.position,
     selected: selected.includes(n.id),
     measured: sizes.current.get(n.id),
   }));
@@ -47,6 +52,8 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
       if (ready || ++tries > 300) { /* about 5 s of frames: fit what there is */
         fitted.current = page.name;
         flow.fitView({padding: 0.2, maxZoom: 1.1});
+        /* for the browser tests: the view is framed */
+        if (pane.current) pane.current.dataset.fitted = 'yes';
         return;
       }
       frame = requestAnimationFrame(attempt);
@@ -80,15 +87,19 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
   }, [keepSelectedInView]);
 
   const onNodesChange = useCallback((changes) => {
-    let sel = null;
+    let sel = null, moving = null, dropped = null;
     for (const c of changes) {
-      if (c.type === 'position' && c.position) {
-        if (c.dragging) setDrag({id: c.id, ...c.position});
-      } else if (c.type === 'position' && c.dragging === false) {
-        setDrag((d) => {
-          if (d && d.id === c.id) onMove(c.id, {x: d.x, y: d.y});
-          return null;
-        });
+      if (c.type === 'position') {
+        /* while dragging: positions to show; at the drop (dragging false, with the final
+         * position; the arrow keys' moves come the same way): the edit */
+        if (c.dragging) {
+          moving = moving || {...(dragRef.current || {})};
+          if (c.position) moving[c.id] = c.position;
+        } else {
+          dropped = dropped || {};
+          const at = c.position || (dragRef.current || {})[c.id];
+          if (at) dropped[c.id] = at;
+        }
       } else if (c.type === 'dimensions' && c.dimensions) {
         const before = sizes.current.get(c.id);
         sizes.current.set(c.id, c.dimensions);
@@ -102,8 +113,17 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
       }
       /* removals come once, blocks and wires together, through onDelete below */
     }
-    if (sel) onSelect([...sel]);
-  }, [selected, onSelect, onMove, keepSelectedInView]);
+    if (moving) {
+      dragRef.current = moving;
+      setDrag(moving);
+    }
+    if (dropped) {
+      dragRef.current = null;
+      setDrag(null);
+      if (Object.keys(dropped).length) onMove(dropped);
+    }
+    if (sel) onSelect([...sel].filter((id) => page.blocks.some((b) => b.id === id)));
+  }, [page, selected, onSelect, onMove, keepSelectedInView]);
 
   const onEdgesChange = useCallback((changes) => {
     let sel = null;
@@ -145,7 +165,7 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
       <ReactFlow
         nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes}
         onNodesChange={onNodesChange} onEdgesChange={onEdgesChange} onConnect={onConnect}
-        onDelete={onDelete}
+        onDelete={onDelete} nodeDragThreshold={0}
         deleteKeyCode={['Delete', 'Backspace']} multiSelectionKeyCode={['Shift', 'Meta', 'Control']}
         minZoom={0.2} maxZoom={2.5} proOptions={{hideAttribution: true}}
         onPaneClick={() => { onSelect([]); setSelEdges([]); }}

@@ -24,7 +24,10 @@ function TextCommit({label, value, onCommit, multiline, testid}) {
     v = value || '';
     setDraft({field, text: v});
   }
-  const commit = () => { if (v !== (value || '')) onCommit(v); };
+  /* a refused value (a taken block id) goes back to the value held; the message says why */
+  const commit = () => {
+    if (v !== (value || '') && onCommit(v) === false) setDraft({field, text: value || ''});
+  };
   const props = {value: v, 'aria-label': label, 'data-testid': testid,
                  onChange: (e) => setDraft({field, text: e.target.value}), onBlur: commit,
                  onKeyDown: (e) => { if (e.key === 'Enter' && !multiline) commit(); }};
@@ -48,7 +51,7 @@ function WireSelect({page, index, check, block, port, source, onWire}) {
   );
 }
 
-export default function Inspector({page, index, check, block, files, onChange, onSelect,
+export default function Inspector({page, index, check, block, files, onChange, onRename,
                                    onRefreshFiles, onEditValue, onWire}) {
   if (!page || !index) {
     return <aside className="inspector" aria-label="Inspector"><h2>Inspector</h2>
@@ -92,7 +95,7 @@ export default function Inspector({page, index, check, block, files, onChange, o
       </DocToggle>}
       <label className="field">Block id
         <TextCommit label="Block id" value={block.id} testid="block-id"
-                    onCommit={(id) => { onChange([{op: 'rename_block', id: block.id, new_id: id}]); onSelect([id]); }} />
+                    onCommit={(id) => onRename(block.id, id)} />
       </label>
       <label className="field">Device
         <select value={block.device || 'auto'} aria-label="Device"

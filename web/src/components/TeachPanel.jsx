@@ -32,8 +32,10 @@ function useSlice(api, gate, runId, spec, layout, picks) {
     gate.read(runId, () => api.tensor(runId, spec, 'summary'))
       .then((s) => live && s && setSummary(s)).catch((e) => live && setErr(e));
     return () => { live = false; };
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   }, [runId, spec]);
   const sl = useMemo(() => (summary ? sliceSpec(summary.shape, layout, picks) : null),
+                     // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
                      [summary, layout, JSON.stringify(picks)]);
   useEffect(() => {
     if (!sl || !runId || summary.run_id !== runId) return;
@@ -41,6 +43,7 @@ function useSlice(api, gate, runId, spec, layout, picks) {
     gate.read(runId, () => api.tensor(runId, spec, 'values', sl.slice))
       .then((w) => live && w && setWin({slice: sl.slice, w})).catch((e) => live && setErr(e));
     return () => { live = false; };
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   }, [sl && sl.slice, summary]);
   const ready = summary && win && sl && win.slice === sl.slice && summary.run_id === runId;
   return {summary, values: ready ? win.w.values : null, sl: ready ? sl : null, err};
@@ -65,8 +68,10 @@ function Pickers({sl, picks, setPicks, note}) {
 function TensorMap({api, gate, runId, spec, name, title, layout, initialPicks, elements, picked,
                     onPick, onHover, tone, note, onGone}) {
   const [picks, setPicks] = useState(initialPicks || {});
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   useEffect(() => setPicks(initialPicks || {}), [JSON.stringify(initialPicks)]);
   const {summary, values, sl, err} = useSlice(api, gate, runId, spec, layout, picks);
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   useEffect(() => { if (err && err.status === 410 && onGone) onGone(); }, [err]);
   if (err && err.status !== 410) return <div className="err">{title}: {err.message}</div>;
   if (!sl) return <div className="gridmap muted">{title}: loading…</div>;
@@ -208,6 +213,7 @@ export default function TeachPanel({api, events, gate, docName, block, check, ru
     }
     inflight.current = false;
     setBusy(false);
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   }, [api, events, docName, block.id]);
 
   /* the first element on opening, and again after a run or a change of the page */
@@ -219,6 +225,7 @@ export default function TeachPanel({api, events, gate, docName, block, check, ru
     const cur = selRef.current;
     const fits = cur && cur.length === outShape.length && cur.every((v, i) => v < outShape[i]);
     runExplain(fits ? cur : outShape.map(() => 0));
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   }, [block.id, JSON.stringify(outShape), runDone, JSON.stringify(attrs), check]);
 
   const checkGradient = async () => {
@@ -337,6 +344,7 @@ function PaddingSlice({api, gate, runId, spec, layout, taps, padding, formula, n
                        tapsLabel, ringTaps = [], ringTruncated}) {
   /* the slice (batch, channel) holding the most taps, those in the padding included */
   const picks = useMemo(() => bestPicks([...taps, ...ringTaps], layout),
+                        // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
                         [JSON.stringify(taps), JSON.stringify(ringTaps), layout]);
   const {summary, values, sl} = useSlice(api, gate, runId, spec, layout, picks);
   if (!sl || !padding) return null;

@@ -21,15 +21,19 @@ export default function TensorView({api, run, block, index, onRunTo, gate, room 
   const spec = block ? (port === outputs[0] ? block.id : `${block.id}:${port}`) : null;
   /* a teaching job (explain, gradcheck) since the run replaced its tensors */
   const replaced = !!(gate && (gate.jobSinceRun || gate.running));
-  const ready = run && run.id && run.state === 'finished' && !replaced;
+  const edited = !!((gate && gate.edited) || (run && run.stale));
+  const ready = run && run.id && run.state === 'finished' && !replaced && !edited;
 
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   useEffect(() => { setPort(outputs[0]); setPicks({}); }, [block && block.id]);
   useEffect(() => { if (block) setLayout(defaultLayout(block.type, block.attrs)); },
+            // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
             [block && block.id, block && JSON.stringify(block.attrs)]);
   useEffect(() => {
     setSummary(null); setWin(null); setErr(null);
     if (!ready || !spec) return;
     api.tensor(run.id, spec, 'summary').then(setSummary).catch((e) => setErr(e));
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   }, [ready, run && run.id, spec]);
 
   const sl = useMemo(() => (summary ? sliceSpec(summary.shape, layout, picks) : null),
@@ -37,6 +41,7 @@ export default function TensorView({api, run, block, index, onRunTo, gate, room 
   useEffect(() => {
     if (!sl || !summary) return;
     api.tensor(run.id, spec, 'values', sl.slice).then(setWin).catch((e) => setErr(e));
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   }, [sl && sl.slice, summary]);
 
   if (!block) return <p className="muted">Select a block to see its output after a run.</p>;
@@ -44,8 +49,9 @@ export default function TensorView({api, run, block, index, onRunTo, gate, room 
     return (
       <div className="muted">
         <p>{run && run.state === 'running' ? 'Running…'
+          : !run || !run.id ? `The page has not run yet: run it to see “${block.id}”'s output.`
+          : edited || (err && err.status === 410) ? 'The page changed since the last run: run it again to see this output.'
           : replaced ? 'The Teach tab ran the page since the last run: run it again to see this output.'
-          : err && err.status === 410 ? 'The page changed since the last run.'
           : err && err.status === 404 ? `The last run did not compute “${block.id}”.`
           : `No result for “${block.id}” yet.`}</p>
         <button onClick={() => onRunTo(block.id)}>▶ Run to “{block.id}”</button>

@@ -14,14 +14,17 @@ export class History {
     this.undone = [];
   }
 
-  /** Record that the page went from `before` to `after`; `key` merges repeated gestures. */
-  push(before, after, key = null, now = Date.now()) {
+  /** Record that the page went from `before` to `after`; `key` merges repeated gestures.
+   * `selection`: the selected block ids before the change (an undo selects them again). */
+  push(before, after, key = null, now = Date.now(), selection = null) {
     const last = this.done[this.done.length - 1];
     if (key && last && last.key === key && now - last.at <= this.mergeMs) {
       last.after = after;
       last.at = now;
     } else {
-      this.done.push({before, after, key, at: now});
+      const step = {before, after, key, at: now};
+      if (selection) step.selection = selection;
+      this.done.push(step);
       if (this.done.length > this.limit) this.done.shift();
     }
     this.undone = [];

@@ -120,7 +120,8 @@ export function edgeId(target, port) {
  */
 export function pageToGraph(page, index, check, extra = {}) {
   const pos = layout(page);
-  const probs = problemsByBlock(check);
+  /* the check's problems, or (extra.problems) those with the last run's added */
+  const probs = problemsByBlock(extra.problems ? {problems: extra.problems} : check);
   const info = (check && check.blocks) || {};
   const nodes = (page.blocks || []).map((b) => ({
     id: b.id,

@@ -1,0 +1,91 @@
+// editor_store.test.js - the editor's store (src/model/store.js) and operations
+// (src/model/editor.js) against a stand-in server: edits reach the server as batches and
+// update the page at once, moves are undoable set_ui edits, run events are applied once per
+// scheduled frame.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import {createStore} from '../src/model/store.js';
+import {Editor} from '../src/model/editor.js';
+import {indexCatalog} from '../src/model/catalog.js';
+
+test('store: set merges, tells listeners once per change, and skips no-op sets', () => {
+  const s = createStore({a: 1, b: 2});
+  let calls = 0;
+  const stop = s.subscribe(() => calls++);
+  const first = s.get();
+  s.set({a: 1});
+  assert.equal(calls, 0);
+  assert.equal(s.get(), first, 'an unchanged state keeps its identity');
+  s.set((st) => ({b: st.b + 1}));
+  assert.deepEqual(s.get(), {a: 1, b: 3});
+  assert.equal(calls, 1);
+  stop();
+  s.set({a: 5});
+  assert.equal(calls, 1);
+});
+
+const catalog = {blocks: [
+  {type: 'Const', category: 'generic', inputs: [], outputs: [{name: 'output'}], attrs: []},
+  {type: 'Identity', category: 'array', inputs: [{name: 'input', dtypes: ['float32']}],
+   outputs: [{name: 'output'}], attrs: []},
+]};
+const page0 = {format: 'blockflow.page', version: 1, name: 'p', outputs: ['b'], blocks: [
+  {id: 'a', type: 'Const', ui: {x: 0, y: 0}},
+  {id: 'b', type: 'Identity', inputs: {input: 'a'}, ui: {x: 300, y: 0}},
+]};
+
+function fakeApi() {
+  const sent = [];
+  return {
+    sent, client: 'c1',
+    getPage: async () => ({page: structuredClone(page0), revision: 'r1',
+                           session_page: null}),
+    open: async () => ({ok: true, problems: [], blocks: {}}),
+    edits: async (name, edits) => { sent.push(edits); return {ok: true, problems: [], blocks: {}}; },
+  };
+}
+
+async function opened() {
+  const api = fakeApi();
+  const frames = [];
+  const ed = new Editor(api, {schedule: (f) => frames.push(f)});
+  ed.set({index: indexCatalog(catalog)});
+  await ed.openPage('p');
+  return {ed, api, frames};
+}
+
+test('a move is a set_ui edit: sent, marked unsaved, undoable, redoable', async () => {
+  const {ed, api} = await opened();
+  assert.equal(ed.state.dirty, false);
+  ed.moveBlocks({a: {x: 150.4, y: 20}, b: {x: 300, y: 0}});
+  await ed.queue.idle();
+  assert.deepEqual(api.sent, [[{op: 'set_ui', block: 'a', ui: {x: 150, y: 20}}]],
+                   'one edit, only for the block that moved');
+  assert.equal(ed.state.dirty, true);
+  assert.deepEqual(ed.state.page.blocks[0].ui, {x: 150, y: 20});
+  assert.equal(ed.state.canUndo, true);
+  ed.undo();
+  await ed.queue.idle();
+  assert.deepEqual(ed.state.page.blocks[0].ui, {x: 0, y: 0});
+  assert.deepEqual(api.sent[1], [{op: 'set_ui', block: 'a', ui: {x: 0, y: 0}}]);
+  ed.redo();
+  assert.deepEqual(ed.state.page.blocks[0].ui, {x: 150, y: 20});
+});
+
+test('run events wait for the next frame and are applied together', async () => {
+  const {ed, frames} = await opened();
+  let renders = 0;
+  ed.store.subscribe(() => renders++);
+  for (let i = 0; i < 50; i++) {
+    ed.onEvent({type: 'block_finished', page: 'p', run_id: 'r9', block: i % 2 ? 'a' : 'b',
+                device: 'cpu', ms: i});
+  }
+  ed.onEvent({type: 'run_finished', page: 'p', run_id: 'r9', ms: 7});
+  assert.equal(frames.length, 1, 'one frame scheduled for the whole burst');
+  assert.equal(renders, 0);
+  frames[0]();
+  assert.equal(renders, 1, 'one state change for the burst');
+  assert.equal(ed.state.run.state, 'finished');
+  assert.equal(ed.state.run.status.a.ms, 49);
+  assert.match(ed.state.message.text, /finished in 7\.00 ms/);
+});
