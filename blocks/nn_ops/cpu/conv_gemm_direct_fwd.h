@@ -30,16 +30,6 @@
 #define SD_NV 2
 #endif
 #define SD_RB 6
-/* SD_RUNS: the reduction walked as runs of contiguous x (a row's kw * C values when the
-   column dilation is 1, else C per column tap), each output pixel's broadcasts read through a
-   pointer of its own at a shared index, four steps a pass (91 instructions per 48 FMAs).
-   Without it each step loads its x offset from a table (xoff) and recomputes the six
-   broadcast addresses: about 29 instructions per 12 FMAs on AVX2, near Zen 3's dispatch
-   width. Interleaved A/B on a Zen 3 (AVX2), 1 thread, CPU time, runs / table: vgg 3x3/128
-   FWD 0.92x and BWD_INPUT 0.89x, atrous 3x3/256 0.87x and 0.89x, stem FWD 0.94x, rn50
-   3x3/64 BWD_INPUT 0.94x and FWD 1.05x (inside that run's noise). Not measured on an
-   AVX-512 machine, so the AVX-512 build keeps the table loop. */
-#define SD_RUNS (BF_VEC_BYTES < 64)
 #define SD_KWC_MAX 1024 /* k_w * in_c of the per-task tap offset table */
 
 typedef struct bf_sd_plan {
@@ -119,47 +109,6 @@ bf_sd_block(int rb, const bf_sd_plan *p, const T *const *xb, const int64_t *khv,
         for (int i = 0; i < rb; i++)
 #pragma GCC unroll 8
             for (int v = 0; v < SD_NV; v++) acc[i][v] = (bf_vec){0};
-#if SD_RUNS
-        /* the taps of a row as contiguous runs of x (see SD_RUNS): one pointer per output
-           pixel, a shared index, four steps a pass with constant displacements */
-        const int64_t C = g->in_c, run = g->dil_w == 1 ? kwc : C;
-        const int64_t nruns = kwc / run, rstride = g->dil_w * C;
-        for (int64_t r = 0; r < nk; r++) {
-            for (int64_t s = 0; s < nruns; s++) {
-                const T *restrict ws = wp + (khv[r] * kwc + s * run) * nvl;
-                const T *xi[SD_RB];
-#pragma GCC unroll 32
-                for (int i = 0; i < rb; i++) xi[i] = xb[r] + s * rstride + i * ps;
-                int64_t j = 0;
-                for (; j + 4 <= run; j += 4)
-#pragma GCC unroll 4
-                    for (int u = 0; u < 4; u++) {
-                        bf_vec wv[SD_NV];
-#pragma GCC unroll 8
-                        for (int v = 0; v < SD_NV; v++)
-                            wv[v] = bf_ldv(ws + (j + u) * nvl + v * BF_VL);
-#pragma GCC unroll 32
-                        for (int i = 0; i < rb; i++) {
-                            bf_vec xv = bf_vsplat(xi[i][j + u]);
-#pragma GCC unroll 8
-                            for (int v = 0; v < SD_NV; v++)
-                                acc[i][v] = BF_VFMA_(xv, wv[v], acc[i][v]);
-                        }
-                    }
-                for (; j < run; j++) {
-                    bf_vec wv[SD_NV];
-#pragma GCC unroll 8
-                    for (int v = 0; v < SD_NV; v++) wv[v] = bf_ldv(ws + j * nvl + v * BF_VL);
-#pragma GCC unroll 32
-                    for (int i = 0; i < rb; i++) {
-                        bf_vec xv = bf_vsplat(xi[i][j]);
-#pragma GCC unroll 8
-                        for (int v = 0; v < SD_NV; v++) acc[i][v] = BF_VFMA_(xv, wv[v], acc[i][v]);
-                    }
-                }
-            }
-        }
-#else
         for (int64_t r = 0; r < nk; r++) {
             const T *restrict xr = xb[r];
             const T *restrict wr = wp + khv[r] * kwc * nvl;
@@ -176,7 +125,6 @@ bf_sd_block(int rb, const bf_sd_plan *p, const T *const *xb, const int64_t *khv,
                 }
             }
         }
-#endif
         /* constant indices only, so acc stays in registers */
 #pragma GCC unroll 32
         for (int i = 0; i < rb; i++) {
@@ -307,6 +255,5 @@ static bool bf_sd_bwd_geom(const bf_conv_geom *g, bf_conv_geom *g2) {
 
 #undef SD_NV
 #undef SD_RB
-#undef SD_RUNS
 #undef SD_C_MAX
 #undef SD_KWC_MAX
