@@ -50,9 +50,12 @@ typedef struct bf_sd_plan {
    14.5 -> 13.6 ms; the stride-2 3x3/256 (10.7 -> 12.3 ms) and the 1x1 256->64 (6.0 -> 6.5 ms)
    lose, so they stay on the GEMM. Against the GEMM that reads A in place (UKRI), FWD and
    BWD_INPUT: atrous 3x3/256 0.95x and 0.94x of this kernel's time, rn50 3x3/64 1.07x, vgg
-   3x3/128 1.08x. With AVX2's 6 x 16 in-place microkernel the direct kernel keeps up to 256
-   channels: on the GEMM, atrous 3x3/256 FWD took 1.10x and BWD_INPUT 1.08x (1 thread). */
-#if defined(UKRI) && BF_VEC_BYTES >= 64
+   3x3/128 1.08x. AVX2 (6 x 16 in-place microkernel) draws the same line: on a Zen 5 the
+   GEMM took atrous 3x3/256 1.10x (FWD) and 1.08x (BWD_INPUT) of the direct kernel's time, but
+   on a Zen 3 (32 KiB L1; the direct kernel's 147 KiB filter block per 16 channels) it takes
+   0.90x and 0.95x (minima of 6 interleaved runs, 1 thread, CPU time; medians 0.75x, 0.85x),
+   and the Zen 5 with AVX2 is a CPU that runs AVX-512 anyway. */
+#if defined(UKRI)
 #define SD_C_MAX 128
 #else
 #define SD_C_MAX 256
