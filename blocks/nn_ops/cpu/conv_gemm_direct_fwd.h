@@ -50,12 +50,16 @@ typedef struct bf_sd_plan {
    14.5 -> 13.6 ms; the stride-2 3x3/256 (10.7 -> 12.3 ms) and the 1x1 256->64 (6.0 -> 6.5 ms)
    lose, so they stay on the GEMM. Against the GEMM that reads A in place (UKRI), FWD and
    BWD_INPUT: atrous 3x3/256 0.95x and 0.94x of this kernel's time, rn50 3x3/64 1.07x, vgg
-   3x3/128 1.08x. AVX2 (6 x 16 in-place microkernel) draws the same line: on a Zen 5 the
+   3x3/128 1.08x. AVX2 (6 x 16 in-place microkernel) draws it lower, at 64: on a Zen 5 the
    GEMM took atrous 3x3/256 1.10x (FWD) and 1.08x (BWD_INPUT) of the direct kernel's time, but
-   on a Zen 3 (32 KiB L1; the direct kernel's 147 KiB filter block per 16 channels) it takes
-   0.90x and 0.95x (minima of 6 interleaved runs, 1 thread, CPU time; medians 0.75x, 0.85x),
-   and the Zen 5 with AVX2 is a CPU that runs AVX-512 anyway. */
-#if defined(UKRI)
+   on a Zen 3 (32 KiB L1; the direct kernel reads a 9 * C * 16-float filter block per 16
+   output channels, 147 KiB for 256 channels, 73 KiB for 128) the GEMM takes atrous 0.90x and
+   0.95x, vgg 3x3/128 0.91x and 0.87x (minima of 5-6 interleaved runs, 1 thread, CPU time;
+   medians 0.75-0.85x), and rn50 3x3/64 1.01x and 0.99x (medians 0.89x, 0.80x), so 64 stays
+   direct. (The Zen 5 runs AVX-512 anyway.) */
+#if defined(UKRI) && BF_VEC_BYTES < 64
+#define SD_C_MAX 64
+#elif defined(UKRI)
 #define SD_C_MAX 128
 #else
 #define SD_C_MAX 256
