@@ -19,6 +19,9 @@
  *   one sentence; no allocation is needed to fill it, so it works when memory is exhausted.
  * - A `bf_diags *` collects *all* problems of a page at once (validation), plus warnings. It
  *   may be NULL when the caller only wants the first error.
+ * - Every function checks its handles and out-parameters: a NULL context, page, session,
+ *   tensor, diags list or out-pointer gives BF_EINVAL ("bad_argument"), never a crash; getters
+ *   given NULL return NULL, 0, -1 (a rank) or NaN (an element), _init and _free do nothing.
  * - Whoever calls a _new or _load function calls the matching _free; every _free accepts NULL.
  *   Getters return borrowed pointers whose lifetime is stated on each.
  * - Nothing here prints. The CLI and the server present errors with bf_error_format().
@@ -123,6 +126,7 @@ BF_API const char *bf_strerror(bf_status status);
     XX(bad_state, "a block's state is invalid")                                                   \
     XX(bad_update, "a variable update is invalid")                                                \
     XX(bad_version, "the page's format version is not supported")                                 \
+    XX(batch_not_divisible, "a sharded batch does not divide evenly among the ranks")             \
     XX(busy, "the page or the server is busy; try again")                                         \
     XX(cancelled, "the run or job was cancelled")                                                 \
     XX(cublas, "cuBLAS failed")                                                                   \
@@ -130,6 +134,7 @@ BF_API const char *bf_strerror(bf_status status);
     XX(cudnn, "cuDNN failed")                                                                     \
     XX(cycle, "the page's links form a cycle")                                                    \
     XX(device_copy, "a copy between devices is not possible")                                     \
+    XX(diverged, "a Variable differs between the ranks of a job")                                 \
     XX(division_by_zero, "an integer division by zero")                                           \
     XX(double_update, "a variable is updated twice in one run")                                   \
     XX(dtype_mismatch, "dtypes that must agree do not")                                           \
@@ -141,6 +146,7 @@ BF_API const char *bf_strerror(bf_status status);
     XX(forbidden, "the operation is not allowed")                                                 \
     XX(gone, "the result was replaced or dropped")                                                \
     XX(gpu_unsupported, "this block or dtype has no GPU kernel")                                  \
+    XX(import_failed, "an enuSpace page could not be imported")                                   \
     XX(internal, "an internal error of blockflow")                                                \
     XX(io_error, "a file could not be read or written")                                           \
     XX(legacy_attr_form, "an attribute uses an older accepted form (warning)")                    \
@@ -151,12 +157,14 @@ BF_API const char *bf_strerror(bf_status status);
     XX(missing_attr, "a required attribute is missing")                                           \
     XX(missing_feed, "a Placeholder was not fed")                                                 \
     XX(missing_input, "a required input is not linked")                                           \
+    XX(mpi_error, "an MPI call failed")                                                           \
     XX(no_dependency, "the output does not depend on that block")                                 \
     XX(no_device_ctx, "a device kernel ran without its device context")                           \
     XX(no_exec, "a kernel ran without its execution context")                                     \
     XX(no_fetch, "nothing to fetch")                                                              \
     XX(no_gpu, "no GPU is available")                                                             \
     XX(no_gradient, "the block has no gradient")                                                  \
+    XX(no_mpi, "blockflow was built without Open MPI")                                            \
     XX(no_state, "the block keeps no state")                                                      \
     XX(no_update, "nothing updates the variable")                                                 \
     XX(not_feedable, "the block cannot be fed")                                                   \
@@ -164,7 +172,9 @@ BF_API const char *bf_strerror(bf_status status);
     XX(nul_in_string, "a JSON string holds a NUL")                                                \
     XX(out_of_memory, "out of memory")                                                            \
     XX(page_too_large, "the page file is larger than the limit")                                  \
+    XX(rank_failed, "another rank of the job failed, so this one stopped too")                    \
     XX(ref_not_variable, "a reference input is not a Variable")                                   \
+    XX(round_mismatch, "the ranks of a job reduce different amounts in one all-reduce round")     \
     XX(scheduler, "the scheduler could not run a block")                                          \
     XX(shape_mismatch, "shapes that must agree do not")                                           \
     XX(shape_unknown, "a shape is not known before the run")                                      \
@@ -187,7 +197,8 @@ BF_API const char *bf_strerror(bf_status status);
     XX(unsupported, "not supported")                                                              \
     XX(unsupported_npy, "a .npy feature that is not supported")                                   \
     XX(unsupported_npz, "a .npz feature that is not supported")                                   \
-    XX(workspace, "a kernel's planned workspace is missing or too small")
+    XX(workspace, "a kernel's planned workspace is missing or too small")                         \
+    XX(wrong_rank_count, "the page was built for another number of ranks than the job has")
 
 /* The meaning of stable error code `code` (one phrase), or NULL when it is not one. */
 BF_API const char *bf_error_code_meaning(const char *code);
@@ -366,6 +377,15 @@ BF_API bf_status bf_tensor_save_npy(const bf_tensor *t, const char *path, bf_err
 BF_API bf_status bf_tensor_load_npz(const bf_context *ctx, const char *path, const char *key,
                                     bf_tensor **out, bf_error *err);
 
+/*
+ * Write the n tensors ts[i] as arrays keys[i] of one .npz archive (numpy.savez's form: stored,
+ * not compressed; numpy.load reads it), atomically as bf_tensor_save_npy. bfloat16 is written
+ * as float32 (exact widening). Keys are up to 200 bytes; each array below 4 GiB.
+ * Errors: BF_EINVAL (NULL argument, a tensor not in host memory), BF_ELIMIT, BF_EIO, BF_ENOMEM.
+ */
+BF_API bf_status bf_tensor_save_npz(const char *path, const char *const *keys,
+                                    const bf_tensor *const *ts, int n, bf_error *err);
+
 /* ---------------------------------------------------------------------------------------------
  * Context: configuration, limits, the kernel thread pool and the devices. One per program is
  * typical; sessions borrow it and it must outlive them.
@@ -392,6 +412,13 @@ typedef struct bf_config {
                                    it must keep; 0 = max_session_bytes / 2 (see below) */
     int no_cache;               /* 1: keep no such result (max_cache_bytes becomes 0); for
                                    programs that run a page once, as `blockflow run` */
+    int distributed;            /* the job (see "More than one process" below): 0 = join the
+                                   MPI job when started by mpirun, else one process; 1 = MPI
+                                   required (an error without it); -1 = one process always */
+    int deterministic_reduce;   /* 1: AllReduce gathers the ranks' values on rank 0, sums
+                                   them in rank order and broadcasts the sum: the same bits
+                                   whatever the network and MPI's algorithm (BF_DETERMINISTIC_
+                                   REDUCE=1 in the CLI's environment, --deterministic-reduce) */
 } bf_config;
 
 /*
@@ -420,6 +447,35 @@ BF_API const bf_config *bf_context_config(const bf_context *ctx);
 BF_API int bf_context_has_gpu(bf_context *ctx);
 /* A one-line description of the devices ("cpu: 2 threads, avx512; gpu: none (no driver)"). */
 BF_API const char *bf_context_devices(bf_context *ctx);
+
+/*
+ * More than one process (runtime/collective.h): a program started by `mpirun -np K` is rank r
+ * of a job of K processes, each with its context (made in the same order on every rank:
+ * making a context is collective there). Sessions of such a context are data-parallel: a
+ * Placeholder or Dataset marked shard "batch" yields this rank's part of each batch, AllReduce
+ * blocks sum or average across the ranks (all those of a step in one fused call), Variables
+ * start as rank 0's (broadcast when the session is made, reset or restored) and are compared
+ * when a checkpoint is saved, a step commits only when it succeeded on every rank, and an
+ * error or cancel on one rank stops the step on all of them (the others' error names it).
+ * Every rank must make the same calls (sessions, steps, runs, checkpoints) in the same order.
+ * Outside mpirun the job is one process: rank 0 of 1. Under mpirun, a blockflow built without
+ * Open MPI refuses to make a context (BF_EUNSUPPORTED "no_mpi") rather than run K unaware
+ * copies, unless bf_config.distributed is -1.
+ */
+/* This process's rank in the job (0 in one process) and the number of ranks (1). */
+BF_API int bf_context_rank(const bf_context *ctx);
+BF_API int bf_context_size(const bf_context *ctx);
+/* A one-line description of the job ("one process", "Open MPI v4.1.4: rank 0 of 2"). */
+BF_API const char *bf_context_job(const bf_context *ctx);
+/* All-reductions of data made so far (one per fused round and dtype, one per step for the
+ * metrics), their bytes, and the seconds spent in them, waiting for the slowest rank included
+ * (each may be NULL). The small agreements that start each round and step are not counted. */
+BF_API void bf_context_job_stats(const bf_context *ctx, int64_t *calls, int64_t *bytes,
+                                 double *seconds);
+/* End every process of the job now with exit status `code` (MPI_Abort): for a failure that the
+ * other ranks cannot learn from a step (a page that loads on one rank only). In one process it
+ * does nothing and returns. */
+BF_API void bf_context_abort(bf_context *ctx, int code);
 
 /* ---------------------------------------------------------------------------------------------
  * Block catalogue (the registry is constant data compiled into the library).
@@ -478,6 +534,16 @@ BF_API bf_status bf_page_parse(bf_context *ctx, const char *json, size_t len, co
  * text gives the identical page. Free with bf_string_free(). Errors: BF_ENOMEM.
  */
 BF_API bf_status bf_page_to_json(const bf_page *page, char **out, bf_error *err);
+/*
+ * A page's JSON text laid out as bf_page_to_json lays it out (keys of the page and of each
+ * block in the canonical order, 2-space indentation, scalar-only containers on one line, a
+ * final newline) without interpreting the blocks: unknown types, attributes and values stay
+ * as written (a typed, defaults-free canonical form needs a page that loads: bf_page_to_json).
+ * For formatting a page that has problems, as `blockflow fmt` does. Free with
+ * bf_string_free(). Errors: BF_EINVAL (NULL), BF_EPARSE (not JSON, with line and column),
+ * BF_ESCHEMA (not a JSON object), BF_ENOMEM.
+ */
+BF_API bf_status bf_page_format_json(const char *json, size_t len, char **out, bf_error *err);
 BF_API void bf_page_free(bf_page *page);
 /* The page's name, description and file name; borrowed for the page's lifetime. */
 BF_API const char *bf_page_name(const bf_page *page);
@@ -618,7 +684,10 @@ BF_API bf_status bf_session_disconnect(bf_session *s, const char *block_id, cons
                                        bf_error *err);
 /*
  * Change one attribute of a block, given as JSON text (e.g. "[1,2,2,1]" or "\"SAME\""), or
- * NULL to go back to its default. Setting the value it has changes nothing, except for a
+ * NULL to go back to its default. The value is checked as the block checks it (TensorFlow's
+ * rules: "strides": [1, 2, 2] fails here, not at the next run) when the block's inputs are
+ * known; what it does to other blocks (a shape the next one refuses) is left to the check.
+ * Setting the value it has changes nothing, except for a
  * `file` attribute, which is read again (the file may have changed). Errors:
  * BF_ENOTFOUND, BF_EATTR, BF_EPARSE, BF_EIO.
  */
@@ -888,8 +957,9 @@ BF_API bf_status bf_session_add_gradients(bf_session *s, const char *forward_blo
  */
 
 /* Called after each committed step with the step count (1 after the first step) and the
- * first element of each fetched tensor as a double (NAN for an empty one), in fetch order.
- * Return nonzero to stop after this step. */
+ * first element of each fetched tensor as a double (NAN for an empty one), in fetch order; in
+ * a job of several ranks, the mean over the ranks of each (the same on every rank). Return
+ * nonzero to stop after this step (in a job, every rank stops at the next step boundary). */
 typedef int (*bf_step_cb)(int64_t step, const double *metrics, int n_metrics, void *user);
 
 typedef struct bf_step_options {
@@ -939,6 +1009,10 @@ BF_API bf_status bf_session_write_state(bf_session *s, const char *block_id,
  * atomically (a temporary file, then a rename). Errors: BF_EIO, BF_ENOMEM.
  */
 BF_API bf_status bf_session_save_state(bf_session *s, const char *path, bf_error *err);
+/* In a job of several ranks, save and load are collective: save first compares every
+ * Variable's checksum across the ranks (BF_EINTERNAL "diverged" naming the first that differs,
+ * and nothing is written), then rank 0 writes the file; load reads the file on rank 0 and
+ * gives its state and step count to every rank (the other ranks need not see the file). */
 /*
  * Restore state saved by bf_session_save_state: every key must name a stateful block of the
  * same dtype and shape (checked for all before anything changes); blocks the file does not
@@ -972,6 +1046,29 @@ BF_API bf_status bf_session_build_gradients(bf_session *s, const char *loss,
                                             const char *const *wrt, int n_wrt,
                                             const char *optimizer, char **created_json,
                                             bf_error *err);
+
+typedef struct bf_grad_options {
+    const char *optimizer;  /* as bf_session_build_gradients's; NULL: no update blocks */
+    int data_parallel;      /* 1: an AllReduce (op "mean") on every Variable's gradient, so
+                               the update applies the mean over the ranks of their gradients:
+                               the gradient of the whole batch when the loss is a mean over
+                               the batch and the page's data is marked shard "batch" */
+    int ranks;              /* with data_parallel: the rank count to build for (0 = this
+                               job's). The shapes are one rank's part of the batch, recorded
+                               in each AllReduce's `ranks`: the page then runs with that many
+                               ranks only. A batch that does not divide among them is refused
+                               (BF_ESHAPE "batch_not_divisible", naming the block) */
+} bf_grad_options;
+
+/* Fill `o` with the defaults (no optimizer, not data-parallel). */
+BF_API void bf_grad_options_init(bf_grad_options *o);
+/* bf_session_build_gradients with options; *created_json also has "all_reduce":
+ * {VARIABLE: its AllReduce block, the gradient the update applies} when data_parallel
+ * ("gradients" names each rank's own gradient, the AllReduce's input). */
+BF_API bf_status bf_session_build_gradients_opts(bf_session *s, const char *loss,
+                                                 const char *const *wrt, int n_wrt,
+                                                 const bf_grad_options *opts,
+                                                 char **created_json, bf_error *err);
 
 /*
  * Check the backward pass of a training page, whether built by bf_session_build_gradients or

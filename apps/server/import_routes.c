@@ -72,7 +72,7 @@ static unsigned char *decode(const cJSON *body, const char *key, size_t *left, s
     long got = buf ? srv_base64_decode(v->valuestring, n, buf, cap) : -1;
     if (got < 0 || (size_t)got > *left) {
         free(buf);
-        if (!buf) srv_error(res, 500, "no_memory", "out of memory");
+        if (!buf) srv_error(res, 500, "out_of_memory", "out of memory");
         else if (got < 0) srv_error(res, 400, "bad_request", "\"%s\" is not base64", key);
         else srv_error(res, 413, "limit", "the uploaded files exceed --max-upload");
         return NULL;
@@ -183,7 +183,7 @@ void srv_import(srv_app *app, const srv_request *req, srv_response *res) {
         if (rc == -EEXIST)
             srv_error(res, 409, "exists", "a page or file of that name exists (\"%s\" or one "
                       "of its .npy files): choose another name", name);
-        else srv_error(res, 500, "io", "cannot write the imported page: %s", strerror(-rc));
+        else srv_error(res, 500, "io_error", "cannot write the imported page: %s", strerror(-rc));
         cJSON_Delete(files);
         cJSON_Delete(report);
         cJSON_Delete(out);

@@ -626,14 +626,13 @@ const char *bf_pool_desc_gpu_unsupported(const bf_node *node, const bf_port_info
 
 size_t bf_pool_desc_workspace_cuda(const bf_node *node, const bf_port_info *in,
                                    const bf_port_info *out, const bf_exec *ex) {
-    (void)ex;
     const bf_pool_spec *spec = spec_of(node);
     bf_port_info oinfo;
     bf_pool_geom g;
     int complete = 0;
     if (bf_pool_infer(node, spec, in, &oinfo, &g, &complete, NULL) != BF_OK || !complete)
         return 0; /* the run reports the problem */
-    return bf_pool_cuda_workspace(spec->op, &g, out[0].dtype);
+    return bf_pool_cuda_workspace(spec->op, &g, out[0].dtype, ex);
 }
 
 bf_status bf_pool_desc_run_cuda(const bf_node *node, const bf_tensor *const *in,

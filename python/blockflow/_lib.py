@@ -7,7 +7,8 @@ long bf_session_run lets other Python threads go on.
 The library is looked for, first found wins:
   1. the file named by the environment variable BLOCKFLOW_LIBRARY;
   2. libblockflow.so inside this package (a `pip install ./python` made after a build bundles it);
-  3. the path recorded by CMake's install target (_install_paths.py, written at install time);
+  3. the library installed with this package by CMake's install target (_install_paths.py holds
+     its path relative to this folder, so an install under any --prefix finds its own copy);
   4. the repository's build tree, build/libblockflow.so next to python/ (PYTHONPATH=python);
   5. the system loader (LD_LIBRARY_PATH, ldconfig's cache).
 """
@@ -54,6 +55,17 @@ class BfConfig(Structure):
         ("cudnn_workspace_mb", c_int),
         ("max_cache_bytes", c_uint64),
         ("no_cache", c_int),
+        ("distributed", c_int),
+        ("deterministic_reduce", c_int),
+    ]
+
+
+class BfGradOptions(Structure):
+    """struct bf_grad_options."""
+    _fields_ = [
+        ("optimizer", c_char_p),
+        ("data_parallel", c_int),
+        ("ranks", c_int),
     ]
 
 
@@ -147,7 +159,7 @@ class BfStepOptions(Structure):
 STRUCTS = {"bf_error": BfError, "bf_config": BfConfig, "bf_block_stats": BfBlockStats,
            "bf_run_options": BfRunOptions, "bf_port_shape": BfPortShape,
            "bf_explain_options": BfExplainOptions, "bf_gradcheck_options": BfGradcheckOptions,
-           "bf_step_options": BfStepOptions}
+           "bf_step_options": BfStepOptions, "bf_grad_options": BfGradOptions}
 
 DEVICE_KINDS = {"auto": 0, "cpu": 1, "gpu": 2}   # enum bf_device_kind
 
@@ -187,6 +199,9 @@ _SIGNATURES = {
     "bf_context_config": (POINTER(BfConfig), [c_void_p]),
     "bf_context_has_gpu": (c_int, [c_void_p]),
     "bf_context_devices": (c_char_p, [c_void_p]),
+    "bf_context_rank": (c_int, [c_void_p]),
+    "bf_context_size": (c_int, [c_void_p]),
+    "bf_context_job": (c_char_p, [c_void_p]),
     "bf_block_catalog_json": (c_int, [c_char_p, POINTER(c_void_p), _ERR]),
     "bf_string_free": (None, [c_void_p]),
     "bf_page_load_file": (c_int, [c_void_p, c_char_p, _PTR, c_void_p, _ERR]),
@@ -252,6 +267,9 @@ _SIGNATURES = {
     "bf_session_load_state": (c_int, [c_void_p, c_char_p, _ERR]),
     "bf_session_build_gradients": (c_int, [c_void_p, c_char_p, POINTER(c_char_p), c_int,
                                            c_char_p, POINTER(c_void_p), _ERR]),
+    "bf_session_build_gradients_opts": (c_int, [c_void_p, c_char_p, POINTER(c_char_p), c_int,
+                                                POINTER(BfGradOptions), POINTER(c_void_p),
+                                                _ERR]),
     "bf_session_check_gradients": (c_int, [c_void_p, c_char_p, POINTER(BfGradcheckOptions),
                                            POINTER(c_void_p), _ERR]),
 }
@@ -266,7 +284,7 @@ def _candidates():
     paths = [here / "libblockflow.so"]
     try:
         from . import _install_paths  # written by CMake's install target only
-        paths.append(Path(_install_paths.LIBRARY))
+        paths.append(here / _install_paths.LIBRARY)  # relative to here (absolute stays so)
     except ImportError:
         pass
     paths.append(here.parent.parent / "build" / "libblockflow.so")

@@ -113,6 +113,12 @@ done:
 /* ---- the GPU --------------------------------------------------------------------------- */
 
 bool ct_gpu_present(char *why, size_t why_size) {
+#ifdef BF_TEST_CUDA_BACKEND
+    /* The test programs live in tests/, away from the CUDA backend in the build folder: point
+     * the core at it, unless the environment names one (ctest does too), so that a test run
+     * by hand (CK_FORK=no, compute-sanitizer) finds it. Before any thread exists. */
+    setenv("BLOCKFLOW_CUDA_BACKEND", BF_TEST_CUDA_BACKEND, 0);
+#endif
     int fd[2];
     snprintf(why, why_size, "cannot probe: pipe or fork failed");
     if (pipe(fd) != 0) return false;
