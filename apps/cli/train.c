@@ -10,7 +10,10 @@
  *   - checkpoints (bf_session_save_state, atomic) at the end, every K steps and on Ctrl-C;
  *     --resume restores one (and its step count) before the first step;
  *   - Ctrl-C: bf_session_cancel, so the step in flight commits nothing and the state is that of
- *     the last finished step; the checkpoint is written and the exit status is 130.
+ *     the last finished step; the checkpoint is written and the exit status is 130. In a job of
+ *     several ranks the first Ctrl-C lets the step in flight finish and stops every rank at the
+ *     next step boundary (a cancel inside a step would reach the ranks at different points of
+ *     it, and one rank's cancelled all-reduce is the others' failure); a second one cancels.
  * A failed step (a kernel error, --timeout) writes no final checkpoint: the last one written
  * stays the last good state. --epochs needs a dataset block (a block whose catalogue "state"
  * is "cursor"): its cursor (int64 [epoch, batch]) is read after every step and training stops
@@ -224,11 +227,18 @@ typedef struct trainer {
 } trainer;
 
 static bf_session *volatile training_session;
+static volatile sig_atomic_t in_job;     /* a job of several ranks */
+static volatile sig_atomic_t stop_asked; /* in a job: stop at the next step boundary */
 
 static void on_sigint(int sig) {
     (void)sig;
     bf_session *s = training_session;
-    if (s) bf_session_cancel(s); /* an atomic store: async-signal-safe */
+    if (!s) return;
+    if (in_job && !stop_asked) {
+        stop_asked = 1; /* on_step asks every rank to stop after this step */
+        return;
+    }
+    bf_session_cancel(s); /* an atomic store: async-signal-safe */
 }
 
 /* A CSV field: quoted when it holds a comma, a quote or a line break. */
@@ -334,7 +344,7 @@ static int on_step(int64_t step, const double *m, int n_metrics, void *user) {
         stop = t->epochs_done >= (int64_t)t->a->epochs;
     }
     if (t->progress && (now - t->last_draw >= 0.1 || !t->drawn)) draw(t, step, now);
-    return stop;
+    return stop || stop_asked;
 }
 
 static void print_diags(const bf_diags *d, const bf_error *e) {
@@ -509,6 +519,8 @@ int cli_train(int argc, char **argv) {
     so.on_step = on_step;
     so.user = &t;
     t.t0 = now_s();
+    in_job = bf_context_size(ctx) > 1;
+    stop_asked = 0;
     training_session = s;
     signal(SIGINT, on_sigint);
     if (bf_context_size(ctx) > 1) signal(SIGTERM, on_sigint); /* mpirun passes Ctrl-C on so */
@@ -519,6 +531,10 @@ int cli_train(int argc, char **argv) {
     if (t.drawn) fprintf(stderr, "\r\033[K");
     t.last_step = bf_session_step_count(s);
 
+    /* In a job, a Ctrl-C stops every rank at a step boundary (its own, or another rank's that
+     * got the signal first): the steps end early without an error. */
+    bool early = a.epochs ? t.epochs_done < (int64_t)a.epochs : t.last_step < t.target_step;
+    if (st == BF_OK && !t.rc && in_job && (stop_asked || early)) st = BF_ECANCELED;
     if (t.rc) { /* the callback stopped: a log or checkpoint write, or the cursor */
         rc = t.rc;
         if (t.e.status) cli_print_error(&t.e);

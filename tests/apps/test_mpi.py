@@ -311,12 +311,14 @@ class MpiTest(unittest.TestCase):
             self.skipTest("a sanitizer build's library does not load into python")
         script = os.path.join(self.dir, "ranks.py")
         with open(script, "w") as f:
+            # each rank writes its own file: mpirun may interleave the ranks' stdout
             f.write("import json, blockflow\n"
-                    "print(json.dumps([blockflow.rank(), blockflow.size(), blockflow.job()]))\n")
-        r = ok(subprocess.run([MPIRUN, "-np", "2", "--oversubscribe", "--bind-to", "none",
-                               sys.executable, script], capture_output=True, text=True,
-                              timeout=120, env=env()))
-        got = sorted(json.loads(line) for line in r.stdout.split("\n") if line.strip())
+                    "with open('rank%d.json' % blockflow.rank(), 'w') as f:\n"
+                    "    json.dump([blockflow.rank(), blockflow.size(), blockflow.job()], f)\n")
+        ok(subprocess.run([MPIRUN, "-np", "2", "--oversubscribe", "--bind-to", "none",
+                           sys.executable, script], capture_output=True, text=True,
+                          timeout=120, env=env()))
+        got = [json.loads(read(f"rank{r}.json")) for r in range(2)]
         self.assertEqual([g[:2] for g in got], [[0, 2], [1, 2]])
         self.assertIn("rank 1 of 2", got[1][2])
 
