@@ -3,7 +3,8 @@
 #   make test   install what is missing, build, and run every test (ctest)
 #   make serve  install what is missing, build the library and the editor, start blockflow serve
 #   make install [PREFIX=/usr/local]   install the program, libblockflow.so, blockflow.h,
-#               blockflow.pc and the CMake package (with the Python package)
+#               blockflow.pc and the CMake package (with the Python package, which loads the
+#               library of its own prefix, and in a CUDA build the GPU plugin libblockflow_cuda.so)
 # All are quick when everything is already there. Extra CMake options: CMAKE_FLAGS="...".
 BUILD       ?= build
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
@@ -11,7 +12,8 @@ CMAKE_FLAGS ?=
 EXAMPLE     ?= examples/filter_grad_same.json
 PREFIX      ?= /usr/local
 DEPS        := gcc make cmake pkg-config libuv1-dev libcjson-dev check python3 python3-numpy \
-               python3-pytest libwebsockets-dev python3-sklearn python3-torch
+               python3-pytest libwebsockets-dev python3-sklearn python3-torch \
+               openmpi-bin libopenmpi-dev
 
 # The editor (web/) needs Node.js >= 18 with npm, and its browser tests Debian's chromium and
 # firefox-esr. Debian's nodejs/npm are installed only when the node/npm commands are missing: a

@@ -3,7 +3,8 @@
 # CUDA driver and cuDNN but none of our build dependencies (libuv, cJSON, Check).
 #
 #   bench/gpu_lease.sh pack        here: build build-gpu (CUDA on) and copy what the GPU machine
-#                                  needs (programs, ctest files, libuv/cJSON/subunit) into .gpu/
+#                                  needs (programs, the CUDA backend libblockflow_cuda.so, ctest
+#                                  files, libuv/cJSON/subunit) into .gpu/
 #   bench/gpu_lease.sh run [WHAT]  there, from the repository root, with .gpu/ carried along:
 #                                  WHAT is any of: tests examples bench gradcheck train sanitize
 #                                  (default: tests examples bench). Logs and tables go to $OUT (or ./gpu-out).
@@ -15,17 +16,31 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 pack() {
-    cmake -S . -B build-gpu -DBLOCKFLOW_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DBLOCKFLOW_WERROR=ON >/dev/null
-    cmake --build build-gpu -j"$(nproc)" >/dev/null
+    # Open MPI off: the GPU machine has no libmpi (the collective layer is then one process)
+    cmake -S . -B build-gpu -DBLOCKFLOW_CUDA=ON -DBLOCKFLOW_MPI=OFF -DCMAKE_BUILD_TYPE=Release -DBLOCKFLOW_WERROR=ON \
+        -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null
+    # only what travels: the program, the backend it loads, the GPU tests, and the loader's
+    # test (its real-backend case then probes a real GPU) with its stand-in backend
+    local gpu_tests
+    gpu_tests=$(find tests -name 'test_*_gpu.c' -exec basename {} .c \; | sort)
+    # shellcheck disable=SC2086
+    cmake --build build-gpu -j"$(nproc)" --target blockflow_cli blockflow_cuda $gpu_tests \
+        test_cuda_loader bf_fake_cuda_backend >/dev/null
     rm -rf .gpu && mkdir -p .gpu/lib
     echo "$root" >.gpu/origin
-    # The program, the GPU tests and the ctest files only (ctest -L gpu runs just those).
+    # The program, the CUDA backend it loads (beside it; the GPU tests are told its path by
+    # ctest), the GPU tests, test_cuda_loader and the ctest files only (ctest -L gpu runs the
+    # GPU tests; test_cuda_loader is run by name).
+    test -f build-gpu/libblockflow_cuda.so || { echo "build-gpu has no libblockflow_cuda.so (CUDA off?)" >&2; exit 1; }
     mkdir -p .gpu/build-gpu
-    (cd build-gpu && find . -name CMakeFiles -prune -o \( -type f \( -name blockflow -o -name 'test_*_gpu' -o -name 'CTestTestfile.cmake' \) \) -print | tar -cf - -T - | tar -xf - -C ../.gpu/build-gpu)
+    (cd build-gpu && find . -name CMakeFiles -prune -o \( -type f \( -name blockflow -o -name libblockflow_cuda.so -o -name 'test_*_gpu' -o -name test_cuda_loader -o -name libbf_fake_cuda_backend.so -o -name 'CTestTestfile.cmake' \) \) -print | tar -cf - -T - | tar -xf - -C ../.gpu/build-gpu)
     for l in libuv.so.1 libcjson.so.1 libsubunit.so.0 libwebsockets.so.17 libssl.so.3 libcrypto.so.3 libcap.so.2; do
         cp -L "$(ldconfig -p | awk -v l="$l" '$1 == l { print $NF; exit }')" .gpu/lib/
     done
-    grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
+    local exclude # (a worktree's .git is a file: ask git where info/exclude is)
+    exclude=$(git rev-parse --git-path info/exclude)
+    mkdir -p "$(dirname "$exclude")"
+    grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
     du -sh .gpu
 }
 
@@ -51,12 +66,21 @@ run() {
     local what=${*:-tests examples bench}
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" | tee -a "$out/gpu.txt"
+    # The CUDA backend must load and find the GPU (else everything would quietly run on the
+    # CPU): a page with --device gpu fails otherwise, saying why.
+    if ! build-gpu/blockflow run examples/filter_grad_same.json --device gpu --out /tmp/bf-gpu-probe \
+        >/dev/null 2>"$out/gpu_probe.txt"; then
+        cat "$out/gpu_probe.txt" >&2
+        echo "gpu_lease: no GPU for blockflow (see above)" >&2
+        return 1
+    fi
     echo "repository: $root (built at $origin)"
     local rc=0
     for w in $what; do
         case $w in
         tests)
             (cd build-gpu && timeout 300 ctest -L gpu --output-on-failure --timeout 280) 2>&1 | tee "$out/ctest_gpu.log" || rc=1
+            (cd build-gpu && timeout 60 ctest -R '^test_cuda_loader$' -V --timeout 50) 2>&1 | tee -a "$out/ctest_gpu.log" || rc=1
             ;;
         examples)
             local ex=/tmp/bf-examples

@@ -100,3 +100,6 @@ BF_BLOCK(apply_adam)
 
 /* data: datasets (blocks/data_ops/) */
 BF_BLOCK(dataset)
+
+/* more than one process: data parallelism (blocks/collective_ops/) */
+BF_BLOCK(all_reduce)

@@ -20,7 +20,7 @@ flags="-std=c11 -g -O1 -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L -D_DEFA
 libs="$(pkg-config --libs libuv libcjson) -lpthread -lm"
 # The library, once, with coverage instrumentation (fuzzer-no-link) so the fuzzers see it.
 objs=""
-for src in "$root"/runtime/*.c "$root"/runtime/devices/cuda_none.c "$root"/blocks/*.c \
+for src in "$root"/runtime/*.c "$root"/runtime/devices/cuda_loader.c "$root"/blocks/*.c \
            "$root"/blocks/nn_ops/*.c "$root"/blocks/nn_ops/cpu/*.c "$root"/blocks/math_ops/*.c \
            "$root"/blocks/array_ops/*.c "$root"/blocks/state_ops/*.c "$root"/blocks/data_ops/*.c; do
     [ -f "$src" ] || continue
@@ -45,7 +45,7 @@ done
 srv="$root/apps/server"
 # shellcheck disable=SC2086
 $CC $flags -D_GNU_SOURCE -I"$srv" -I"$root/apps/enuspace" -fsanitize=fuzzer "$root/fuzz/fuzz_router.c" "$srv/router.c" "$srv/static.c" \
-    "$srv/runs.c" "$srv/store.c" "$srv/teach_routes.c" "$srv/import_routes.c" "$root"/apps/enuspace/*.c \
+    "$srv/runs.c" "$srv/store.c" "$srv/teach_routes.c" "$srv/import_routes.c" "$srv/reply.c" "$srv/classroom.c" "$srv/train_jobs.c" "$root"/apps/enuspace/*.c \
     $objs $libs -o "$out/fuzz_router"
 # The enuSpace importer (apps/enuspace: no runtime inside, the page it writes parsed by it).
 enu="$root/apps/enuspace"

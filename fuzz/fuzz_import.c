@@ -8,10 +8,12 @@
  * last n bytes being the .dat. Limits are small (2^16 elements, 1 MiB) so that a declared
  * size is a clean error, not a huge allocation. A page the importer writes must be JSON that
  * blockflow parses (a syntax error there is a crash here); blockflow may still refuse it for
- * its content (an attribute out of range), which the CLI reports.
+ * its content (an attribute out of range), which the CLI reports. AddSymbolicGradients
+ * blocks are then built (symgrad.c) as the CLI and the server build them.
  */
 #include "blockflow.h"
 #include "enuspace.h"
+#include "symgrad.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -63,6 +65,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort();
         }
         bf_page_free(page);
+        /* AddSymbolicGradients: built as the CLI and the server build them (no files here:
+           a page that names .npy files is refused by the loader, cleanly) */
+        if (ps == BF_OK && !r.n_files) {
+            char *built = NULL, why[600];
+            enu_build_symbolic_gradients(ctx, r.page_json, "fuzz", NULL, &built, why, sizeof why);
+            bf_string_free(built);
+        }
     }
     enu_result_free(&r);
     return 0;

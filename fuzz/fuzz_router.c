@@ -45,6 +45,11 @@ static void reset_pages(void) {
     srv_store_write(&app.store, "teach", teach, sizeof(teach) - 1, false);
 }
 
+static bool client_known(void *user, const char *client) {
+    (void)user;
+    return !strcmp(client, "fuzzclient");
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     if (!mkdtemp(dir)) abort();
@@ -68,6 +73,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         abort();
     }
     snprintf(app.token, sizeof(app.token), "fuzz-token");
+    /* a classroom, so the roles are fuzzed too: "Bearer fuzz-class" may only join */
+    app.classroom = true;
+    snprintf(app.class_token, sizeof(app.class_token), "fuzz-class");
+    snprintf(app.cookie_name, sizeof(app.cookie_name), "blockflow_8470");
+    app.client_known = client_known; /* "X-Blockflow-Client: fuzzclient" is a connected one */
     snprintf(app.hosts[0], sizeof(app.hosts[0]), "127.0.0.1:8470");
     app.n_hosts = 1;
     reset_pages();

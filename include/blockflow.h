@@ -19,6 +19,9 @@
  *   one sentence; no allocation is needed to fill it, so it works when memory is exhausted.
  * - A `bf_diags *` collects *all* problems of a page at once (validation), plus warnings. It
  *   may be NULL when the caller only wants the first error.
+ * - Every function checks its handles and out-parameters: a NULL context, page, session,
+ *   tensor, diags list or out-pointer gives BF_EINVAL ("bad_argument"), never a crash; getters
+ *   given NULL return NULL, 0, -1 (a rank) or NaN (an element), _init and _free do nothing.
  * - Whoever calls a _new or _load function calls the matching _free; every _free accepts NULL.
  *   Getters return borrowed pointers whose lifetime is stated on each.
  * - Nothing here prints. The CLI and the server present errors with bf_error_format().
@@ -81,6 +84,130 @@ typedef enum bf_status {
 BF_API const char *bf_status_name(bf_status status);
 /* A short description of `status` ("invalid attribute"). Static string. */
 BF_API const char *bf_strerror(bf_status status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Stable error codes: every bf_error.code the library, the server, the CLI and the Python
+ * module use, in one list (a test collects every code used in the tree and checks it is
+ * here). bf_error_code_meaning() and bf_error_codes() expand it for programs; the editor has
+ * it as web/src/api/codes.js (checked equal to this list by the same test).
+ */
+#define BF_ERROR_CODE_MAP(XX)                                                                   \
+    XX(bad_argument, "an argument of a library call is invalid")                                  \
+    XX(bad_attr, "an attribute's value is invalid")                                               \
+    XX(bad_block, "a block entry of the page is malformed")                                       \
+    XX(bad_checkpoint, "a checkpoint file is malformed")                                          \
+    XX(bad_config, "a bf_config field is out of range")                                           \
+    XX(bad_cursor, "a dataset cursor is invalid")                                                 \
+    XX(bad_dataset, "a dataset file or its attributes are invalid")                               \
+    XX(bad_device, "an unknown or unusable device was asked for")                                 \
+    XX(bad_dtype, "a dtype is not allowed here")                                                  \
+    XX(bad_edit, "an edit of a page is malformed")                                                \
+    XX(bad_feed, "a feed (a tensor given to a Placeholder) is invalid")                           \
+    XX(bad_fetch, "a fetch names no block or port")                                               \
+    XX(bad_format, "the page format field is not blockflow.page")                                 \
+    XX(bad_gradient, "a gradient cannot be formed here")                                          \
+    XX(bad_host, "the Host header does not name the server")                                      \
+    XX(bad_id, "a block id is invalid")                                                           \
+    XX(bad_idx, "an IDX (MNIST) file is malformed")                                               \
+    XX(bad_index, "an element index is out of range")                                             \
+    XX(bad_json, "the text is not valid JSON")                                                    \
+    XX(bad_label, "a label is invalid")                                                           \
+    XX(bad_link, "an input link is malformed")                                                    \
+    XX(bad_name, "a page name is invalid")                                                        \
+    XX(bad_npy, "a .npy file is malformed")                                                       \
+    XX(bad_npz, "a .npz file is malformed")                                                       \
+    XX(bad_optimizer, "an optimizer block is misconfigured")                                      \
+    XX(bad_origin, "the request comes from another origin")                                       \
+    XX(bad_output, "a page output names no block or port")                                        \
+    XX(bad_page, "the page is not a JSON object of the page format")                              \
+    XX(bad_request, "the request is malformed")                                                   \
+    XX(bad_shape, "a shape is invalid")                                                           \
+    XX(bad_slice, "a tensor slice is malformed")                                                  \
+    XX(bad_state, "a block's state is invalid")                                                   \
+    XX(bad_update, "a variable update is invalid")                                                \
+    XX(bad_version, "the page's format version is not supported")                                 \
+    XX(batch_not_divisible, "a sharded batch does not divide evenly among the ranks")             \
+    XX(busy, "the page or the server is busy; try again")                                         \
+    XX(cancelled, "the run or job was cancelled")                                                 \
+    XX(cublas, "cuBLAS failed")                                                                   \
+    XX(cuda, "the CUDA runtime failed")                                                           \
+    XX(cudnn, "cuDNN failed")                                                                     \
+    XX(cycle, "the page's links form a cycle")                                                    \
+    XX(device_copy, "a copy between devices is not possible")                                     \
+    XX(diverged, "a Variable differs between the ranks of a job")                                 \
+    XX(division_by_zero, "an integer division by zero")                                           \
+    XX(double_update, "a variable is updated twice in one run")                                   \
+    XX(dtype_mismatch, "dtypes that must agree do not")                                           \
+    XX(duplicate_id, "two blocks share an id")                                                    \
+    XX(duplicate_port, "an input port is given twice")                                            \
+    XX(edits_too_large, "an edit batch is too large")                                             \
+    XX(exists, "a page of that name exists")                                                      \
+    XX(file_outside_page, "a file attribute reaches outside the page's folder")                   \
+    XX(forbidden, "the operation is not allowed")                                                 \
+    XX(gone, "the result was replaced or dropped")                                                \
+    XX(gpu_unsupported, "this block or dtype has no GPU kernel")                                  \
+    XX(import_failed, "an enuSpace page could not be imported")                                   \
+    XX(internal, "an internal error of blockflow")                                                \
+    XX(io_error, "a file could not be read or written")                                           \
+    XX(legacy_attr_form, "an attribute uses an older accepted form (warning)")                    \
+    XX(limit, "a server limit was reached (the message names its flag)")                          \
+    XX(loss_unknown, "the loss block is not known")                                               \
+    XX(memory_limit, "the tensor memory limit was reached")                                       \
+    XX(method_not_allowed, "the HTTP method is not allowed here")                                 \
+    XX(misaligned, "a buffer is not aligned as the tensor needs")                                 \
+    XX(missing_attr, "a required attribute is missing")                                           \
+    XX(missing_feed, "a Placeholder was not fed")                                                 \
+    XX(missing_input, "a required input is not linked")                                           \
+    XX(mpi_error, "an MPI call failed")                                                           \
+    XX(no_dependency, "the output does not depend on that block")                                 \
+    XX(no_device_ctx, "a device kernel ran without its device context")                           \
+    XX(no_exec, "a kernel ran without its execution context")                                     \
+    XX(no_fetch, "nothing to fetch")                                                              \
+    XX(no_gpu, "no GPU is available")                                                             \
+    XX(no_gradient, "the block has no gradient")                                                  \
+    XX(no_mpi, "blockflow was built without Open MPI")                                            \
+    XX(no_output, "the page has no such output")                                                  \
+    XX(no_result, "an output has no result to read")                                              \
+    XX(no_state, "the block keeps no state")                                                      \
+    XX(no_update, "nothing updates the variable")                                                 \
+    XX(not_feedable, "the block cannot be fed")                                                   \
+    XX(not_found, "no such page, block, port, run or endpoint")                                   \
+    XX(nul_in_string, "a JSON string holds a NUL")                                                \
+    XX(out_of_memory, "out of memory")                                                            \
+    XX(page_too_large, "the page file is larger than the limit")                                  \
+    XX(rank_failed, "another rank of the job failed, so this one stopped too")                    \
+    XX(ref_not_variable, "a reference input is not a Variable")                                   \
+    XX(round_mismatch, "the ranks of a job reduce different amounts in one all-reduce round")     \
+    XX(scheduler, "the scheduler could not run a block")                                          \
+    XX(shape_mismatch, "shapes that must agree do not")                                           \
+    XX(shape_unknown, "a shape is not known before the run")                                      \
+    XX(stale_revision, "the page changed since that revision was read")                           \
+    XX(state_reset, "a block's state was reset")                                                  \
+    XX(stopping, "the server is shutting down")                                                   \
+    XX(thread_error, "a thread could not be started or synchronised")                             \
+    XX(timeout, "the run exceeded its time limit")                                                \
+    XX(too_deep, "JSON nested deeper than the limit")                                             \
+    XX(too_large, "a size exceeds a limit")                                                       \
+    XX(too_many_blocks, "the page has more blocks than the limit")                                \
+    XX(unauthorized, "the access token is missing or wrong")                                      \
+    XX(unknown_attr, "the block type has no such attribute")                                      \
+    XX(unknown_block, "no block of that id")                                                      \
+    XX(unknown_block_type, "no block type of that name")                                          \
+    XX(unknown_client, "the client id is not a connected WebSocket's")                            \
+    XX(unknown_key, "the page has a key the format does not define")                              \
+    XX(unknown_port, "the block has no such port")                                                \
+    XX(unknown_state, "the state entry is not known")                                             \
+    XX(unsupported, "not supported")                                                              \
+    XX(unsupported_npy, "a .npy feature that is not supported")                                   \
+    XX(unsupported_npz, "a .npz feature that is not supported")                                   \
+    XX(workspace, "a kernel's planned workspace is missing or too small")                         \
+    XX(wrong_rank_count, "the page was built for another number of ranks than the job has")
+
+/* The meaning of stable error code `code` (one phrase), or NULL when it is not one. */
+BF_API const char *bf_error_code_meaning(const char *code);
+/* The stable error codes, in the list's order: *names gets the static array; returns its
+ * length. */
+BF_API size_t bf_error_codes(const char *const **names);
 
 /* ---------------------------------------------------------------------------------------------
  * Errors and diagnostics.
@@ -214,6 +341,20 @@ BF_API bf_status bf_tensor_wrap(const bf_context *ctx, bf_dtype dt, int rank,
 /* Free a tensor made by bf_tensor_new / _new_uninit / _wrap / _load_npy / _copy or handed over
  * by bf_session_take_output (a wrapped one: its release is called). Accepts NULL. */
 BF_API void bf_tensor_free(bf_tensor *t);
+/* What a tensor's values are, in one pass (Welford's mean and variance, stable): the CLI's
+ * summary and the server's ?view=summary. min/max/mean/std are over the finite elements (0
+ * when there is none); nan and inf count the others. */
+typedef struct bf_tensor_stats {
+    int64_t count;   /* elements */
+    int64_t finite;
+    int64_t nan;
+    int64_t inf;     /* + and - infinity */
+    double min, max, mean, std; /* population standard deviation */
+} bf_tensor_stats;
+/* The statistics of host tensor `t` (values read as float64) into *out (all 0 for a NULL
+ * `t`; nothing for a NULL `out`). */
+BF_API void bf_tensor_stats_of(const bf_tensor *t, bf_tensor_stats *out);
+
 /* A deep copy of `t` in host memory. */
 BF_API bf_status bf_tensor_copy(const bf_tensor *t, bf_tensor **out, bf_error *err);
 BF_API bf_dtype bf_tensor_dtype(const bf_tensor *t);
@@ -238,6 +379,14 @@ BF_API double bf_tensor_get_f64(const bf_tensor *t, int64_t i);
 BF_API bf_status bf_tensor_load_npy(const bf_context *ctx, const char *path,
                                     bf_tensor **out, bf_error *err);
 /*
+ * bf_tensor_load_npy from a whole .npy file held in memory (`len` bytes at `data`; `name` names
+ * it in messages, e.g. "feed x"): the same strict parse, the same limits, the claimed size
+ * checked against `len` before anything is allocated. For programs that receive .npy bytes
+ * (an upload, a member of an archive) without writing them to a file.
+ */
+BF_API bf_status bf_tensor_load_npy_mem(const bf_context *ctx, const void *data, size_t len,
+                                        const char *name, bf_tensor **out, bf_error *err);
+/*
  * Write `t` as .npy atomically: a temporary file in the same folder, fsync, then rename, so a
  * failure leaves any older file untouched and never a partial one. bfloat16 is written as
  * float32 (exact widening: numpy has no bfloat16). Errors: BF_EINVAL (NULL argument or a tensor not
@@ -252,6 +401,15 @@ BF_API bf_status bf_tensor_save_npy(const bf_tensor *t, const char *path, bf_err
  */
 BF_API bf_status bf_tensor_load_npz(const bf_context *ctx, const char *path, const char *key,
                                     bf_tensor **out, bf_error *err);
+
+/*
+ * Write the n tensors ts[i] as arrays keys[i] of one .npz archive (numpy.savez's form: stored,
+ * not compressed; numpy.load reads it), atomically as bf_tensor_save_npy. bfloat16 is written
+ * as float32 (exact widening). Keys are up to 200 bytes; each array below 4 GiB.
+ * Errors: BF_EINVAL (NULL argument, a tensor not in host memory), BF_ELIMIT, BF_EIO, BF_ENOMEM.
+ */
+BF_API bf_status bf_tensor_save_npz(const char *path, const char *const *keys,
+                                    const bf_tensor *const *ts, int n, bf_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Context: configuration, limits, the kernel thread pool and the devices. One per program is
@@ -279,6 +437,13 @@ typedef struct bf_config {
                                    it must keep; 0 = max_session_bytes / 2 (see below) */
     int no_cache;               /* 1: keep no such result (max_cache_bytes becomes 0); for
                                    programs that run a page once, as `blockflow run` */
+    int distributed;            /* the job (see "More than one process" below): 0 = join the
+                                   MPI job when started by mpirun, else one process; 1 = MPI
+                                   required (an error without it); -1 = one process always */
+    int deterministic_reduce;   /* 1: AllReduce gathers the ranks' values on rank 0, sums
+                                   them in rank order and broadcasts the sum: the same bits
+                                   whatever the network and MPI's algorithm (BF_DETERMINISTIC_
+                                   REDUCE=1 in the CLI's environment, --deterministic-reduce) */
 } bf_config;
 
 /*
@@ -307,6 +472,35 @@ BF_API const bf_config *bf_context_config(const bf_context *ctx);
 BF_API int bf_context_has_gpu(bf_context *ctx);
 /* A one-line description of the devices ("cpu: 2 threads, avx512; gpu: none (no driver)"). */
 BF_API const char *bf_context_devices(bf_context *ctx);
+
+/*
+ * More than one process (runtime/collective.h): a program started by `mpirun -np K` is rank r
+ * of a job of K processes, each with its context (made in the same order on every rank:
+ * making a context is collective there). Sessions of such a context are data-parallel: a
+ * Placeholder or Dataset marked shard "batch" yields this rank's part of each batch, AllReduce
+ * blocks sum or average across the ranks (all those of a step in one fused call), Variables
+ * start as rank 0's (broadcast when the session is made, reset or restored) and are compared
+ * when a checkpoint is saved, a step commits only when it succeeded on every rank, and an
+ * error or cancel on one rank stops the step on all of them (the others' error names it).
+ * Every rank must make the same calls (sessions, steps, runs, checkpoints) in the same order.
+ * Outside mpirun the job is one process: rank 0 of 1. Under mpirun, a blockflow built without
+ * Open MPI refuses to make a context (BF_EUNSUPPORTED "no_mpi") rather than run K unaware
+ * copies, unless bf_config.distributed is -1.
+ */
+/* This process's rank in the job (0 in one process) and the number of ranks (1). */
+BF_API int bf_context_rank(const bf_context *ctx);
+BF_API int bf_context_size(const bf_context *ctx);
+/* A one-line description of the job ("one process", "Open MPI v4.1.4: rank 0 of 2"). */
+BF_API const char *bf_context_job(const bf_context *ctx);
+/* All-reductions of data made so far (one per fused round and dtype, one per step for the
+ * metrics), their bytes, and the seconds spent in them, waiting for the slowest rank included
+ * (each may be NULL). The small agreements that start each round and step are not counted. */
+BF_API void bf_context_job_stats(const bf_context *ctx, int64_t *calls, int64_t *bytes,
+                                 double *seconds);
+/* End every process of the job now with exit status `code` (MPI_Abort): for a failure that the
+ * other ranks cannot learn from a step (a page that loads on one rank only). In one process it
+ * does nothing and returns. */
+BF_API void bf_context_abort(bf_context *ctx, int code);
 
 /* ---------------------------------------------------------------------------------------------
  * Block catalogue (the registry is constant data compiled into the library).
@@ -365,6 +559,16 @@ BF_API bf_status bf_page_parse(bf_context *ctx, const char *json, size_t len, co
  * text gives the identical page. Free with bf_string_free(). Errors: BF_ENOMEM.
  */
 BF_API bf_status bf_page_to_json(const bf_page *page, char **out, bf_error *err);
+/*
+ * A page's JSON text laid out as bf_page_to_json lays it out (keys of the page and of each
+ * block in the canonical order, 2-space indentation, scalar-only containers on one line, a
+ * final newline) without interpreting the blocks: unknown types, attributes and values stay
+ * as written (a typed, defaults-free canonical form needs a page that loads: bf_page_to_json).
+ * For formatting a page that has problems, as `blockflow fmt` does. Free with
+ * bf_string_free(). Errors: BF_EINVAL (NULL), BF_EPARSE (not JSON, with line and column),
+ * BF_ESCHEMA (not a JSON object), BF_ENOMEM.
+ */
+BF_API bf_status bf_page_format_json(const char *json, size_t len, char **out, bf_error *err);
 BF_API void bf_page_free(bf_page *page);
 /* The page's name, description and file name; borrowed for the page's lifetime. */
 BF_API const char *bf_page_name(const bf_page *page);
@@ -505,7 +709,10 @@ BF_API bf_status bf_session_disconnect(bf_session *s, const char *block_id, cons
                                        bf_error *err);
 /*
  * Change one attribute of a block, given as JSON text (e.g. "[1,2,2,1]" or "\"SAME\""), or
- * NULL to go back to its default. Setting the value it has changes nothing, except for a
+ * NULL to go back to its default. The value is checked as the block checks it (TensorFlow's
+ * rules: "strides": [1, 2, 2] fails here, not at the next run) when the block's inputs are
+ * known; what it does to other blocks (a shape the next one refuses) is left to the check.
+ * Setting the value it has changes nothing, except for a
  * `file` attribute, which is read again (the file may have changed). Errors:
  * BF_ENOTFOUND, BF_EATTR, BF_EPARSE, BF_EIO.
  */
@@ -775,8 +982,9 @@ BF_API bf_status bf_session_add_gradients(bf_session *s, const char *forward_blo
  */
 
 /* Called after each committed step with the step count (1 after the first step) and the
- * first element of each fetched tensor as a double (NAN for an empty one), in fetch order.
- * Return nonzero to stop after this step. */
+ * first element of each fetched tensor as a double (NAN for an empty one), in fetch order; in
+ * a job of several ranks, the mean over the ranks of each (the same on every rank). Return
+ * nonzero to stop after this step (in a job, every rank stops at the next step boundary). */
 typedef int (*bf_step_cb)(int64_t step, const double *metrics, int n_metrics, void *user);
 
 typedef struct bf_step_options {
@@ -826,6 +1034,10 @@ BF_API bf_status bf_session_write_state(bf_session *s, const char *block_id,
  * atomically (a temporary file, then a rename). Errors: BF_EIO, BF_ENOMEM.
  */
 BF_API bf_status bf_session_save_state(bf_session *s, const char *path, bf_error *err);
+/* In a job of several ranks, save and load are collective: save first compares every
+ * Variable's checksum across the ranks (BF_EINTERNAL "diverged" naming the first that differs,
+ * and nothing is written), then rank 0 writes the file; load reads the file on rank 0 and
+ * gives its state and step count to every rank (the other ranks need not see the file). */
 /*
  * Restore state saved by bf_session_save_state: every key must name a stateful block of the
  * same dtype and shape (checked for all before anything changes); blocks the file does not
@@ -859,6 +1071,29 @@ BF_API bf_status bf_session_build_gradients(bf_session *s, const char *loss,
                                             const char *const *wrt, int n_wrt,
                                             const char *optimizer, char **created_json,
                                             bf_error *err);
+
+typedef struct bf_grad_options {
+    const char *optimizer;  /* as bf_session_build_gradients's; NULL: no update blocks */
+    int data_parallel;      /* 1: an AllReduce (op "mean") on every Variable's gradient, so
+                               the update applies the mean over the ranks of their gradients:
+                               the gradient of the whole batch when the loss is a mean over
+                               the batch and the page's data is marked shard "batch" */
+    int ranks;              /* with data_parallel: the rank count to build for (0 = this
+                               job's). The shapes are one rank's part of the batch, recorded
+                               in each AllReduce's `ranks`: the page then runs with that many
+                               ranks only. A batch that does not divide among them is refused
+                               (BF_ESHAPE "batch_not_divisible", naming the block) */
+} bf_grad_options;
+
+/* Fill `o` with the defaults (no optimizer, not data-parallel). */
+BF_API void bf_grad_options_init(bf_grad_options *o);
+/* bf_session_build_gradients with options; *created_json also has "all_reduce":
+ * {VARIABLE: its AllReduce block, the gradient the update applies} when data_parallel
+ * ("gradients" names each rank's own gradient, the AllReduce's input). */
+BF_API bf_status bf_session_build_gradients_opts(bf_session *s, const char *loss,
+                                                 const char *const *wrt, int n_wrt,
+                                                 const bf_grad_options *opts,
+                                                 char **created_json, bf_error *err);
 
 /*
  * Check the backward pass of a training page, whether built by bf_session_build_gradients or

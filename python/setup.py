@@ -2,8 +2,10 @@
 
 pyproject.toml holds the metadata; this file only adds the library. It is taken from
 BLOCKFLOW_LIBRARY, else from the repository's build tree (../build/libblockflow.so), and copied
-into the package, where blockflow/_lib.py looks second (after BLOCKFLOW_LIBRARY). The wheel is
-then marked as platform-specific, as it holds a native library. Without a built library the
+into the package, where blockflow/_lib.py looks second (after BLOCKFLOW_LIBRARY), with the CUDA
+backend libblockflow_cuda.so when one was built beside it (the library loads it from its own
+folder; it needs the CUDA runtime and cuDNN only when used). The wheel is then marked as
+platform-specific, as it holds a native library. Without a built library the
 package is pure Python and finds libblockflow.so at import time (BLOCKFLOW_LIBRARY, the
 system loader path).
 """
@@ -36,6 +38,10 @@ class BuildPy(build_py):
         dest = Path(self.build_lib) / "blockflow" / "libblockflow.so"
         shutil.copyfile(lib, dest)
         self.announce(f"bundled {lib} as {dest}", level=2)
+        backend = lib.parent / "libblockflow_cuda.so"
+        if backend.is_file():
+            shutil.copyfile(backend, dest.parent / backend.name)
+            self.announce(f"bundled {backend}", level=2)
 
 
 class MaybeBinaryDistribution(Distribution):

@@ -116,7 +116,22 @@ typedef struct bf_node {
     bool promote_f64;                  /* a float64 re-run of the page (whole-page gradient
                                           check): blocks that choose a float dtype from an
                                           attribute choose float64 instead (bf_node_float) */
+    int rank, ranks;                   /* this process's place in the job (0 of 1 in one
+                                          process): a block marked shard "batch" yields its
+                                          rank's part of each batch (bf_shard_rows) */
 } bf_node;
+
+/*
+ * Rows [*first, *first + *count) of a batch of `rows` rows that rank `rank` of `ranks` takes
+ * (numpy.array_split's rule: the first rows % ranks ranks take one row more), so the parts are
+ * disjoint, in rank order, and together the whole batch whatever the number of ranks.
+ */
+static inline void bf_shard_rows(int64_t rows, int rank, int ranks, int64_t *first,
+                                 int64_t *count) {
+    int64_t k = ranks > 0 ? ranks : 1, r = rank, q = rows / k, m = rows % k;
+    *first = r * q + (r < m ? r : m);
+    *count = q + (r < m);
+}
 
 /* The dtype a block makes for attribute dtype `dt`: float64 for a float dtype when the node
  * is in a float64 re-run, else `dt`. */
@@ -343,6 +358,15 @@ typedef struct bf_block_desc {
     bf_status (*gradient)(bf_grad_ctx *g, bf_error *err);
     /* Optional: a stateful block (Variable, dataset). */
     const bf_state_desc *state;
+
+    /*
+     * Optional: a collective block (AllReduce). Its run_cpu writes this rank's contribution in
+     * output 0 (a float tensor); in a job of several ranks the runtime then sums output 0 over
+     * the ranks, in one buffer with every other collective block of the same round (fuse.c),
+     * and calls `finish` on the sum (AllReduce's mean divides it by `ranks`). In one process
+     * output 0 stays as run_cpu wrote it and finish is not called.
+     */
+    void (*collective_finish)(const bf_node *node, bf_tensor *out, int ranks);
 
     /*
      * Optional constant data of this type, read by its functions as node->desc->impl. Block

@@ -72,6 +72,7 @@ static cJSON *block_json(const bf_block_desc *d) {
 }
 
 bf_status bf_block_catalog_json(const char *type, char **out, bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     *out = NULL;
     cJSON *root = NULL;
     if (type) {
@@ -158,6 +159,7 @@ static void text_block(sbuf *b, const bf_block_desc *d, bool full) {
 }
 
 bf_status bf_block_catalog_text(const char *type, char **out, bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     *out = NULL;
     sbuf b = {0};
     if (type) {

@@ -116,9 +116,11 @@ static void check_wiring(bf_session *s, bf_diags *diags, bf_error *first, int *n
     }
     report_to r = {diags, first, n_errors};
     bf_sess_state_check(s, report_cb, &r);
+    bf_sess_fuse_check(s, report_cb, &r);
 }
 
 bf_status bf_session_check(bf_session *s, bf_diags *diags, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     int n_errors = 0;
     bf_error first = {0};
     bf_port_info in[16];
@@ -178,6 +180,8 @@ static int find_port(const bf_block_desc *d, const char *port, int output) {
 
 bf_status bf_session_port_shape(bf_session *s, const char *block_id, const char *port,
                                 int output, bf_port_shape *out, bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     if (!s || !out) return bf_err(err, BF_EINVAL, "bad_argument", "session or out is NULL");
     shape_from(out, NULL);
     int b = block_id ? bf_page_find(s->page, block_id) : -1;
@@ -205,6 +209,7 @@ bf_status bf_session_port_shape(bf_session *s, const char *block_id, const char 
 }
 
 int bf_port_shape_format(const bf_port_shape *p, char *buf, size_t size) {
+    if (!p) return snprintf(buf, size, "?");
     char text[32 + BF_MAX_RANK * 24];
     size_t n = (size_t)snprintf(text, sizeof(text), "%s[",
                                 p->dtype == BF_DTYPE_INVALID ? "?" : bf_dtype_name(p->dtype));
@@ -283,6 +288,9 @@ cJSON *bf_sess_error_json(const bf_error *e) {
 bf_status bf_error_json(const bf_error *e, char **out, bf_error *err) {
     if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     *out = NULL;
+    if (!e) return bf_err(err, BF_EINVAL, "bad_argument", "the error record is NULL");
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
     if (!e) return bf_err(err, BF_EINVAL, "bad_argument", "e is NULL");
     cJSON *o = bf_sess_error_json(e);
     *out = o ? cJSON_PrintUnformatted(o) : NULL;
@@ -291,6 +299,9 @@ bf_status bf_error_json(const bf_error *e, char **out, bf_error *err) {
 }
 
 bf_status bf_session_check_json(bf_session *s, char **out, bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     *out = NULL;
     bf_diags *diags = bf_diags_new();

@@ -188,6 +188,7 @@ void bf_err_at(bf_error *err, const char *port, const char *attr) {
 }
 
 int bf_error_format(const bf_error *e, char *buf, size_t size) {
+    if (!e) return snprintf(buf, size, "(no error)");
     if (!e) return snprintf(buf, size, "no error");
     char where[512] = "";
     size_t n = 0;
@@ -222,18 +223,21 @@ void bf_diags_free(bf_diags *d) {
 }
 
 void bf_diags_clear(bf_diags *d) {
+    if (!d) return;
     if (d) d->n = 0;
 }
 
 size_t bf_diags_count(const bf_diags *d) { return d ? d->n : 0; }
 
 size_t bf_diags_errors(const bf_diags *d) {
+    if (!d) return 0;
     size_t k = 0;
     for (size_t i = 0; d && i < d->n; i++) k += d->items[i].status != BF_OK;
     return k;
 }
 
 const bf_error *bf_diags_at(const bf_diags *d, size_t i) {
+    if (!d) return NULL;
     return d && i < d->n ? &d->items[i] : NULL;
 }
 

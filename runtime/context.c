@@ -11,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-void bf_config_init(bf_config *cfg) { memset(cfg, 0, sizeof(*cfg)); }
+void bf_config_init(bf_config *cfg) {
+    if (cfg) memset(cfg, 0, sizeof(*cfg));
+}
 
 static uint64_t ram_bytes(void) {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
@@ -20,6 +22,7 @@ static uint64_t ram_bytes(void) {
 }
 
 bf_status bf_context_new(const bf_config *cfg, bf_context **out, bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     *out = NULL;
     bf_context *ctx = bf_calloc(1, sizeof(*ctx));
@@ -48,8 +51,15 @@ bf_status bf_context_new(const bf_config *cfg, bf_context **out, bf_error *err) 
         bf_free(ctx);
         return bf_err(err, BF_ENOMEM, "out_of_memory", "cannot create a context's lock");
     }
-    bf_status st = bf_pool_new(c->threads, &ctx->pool, err);
+    if (c->distributed < -1 || c->distributed > 1) {
+        uv_mutex_destroy(&ctx->probe_lock);
+        bf_free(ctx);
+        return bf_err(err, BF_EINVAL, "bad_config", "bf_config.distributed must be -1, 0 or 1");
+    }
+    bf_status st = bf_coll_open(c->distributed, &ctx->coll, err);
+    if (st == BF_OK) st = bf_pool_new(c->threads, &ctx->pool, err);
     if (st) {
+        ctx->coll.ops->close(&ctx->coll);
         uv_mutex_destroy(&ctx->probe_lock);
         bf_free(ctx);
         return st;
@@ -68,11 +78,12 @@ void bf_context_free(bf_context *ctx) {
     if (!ctx) return;
     if (ctx->gpu_probed) bf_cuda_release(ctx->gpus, ctx->n_gpus);
     bf_pool_free(ctx->pool);
+    ctx->coll.ops->close(&ctx->coll);
     uv_mutex_destroy(&ctx->probe_lock);
     bf_free(ctx);
 }
 
-const bf_config *bf_context_config(const bf_context *ctx) { return &ctx->cfg; }
+const bf_config *bf_context_config(const bf_context *ctx) { return ctx ? &ctx->cfg : NULL; }
 
 static void describe_devices(bf_context *ctx) {
     size_t n = (size_t)snprintf(ctx->devices_text, sizeof(ctx->devices_text),
@@ -101,11 +112,32 @@ void bf_context_probe_gpus(bf_context *ctx) {
 }
 
 int bf_context_has_gpu(bf_context *ctx) {
+    if (!ctx) return 0;
     bf_context_probe_gpus(ctx);
     return ctx->n_gpus > 0;
 }
 
 const char *bf_context_devices(bf_context *ctx) {
+    if (!ctx) return "no context";
     bf_context_probe_gpus(ctx);
     return ctx->devices_text;
+}
+
+/* ---- the job (collective.h) ---------------------------------------------------------------- */
+
+int bf_context_rank(const bf_context *ctx) { return ctx ? ctx->coll.rank : 0; }
+
+int bf_context_size(const bf_context *ctx) { return ctx ? ctx->coll.size : 1; }
+
+const char *bf_context_job(const bf_context *ctx) { return ctx ? ctx->coll.desc : "one process"; }
+
+void bf_context_job_stats(const bf_context *ctx, int64_t *calls, int64_t *bytes,
+                          double *seconds) {
+    if (calls) *calls = ctx ? ctx->coll.calls : 0;
+    if (bytes) *bytes = ctx ? ctx->coll.bytes : 0;
+    if (seconds) *seconds = ctx ? ctx->coll.seconds : 0;
+}
+
+void bf_context_abort(bf_context *ctx, int code) {
+    if (ctx && ctx->coll.size > 1) ctx->coll.ops->abort(&ctx->coll, code);
 }

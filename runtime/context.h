@@ -5,6 +5,7 @@
 #ifndef BF_CONTEXT_H
 #define BF_CONTEXT_H
 
+#include "collective.h"
 #include "device.h"
 #include "exec.h"
 #include "tensor.h"
@@ -23,6 +24,7 @@ struct bf_context {
     char gpu_why[128];      /* why there is no GPU, when n_gpus == 0 */
     char devices_text[256];
     int cpu_avx512, cpu_avx2;
+    bf_coll coll;           /* the job: one process, or this rank of an MPI job */
 };
 
 /* Probe the GPUs once. Thread-safe: the first caller probes, the others wait for it; after it

@@ -30,18 +30,23 @@ typedef struct bf_device_ops {
     void (*session_free)(bf_device *dev, void *stream, void *device_ctx);
 } bf_device_ops;
 
+struct bf_cuda_api_v1;
+
 struct bf_device {
     const bf_device_ops *ops;
     int ordinal;          /* GPU index */
     char label[16];       /* "gpu:0" */
     char description[128];
     void *impl;           /* backend-private */
+    /* The CUDA backend that found it (devices/cuda_api.h): its kernels' entry points. */
+    const struct bf_cuda_api_v1 *cuda;
 };
 
 /*
  * Probe the CUDA backend: fill `devs` (capacity `cap`) with the GPUs found and return their
- * number; 0 when the library was built without CUDA or no driver/device is present, with the
- * reason in `why`. Defined in devices/cuda.c, or in devices/cuda_none.c without CUDA.
+ * number; 0 when the library was built without CUDA, the backend or the CUDA libraries cannot
+ * be loaded, or no driver/device is present, with the reason in `why`. Defined in
+ * devices/cuda_loader.c, which loads the backend (devices/cuda.c in libblockflow_cuda.so).
  */
 int bf_cuda_probe(bf_device *devs, int cap, char *why, size_t why_size);
 /* Release what bf_cuda_probe set up for these devices. */

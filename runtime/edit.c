@@ -375,6 +375,29 @@ static bool same_value(const bf_attr_desc *d, const bf_attr_value *a, const bf_a
     return same;
 }
 
+/*
+ * What a check says about attribute `attr` of block b as it is now set: the block's own
+ * inference on its inputs as the last check knew them (when every input is known), so that a
+ * bad value ("strides": [1, 2, 2]) fails the edit that sets it rather than the next run. Only a
+ * problem with this attribute fails it: what the new value does downstream (a shape the next
+ * block refuses) is the check's to report, as an editor's page may pass through such states.
+ */
+static bf_status validate_attr(bf_session *s, int b, const char *attr, bf_error *e) {
+    snode *n = &s->nodes[b];
+    const bf_block_desc *d = n->pb->desc;
+    bf_port_info in[16], out[16];
+    if (d->n_inputs > 16 || d->n_outputs > 16 || !bf_sess_gather_infos(s, b, in)) return BF_OK;
+    bf_error ve = {0};
+    n->node.feed = NULL; /* a feed the new value no longer accepts is refused at the run, as
+                            after any edit: the next feed may well fit */
+    bf_status st = d->infer(&n->node, in, out, &ve);
+    n->node.feed = n->feed;
+    if (st == BF_OK || !(ve.attr[0] ? !strcmp(ve.attr, attr) : st == BF_EATTR)) return BF_OK;
+    ve.block_id[0] = '\0';
+    *e = ve;
+    return st;
+}
+
 /* Set attribute `attr` of block b to `value` (NULL: back to its default, or unset). */
 static bf_status set_attr(bf_session *s, const char *block_id, const char *attr,
                           const cJSON *value, bf_error *err) {
@@ -432,13 +455,19 @@ static bf_status set_attr(bf_session *s, const char *block_id, const char *attr,
             bf_err_at(&e, NULL, attr);
             return block_err(s, b, &e, err);
         }
+        if (!s->checked) bf_session_check(s, NULL, NULL); /* the inputs' shapes, for below */
         if (d->fini) d->fini(&n->node);
         n->pb->attrs[a] = v;
-        if (d->init && (st = d->init(&n->node, &e))) {
+        st = d->init ? d->init(&n->node, &e) : BF_OK;
+        if (st == BF_OK) {
+            st = validate_attr(s, b, attr, &e);
+            if (st && d->fini) d->fini(&n->node);
+        }
+        if (st) {
             n->pb->attrs[a] = old; /* keep the block as it was */
             bf_attr_value_free(&v);
             bf_error ignored;
-            d->init(&n->node, &ignored);
+            if (d->init) d->init(&n->node, &ignored);
             if (kept) d->state->load(&n->node, kept, &ignored);
         } else {
             bf_attr_value_free(&old);
@@ -481,6 +510,7 @@ static bf_status feed_node(bf_session *s, int b, bf_tensor *copy, bf_error *err)
 
 bf_status bf_session_feed(bf_session *s, const char *block_id, const bf_tensor *t,
                           bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     int b = find_node(s, block_id, err);
     if (b < 0) return BF_ENOTFOUND;
     snode *n = &s->nodes[b];
@@ -616,6 +646,7 @@ static bf_status set_text(bf_session *s, char **slot, const char *text, bf_error
 bf_status bf_session_add_block(bf_session *s, const char *id, const char *type,
                                const char *attrs_json, const char *device, const char *ui_json,
                                bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     cJSON *attrs = NULL, *ui = NULL;
     bf_status st = parse_json(s, attrs_json, "the attributes", &attrs, err);
     if (st == BF_OK) st = parse_json(s, ui_json, "the layout", &ui, err);
@@ -626,26 +657,31 @@ bf_status bf_session_add_block(bf_session *s, const char *id, const char *type,
 }
 
 bf_status bf_session_remove_block(bf_session *s, const char *id, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     return remove_block(s, id, err);
 }
 
 bf_status bf_session_rename_block(bf_session *s, const char *id, const char *new_id,
                                   bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     return rename_block(s, id, new_id, err);
 }
 
 bf_status bf_session_connect(bf_session *s, const char *block_id, const char *port,
                              const char *source, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     return connect_input(s, block_id, port, source, err);
 }
 
 bf_status bf_session_disconnect(bf_session *s, const char *block_id, const char *port,
                                 bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     return disconnect_input(s, block_id, port, err);
 }
 
 bf_status bf_session_set_attr(bf_session *s, const char *block_id, const char *attr,
                               const char *json_value, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     cJSON *v = NULL;
     bf_status st = BF_OK;
     if (json_value) {
@@ -667,11 +703,13 @@ bf_status bf_session_set_attr(bf_session *s, const char *block_id, const char *a
 
 bf_status bf_session_set_device(bf_session *s, const char *block_id, const char *device,
                                 bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     return set_device(s, block_id, device, err);
 }
 
 bf_status bf_session_set_ui(bf_session *s, const char *block_id, const char *ui_json,
                             bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     cJSON *ui = NULL;
     bf_status st = parse_json(s, ui_json, "the layout", &ui, err);
     if (st == BF_OK) st = set_ui(s, block_id, ui, err);
@@ -680,14 +718,17 @@ bf_status bf_session_set_ui(bf_session *s, const char *block_id, const char *ui_
 }
 
 bf_status bf_session_set_outputs(bf_session *s, const char *const *refs, int n, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     return set_outputs(s, refs, n, err);
 }
 
 bf_status bf_session_set_name(bf_session *s, const char *name, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     return set_text(s, &s->page->name, name, err);
 }
 
 bf_status bf_session_set_description(bf_session *s, const char *text, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     return set_text(s, &s->page->description, text, err);
 }
 
@@ -831,6 +872,8 @@ static bf_status apply_list(bf_session *s, const cJSON *list, bf_diags *diags, b
 
 bf_status bf_session_apply_edits(bf_session *s, const char *json, size_t len, bf_diags *diags,
                                  bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
+    if (!json) return bf_err(err, BF_EINVAL, "bad_argument", "the edit list is NULL");
     if (!s || !json) return bf_err(err, BF_EINVAL, "bad_argument", "session or edits is NULL");
     if (len > s->ctx->cfg.max_page_bytes)
         return page_err(s, err, BF_ELIMIT, "edits_too_large", "the edits are %zu bytes, above "
@@ -865,7 +908,7 @@ bf_status bf_session_apply_edits(bf_session *s, const char *json, size_t len, bf
             bf_free(copy->checkpoint);
             copy->checkpoint = NULL;
         }
-        if (st == BF_OK) st = bf_session_new(s->ctx, copy, &dry, err);
+        if (st == BF_OK) st = bf_sess_make(s->ctx, copy, false, true, &dry, err);
         bf_string_free(text);
         if (dry) dry->dry_run = true;
         if (st == BF_OK) st = apply_list(dry, list, diags, err);

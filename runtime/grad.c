@@ -619,13 +619,105 @@ static void builder_free(builder *B) {
     cJSON_Delete(B->edits);
 }
 
+/* ---- data parallelism ---------------------------------------------------------------------- */
+
+/* Check the page as rank `rank` of a job of `ranks` would (its shard "batch" blocks' parts). */
+static void check_as(bf_session *s, int rank, int ranks) {
+    for (int i = 0; i < s->n; i++) s->nodes[i].node.rank = rank, s->nodes[i].node.ranks = ranks;
+    bf_session_check(s, NULL, NULL);
+}
+
+/*
+ * Check the page as rank 0 of a job of `ranks` (the shapes the backward pass is built for),
+ * after making sure that every rank's part has those shapes: the last rank's part is the
+ * smallest, so a block whose output differs there has a batch that does not divide.
+ */
+static bool check_for_ranks(builder *B, int ranks) {
+    bf_session *s = B->s;
+    if (ranks <= 1) {
+        check_as(s, 0, 1);
+        return true;
+    }
+    enum { KEEP = 4 };
+    bf_port_info *last = bf_calloc((size_t)s->n * KEEP, sizeof(bf_port_info));
+    bool *ok = bf_calloc((size_t)s->n, sizeof(bool));
+    if (!last || !ok) {
+        bf_free(last), bf_free(ok);
+        return oom_fail(B);
+    }
+    check_as(s, ranks - 1, ranks);
+    for (int i = 0; i < s->n; i++) {
+        ok[i] = s->nodes[i].info_ok;
+        for (int p = 0; p < KEEP && p < s->nodes[i].pb->desc->n_outputs; p++)
+            last[i * KEEP + p] = s->nodes[i].info[p];
+    }
+    check_as(s, 0, ranks);
+    for (int k = 0; k < s->n_order && !B->failed; k++) {
+        int i = s->order[k];
+        const snode *n = &s->nodes[i];
+        if (!ok[i] || !n->info_ok) continue;
+        for (int p = 0; p < KEEP && p < n->pb->desc->n_outputs; p++) {
+            const bf_port_info *a = &n->info[p], *b = &last[i * KEEP + p];
+            if (a->rank < 1 || a->rank != b->rank || a->dims[0] == b->dims[0]) continue;
+            fail(B, BF_ESHAPE, "batch_not_divisible", "the batch of \"%.60s\" does not divide "
+                 "among %d ranks (rank 0 would take %lld rows, rank %d %lld): a data-parallel "
+                 "backward pass has the shapes of one rank's part, so every part must be the "
+                 "same size; make the batch a multiple of %d", n->pb->id, ranks,
+                 (long long)a->dims[0], ranks - 1, (long long)b->dims[0], ranks);
+            bf_strlcpy(B->err.block_id, n->pb->id, sizeof(B->err.block_id));
+            break;
+        }
+    }
+    bf_free(last), bf_free(ok);
+    return !B->failed;
+}
+
+/* An AllReduce (mean) after each Variable's gradient: the gradient then applied. */
+static bool add_all_reduce(builder *B, const char **grad_of, cJSON *reduced, int ranks) {
+    bf_session *s = B->s;
+    char attrs[64];
+    snprintf(attrs, sizeof(attrs), "{\"op\": \"mean\", \"ranks\": %d}", ranks);
+    for (int i = 0; !B->failed && i < s->n; i++) {
+        if (!grad_of[i]) continue;
+        char base[96];
+        snprintf(base, sizeof(base), "%.50s_grad_allreduce", s->page->blocks[i].id);
+        B->x = 2 * B->mirror + 80;
+        B->y = ui_num(s->page->blocks[i].ui, "y") + 60;
+        const char *r = add(B, base, "AllReduce", cJSON_Parse(attrs), "input", grad_of[i], NULL);
+        if (r && !cJSON_AddStringToObject(reduced, s->page->blocks[i].id, r)) return oom_fail(B);
+        grad_of[i] = r;
+    }
+    return !B->failed;
+}
+
+void bf_grad_options_init(bf_grad_options *o) {
+    if (o) memset(o, 0, sizeof(*o));
+}
+
 bf_status bf_session_build_gradients(bf_session *s, const char *loss, const char *const *wrt,
                                      int n_wrt, const char *optimizer, char **created_json,
                                      bf_error *err) {
+    bf_grad_options o;
+    bf_grad_options_init(&o);
+    o.optimizer = optimizer;
+    return bf_session_build_gradients_opts(s, loss, wrt, n_wrt, &o, created_json, err);
+}
+
+bf_status bf_session_build_gradients_opts(bf_session *s, const char *loss,
+                                          const char *const *wrt, int n_wrt,
+                                          const bf_grad_options *opts, char **created_json,
+                                          bf_error *err) {
     bf_error_clear(err);
     if (created_json) *created_json = NULL;
-    if (!s || !loss || !created_json || n_wrt < 0 || (n_wrt && !wrt))
+    bf_grad_options defaults;
+    if (!opts) {
+        bf_grad_options_init(&defaults);
+        opts = &defaults;
+    }
+    const char *optimizer = opts->optimizer;
+    if (!s || !loss || !created_json || n_wrt < 0 || (n_wrt && !wrt) || opts->ranks < 0)
         return bf_err(err, BF_EINVAL, "bad_argument", "invalid argument");
+    int ranks = opts->data_parallel ? (opts->ranks ? opts->ranks : s->ctx->coll.size) : 0;
     opt_spec opt = {0};
     if (optimizer && !parse_optimizer(optimizer, &opt))
         return bf_err(err, BF_EINVAL, "bad_optimizer", "optimizer \"%.60s\" is not one of "
@@ -640,9 +732,10 @@ bf_status bf_session_build_gradients(bf_session *s, const char *loss, const char
         }
         return BF_ENOTFOUND;
     }
-    bf_session_check(s, NULL, NULL);
     builder B = {.s = s, .edits = cJSON_CreateArray(),
                  .pidx = bf_malloc((size_t)s->n * sizeof(int))};
+    if (ranks) check_for_ranks(&B, ranks); /* the shapes of one rank's part of the batch */
+    else bf_session_check(s, NULL, NULL);
     bool *want = bf_calloc((size_t)s->n, sizeof(bool));
     const char **grad_of = bf_calloc((size_t)s->n, sizeof(char *));
     cJSON *res = cJSON_CreateObject(), *grads = NULL, *updates = NULL, *list = NULL;
@@ -711,10 +804,16 @@ bf_status bf_session_build_gradients(bf_session *s, const char *loss, const char
         if (want[i] && grad_of[i] && !cJSON_AddStringToObject(grads, s->page->blocks[i].id,
                                                               grad_of[i]))
             oom_fail(&B);
+    if (!B.failed && ranks) {
+        cJSON *reduced = cJSON_AddObjectToObject(res, "all_reduce");
+        if (!reduced) oom_fail(&B);
+        else add_all_reduce(&B, grad_of, reduced, ranks);
+    }
     if (!B.failed && optimizer) add_optimizer(&B, &opt, grad_of, updates);
     if (!B.failed && !(list = cJSON_AddArrayToObject(res, "blocks"))) oom_fail(&B);
     for (int i = 0; !B.failed && i < B.n_ids; i++)
         if (!cJSON_AddItemToArray(list, cJSON_CreateString(B.ids[i]))) oom_fail(&B);
+    if (ranks) check_as(s, s->ctx->coll.rank, s->ctx->coll.size); /* back to this job's */
     bf_status st = B.failed ? B.err.status : BF_OK;
     if (B.failed && err) {
         *err = B.err;

@@ -37,7 +37,7 @@ static int gradient_port(const bf_block_desc *d) {
 static bf_status to_f64(const bf_context *ctx, const bf_tensor *t, bf_tensor **out,
                         bf_error *err) {
     if (!(BF_DT_FLOATS & (1u << t->dtype))) return bf_tensor_copy(t, out, err);
-    bf_status st = bf_tensor_new(ctx, BF_DTYPE_F64, t->rank, t->dims, out, err);
+    bf_status st = bf_tensor_new_uninit(ctx, BF_DTYPE_F64, t->rank, t->dims, out, err);
     if (st == BF_OK && (st = bf_tensor_convert(t, *out, err))) {
         bf_tensor_free(*out);
         *out = NULL;
@@ -59,7 +59,7 @@ static bf_status make_f64(bf_session *s, bf_session **out, bf_error *err) {
         bf_free(copy->checkpoint);
         copy->checkpoint = NULL;
     }
-    if (st == BF_OK) st = bf_sess_make(s->ctx, copy, true, &t, err);
+    if (st == BF_OK) st = bf_sess_make(s->ctx, copy, true, true, &t, err);
     for (int i = 0; st == BF_OK && i < s->n; i++) {
         snode *n = &s->nodes[i];
         bf_tensor *v = NULL, *w = NULL;
@@ -183,6 +183,10 @@ static bf_status check_one(bf_session *s, bf_session *t, const char *loss, int v
 bf_status bf_session_check_gradients(bf_session *s, const char *loss,
                                      const bf_gradcheck_options *opts, char **json_out,
                                      bf_error *err) {
+    if (!json_out) return bf_err(err, BF_EINVAL, "bad_argument", "json_out is NULL");
+    *json_out = NULL;
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
+    if (!loss) return bf_err(err, BF_EINVAL, "bad_argument", "loss is NULL");
     bf_error_clear(err);
     if (json_out) *json_out = NULL;
     if (!s || !loss || !json_out) return bf_err(err, BF_EINVAL, "bad_argument", "invalid argument");

@@ -33,6 +33,8 @@ void bf_sess_node_bind(bf_session *s, int i) {
     n->node.budget = &s->budget;
     n->node.max_elements = s->ctx->cfg.max_tensor_elements;
     n->node.promote_f64 = s->promote_f64;
+    n->node.rank = s->ctx->coll.rank;
+    n->node.ranks = s->ctx->coll.size;
     n->stats.id = pb->id;
     n->stats.type = pb->desc->type;
     n->stats.n_outputs = pb->desc->n_outputs;

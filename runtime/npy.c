@@ -348,9 +348,20 @@ static bf_status load_from(uint64_t max_el, npy_src *src, const char *path, bf_t
 
 bf_status bf_tensor_load_npy(const bf_context *ctx, const char *path, bf_tensor **out,
                              bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
+    if (!path) return bf_err(err, BF_EINVAL, "bad_argument", "path is NULL");
     return bf_npy_load(path, ctx ? bf_context_config(ctx)->max_tensor_elements
                                  : BF_DEFAULT_MAX_ELEMENTS,
                        out, err);
+}
+
+bf_status bf_tensor_load_npy_mem(const bf_context *ctx, const void *data, size_t len,
+                                 const char *name, bf_tensor **out, bf_error *err) {
+    return bf_npy_parse(data, len, name ? name : "(memory)",
+                        ctx ? bf_context_config(ctx)->max_tensor_elements
+                            : BF_DEFAULT_MAX_ELEMENTS,
+                        out, err);
 }
 
 bf_status bf_npy_load(const char *path, uint64_t max_elements, bf_tensor **out, bf_error *err) {
@@ -551,6 +562,7 @@ bf_status bf_file_write_atomic(const char *path, int (*body)(int fd, void *user)
 static int write_npy_body(int fd, void *t) { return write_body(fd, t); }
 
 bf_status bf_tensor_save_npy(const bf_tensor *t, const char *path, bf_error *err) {
+    if (!t || !path) return bf_err(err, BF_EINVAL, "bad_argument", "tensor or path is NULL");
     if (!t || !path) return bf_err(err, BF_EINVAL, "bad_argument", "tensor or path is NULL");
     if (t->device || !bf_dtype_size(t->dtype))
         return bf_err(err, BF_EINVAL, "bad_argument", "%s: only host tensors can be saved",

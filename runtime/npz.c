@@ -193,6 +193,9 @@ bf_status bf_tensor_load_npz(const bf_context *ctx, const char *path, const char
     if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
     *out = NULL;
     if (!path || !key) return bf_err(err, BF_EINVAL, "bad_argument", "path or key is NULL");
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
+    if (!path || !key) return bf_err(err, BF_EINVAL, "bad_argument", "path or key is NULL");
     find_one f = {key, NULL};
     bf_status st = bf_npz_each(path, ctx ? bf_context_config(ctx)->max_tensor_elements
                                          : BF_DEFAULT_MAX_ELEMENTS,
@@ -282,4 +285,31 @@ bf_status bf_npz_save(const char *path, const char *const *keys, const bf_tensor
     }
     npz_out o = {keys, ts, n};
     return bf_file_write_atomic(path, npz_body, &o, err);
+}
+
+bf_status bf_tensor_save_npz(const char *path, const char *const *keys,
+                             const bf_tensor *const *ts, int n, bf_error *err) {
+    if (!path || n < 0 || n > 65535 || (n && (!keys || !ts)))
+        return bf_err(err, BF_EINVAL, "bad_argument", "invalid archive arguments");
+    for (int i = 0; i < n; i++)
+        if (!ts[i] || ts[i]->device)
+            return bf_err(err, BF_EINVAL, "bad_argument", "%s: array %d is not a host tensor",
+                          path, i);
+    /* bfloat16 (numpy has none) widened to float32 copies, as bf_tensor_save_npy does */
+    const bf_tensor **use = bf_calloc((size_t)BF_MAX(n, 1), sizeof(*use));
+    bf_tensor **wide = bf_calloc((size_t)BF_MAX(n, 1), sizeof(*wide));
+    bf_status st = use && wide ? BF_OK : bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
+    for (int i = 0; st == BF_OK && i < n; i++) {
+        use[i] = ts[i];
+        if (ts[i]->dtype != BF_DTYPE_BF16) continue;
+        st = bf_tensor_alloc(NULL, 0, BF_DTYPE_F32, ts[i]->rank, ts[i]->dims, false, &wide[i],
+                             err);
+        if (st == BF_OK) st = bf_tensor_convert(ts[i], wide[i], err);
+        use[i] = wide[i];
+    }
+    if (st == BF_OK) st = bf_npz_save(path, keys, use, n, err);
+    for (int i = 0; wide && i < n; i++) bf_tensor_free(wide[i]);
+    bf_free(wide);
+    bf_free((void *)use);
+    return st;
 }

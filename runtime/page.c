@@ -605,10 +605,15 @@ static void load_top(loader *L, bf_context *ctx, const cJSON *root) {
         char p[48];
         snprintf(p, sizeof(p), "/outputs/%d", index);
         int b, port;
-        if (!cJSON_IsString(o) || !o->valuestring[0] ||
-            (!L->incomplete && !bf_page_resolve(page, o->valuestring, &b, &port))) {
+        if (!cJSON_IsString(o) || !o->valuestring[0]) {
             problem(L, BF_ESCHEMA, "bad_output", NULL, NULL, NULL,
-                    "output %d names no block output on this page", p, index);
+                    "output %d must be a \"block\" or \"block:port\" string", p, index);
+            continue;
+        }
+        if (!L->incomplete && !bf_page_resolve(page, o->valuestring, &b, &port)) {
+            problem(L, BF_ESCHEMA, "bad_output", NULL, NULL, NULL,
+                    "output %d (\"%.80s\") names no block output on this page", p, index,
+                    o->valuestring);
             continue;
         }
         if (!(page->outputs[page->n_outputs++] = bf_strdup(o->valuestring))) L->oom = true;
@@ -661,8 +666,11 @@ bf_status bf_page_parse(bf_context *ctx, const char *json, size_t len, const cha
         size_t off = end ? (size_t)(end - json) : 0;
         line_col(json, BF_MIN(off, len), &line, &col);
         /* cJSON stops at its nesting limit with a parse error; say so when that is why. */
-        problem(&L, BF_EPARSE, "bad_json", NULL, NULL, NULL,
-                "not valid JSON (or nested deeper than %d levels)", "", CJSON_NESTING_LIMIT);
+        if (ctx->cfg.max_json_depth < CJSON_NESTING_LIMIT) /* deeper text was refused above */
+            problem(&L, BF_EPARSE, "bad_json", NULL, NULL, NULL, "not valid JSON", "");
+        else
+            problem(&L, BF_EPARSE, "bad_json", NULL, NULL, NULL,
+                    "not valid JSON (or nested deeper than %d levels)", "", CJSON_NESTING_LIMIT);
         if (L.n_errors == 1) {
             L.first.line = line;
             L.first.column = col;
@@ -760,21 +768,22 @@ bf_status bf_page_load_string(bf_context *ctx, const char *json, size_t len, con
     return bf_page_parse(ctx, json, len, name, dir, 0, out, diags, err);
 }
 
-const char *bf_page_name(const bf_page *p) { return p->name; }
-const char *bf_page_description(const bf_page *p) { return p->description; }
-const char *bf_page_file(const bf_page *p) { return p->file; }
-int bf_page_block_count(const bf_page *p) { return p->n_blocks; }
+const char *bf_page_name(const bf_page *p) { return p ? p->name : NULL; }
+const char *bf_page_description(const bf_page *p) { return p ? p->description : NULL; }
+const char *bf_page_file(const bf_page *p) { return p ? p->file : NULL; }
+int bf_page_block_count(const bf_page *p) { return p ? p->n_blocks : 0; }
 const char *bf_page_block_id(const bf_page *p, int i) {
-    return i >= 0 && i < p->n_blocks ? p->blocks[i].id : NULL;
+    return p && i >= 0 && i < p->n_blocks ? p->blocks[i].id : NULL;
 }
 const char *bf_page_block_type(const bf_page *p, int i) {
-    return i >= 0 && i < p->n_blocks && p->blocks[i].desc ? p->blocks[i].desc->type : NULL;
+    return p && i >= 0 && i < p->n_blocks && p->blocks[i].desc ? p->blocks[i].desc->type : NULL;
 }
-int bf_page_output_count(const bf_page *p) { return p->n_outputs; }
+int bf_page_output_count(const bf_page *p) { return p ? p->n_outputs : 0; }
 const char *bf_page_output(const bf_page *p, int i) {
-    return i >= 0 && i < p->n_outputs ? p->outputs[i] : NULL;
+    return p && i >= 0 && i < p->n_outputs ? p->outputs[i] : NULL;
 }
 int bf_page_block_input_count(const bf_page *p, int i) {
+    if (!p) return 0;
     return i >= 0 && i < p->n_blocks && p->blocks[i].desc ? p->blocks[i].desc->n_inputs : 0;
 }
 const char *bf_page_block_input_name(const bf_page *p, int i, int k) {
@@ -784,4 +793,6 @@ const char *bf_page_block_input_name(const bf_page *p, int i, int k) {
 const char *bf_page_block_input_source(const bf_page *p, int i, int k) {
     return k >= 0 && k < bf_page_block_input_count(p, i) ? p->blocks[i].inputs[k].text : NULL;
 }
-int bf_page_find_block(const bf_page *p, const char *id) { return id ? bf_page_find(p, id) : -1; }
+int bf_page_find_block(const bf_page *p, const char *id) {
+    return p && id ? bf_page_find(p, id) : -1;
+}

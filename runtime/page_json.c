@@ -237,3 +237,95 @@ bf_status bf_page_to_json(const bf_page *page, char **out, bf_error *err) {
     *out = b.p;
     return BF_OK;
 }
+
+/* ---- a page's text laid out, uninterpreted (bf_page_format_json) --------------------------- */
+
+/* Move the member `key` of `src`, if any, to the end of `dst`. */
+static void move_member(cJSON *dst, cJSON *src, const char *key) {
+    cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(src, key);
+    if (v) cJSON_AddItemToObject(dst, key, v); /* cannot fail: the key is copied first */
+}
+
+/* Move the members of `src` whose key starts with "x-" (x_keys) or does not (!x_keys), in
+ * their order, to the end of `dst`. */
+static void move_rest(cJSON *dst, cJSON *src, bool x_keys) {
+    for (cJSON *c = src->child, *next; c; c = next) {
+        next = c->next;
+        if (!c->string || (!strncmp(c->string, "x-", 2)) != x_keys) continue;
+        cJSON_DetachItemViaPointer(src, c);
+        cJSON_AddItemToArray(dst, c); /* keeps c->string: dst is an object */
+    }
+}
+
+/* `src` (consumed) as a new object with its members in the canonical order: `first` keys,
+ * then x- keys, then `then` keys, then anything else as written. NULL when out of memory. */
+static cJSON *reordered(cJSON *src, const char *const *first, const char *const *then) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) {
+        cJSON_Delete(src);
+        return NULL;
+    }
+    for (int i = 0; first[i]; i++) move_member(o, src, first[i]);
+    move_rest(o, src, true);
+    for (int i = 0; then[i]; i++) move_member(o, src, then[i]);
+    move_rest(o, src, false);
+    cJSON_Delete(src);
+    return o;
+}
+
+bf_status bf_page_format_json(const char *json, size_t len, char **out, bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
+    if (!json) return bf_err(err, BF_EINVAL, "bad_argument", "json is NULL");
+    unsigned failures = bf_alloc_failures();
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    if (!root) {
+        if (bf_alloc_failures() != failures)
+            return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
+        int line = 1, col = 1;
+        for (const char *p = json; end && p < end && p < json + len; p++) {
+            if (*p == '\n') line++, col = 1;
+            else col++;
+        }
+        bf_status st = bf_err(err, BF_EPARSE, "bad_json", "not valid JSON");
+        if (err) err->line = line, err->column = col;
+        return st;
+    }
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return bf_err(err, BF_ESCHEMA, "bad_page", "a page is a JSON object");
+    }
+    static const char *const page_first[] = {"format", "version", "name", "description",
+                                             "checkpoint", "ui", NULL};
+    static const char *const page_then[] = {"blocks", "outputs", NULL};
+    static const char *const block_first[] = {"id", "type", "inputs", "attrs", "device", "ui",
+                                               NULL};
+    static const char *const none[] = {NULL};
+    cJSON *page = reordered(root, page_first, page_then);
+    cJSON *blocks = page ? cJSON_GetObjectItemCaseSensitive(page, "blocks") : NULL;
+    bool oom = !page;
+    if (cJSON_IsArray(blocks)) { /* each block object in its canonical order, in place */
+        cJSON *list = cJSON_CreateArray();
+        oom = !list;
+        while (!oom && blocks->child) {
+            cJSON *b = cJSON_DetachItemViaPointer(blocks, blocks->child);
+            if (cJSON_IsObject(b) && !(b = reordered(b, block_first, none))) oom = true;
+            else cJSON_AddItemToArray(list, b);
+        }
+        if (list && !oom) cJSON_ReplaceItemInObjectCaseSensitive(page, "blocks", list);
+        else cJSON_Delete(list);
+    }
+    buf b = {0};
+    if (!oom) {
+        put_value(&b, page, 0);
+        puts_(&b, "\n");
+    }
+    cJSON_Delete(page);
+    if (oom || b.oom) {
+        bf_free(b.p);
+        return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory while writing the page");
+    }
+    *out = b.p;
+    return BF_OK;
+}

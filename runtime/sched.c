@@ -35,6 +35,7 @@ static bool cancelled(bf_session *s) {
 }
 
 void bf_session_cancel(bf_session *s) {
+    if (!s) return;
     if (s) {
         atomic_store(&s->stop_steps, 1);
         int expected = 0;
@@ -104,8 +105,11 @@ static void execute(snode *n) {
         bf_sess_tensor_free(n->host_outs[i]);
         n->outs[i] = n->host_outs[i] = NULL;
     }
-    if ((d->flags & BF_BLOCK_FEEDABLE) && !n->dev && n->feed) {
-        /* A placeholder's output is its feed itself: no copy (the feed outlives it). */
+    bool whole = n->feed && out_info[0].rank == n->feed->rank &&
+                 !memcmp(out_info[0].dims, n->feed->dims, sizeof(int64_t) * (size_t)n->feed->rank);
+    if ((d->flags & BF_BLOCK_FEEDABLE) && !n->dev && n->feed && whole) {
+        /* A placeholder's output is its feed itself: no copy (the feed outlives it). A part
+         * of it (shard "batch" in a job of several ranks) is copied by its kernel. */
         st = bf_tensor_view(n->feed, &n->outs[0], e);
         n->stats.ms = 0;
         goto stats;
@@ -204,23 +208,35 @@ static bool retry_without_cache(bf_session *s, snode *n) {
  * consumers (those now complete become ready) and the sources no one reads any more, or
  * record the failure and stop the run.
  */
+static void run_round(bf_session *s);
+
+/* Node n's result is final: record it and release its consumers and sources. */
+static void complete_ok(bf_session *s, snode *n) {
+    n->stats.status = BF_OK;
+    n->valid = true;
+    n->stats.ran = 1;
+    bf_strlcpy(n->stats.device, n->dev ? n->dev->label : "cpu", sizeof(n->stats.device));
+    if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_DONE, &n->stats, s->opts->user);
+    for (int c = 0; c < n->n_consumers; c++) {
+        snode *m = &s->nodes[n->consumers[c]];
+        if (m->runs && !m->scheduled) {
+            for (int k = 0; k < m->pb->desc->n_inputs; k++)
+                if (m->pb->inputs[k].src_block == n->index) m->pending--;
+            if (m->pending == 0) push_ready(s, m);
+        }
+    }
+    release_sources(s, n);
+}
+
 static void complete(bf_session *s, snode *n) {
     if (retry_without_cache(s, n)) return;
+    if (n->status == BF_OK && bf_sess_fuse_hold(s, n)) { /* completed after its round */
+        if (bf_sess_fuse_ready(s)) run_round(s);
+        return;
+    }
     n->stats.status = n->status;
     if (n->status == BF_OK) {
-        n->valid = true;
-        n->stats.ran = 1;
-        bf_strlcpy(n->stats.device, n->dev ? n->dev->label : "cpu", sizeof(n->stats.device));
-        if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_DONE, &n->stats, s->opts->user);
-        for (int c = 0; c < n->n_consumers; c++) {
-            snode *m = &s->nodes[n->consumers[c]];
-            if (m->runs && !m->scheduled) {
-                for (int k = 0; k < m->pb->desc->n_inputs; k++)
-                    if (m->pb->inputs[k].src_block == n->index) m->pending--;
-                if (m->pending == 0) push_ready(s, m);
-            }
-        }
-        release_sources(s, n);
+        complete_ok(s, n);
         return;
     }
     bf_sess_drop_results(n);
@@ -242,6 +258,37 @@ static void complete(bf_session *s, snode *n) {
     if (s->opts->on_event) s->opts->on_event(BF_EVENT_BLOCK_DONE, &n->stats, s->opts->user);
     int expected = 0;
     atomic_compare_exchange_strong(&s->cancel, &expected, 3); /* stop the rest */
+}
+
+/* Every member of the next collective round is held: reduce them across the ranks in one
+ * fused call (fuse.c), then complete each, in page order, with the round's outcome. */
+static void run_round(bf_session *s) {
+    bf_error e = {0};
+    bool failed_here = s->run_status != BF_OK || atomic_load(&s->cancel) != 0;
+    double t0 = bf_now();
+    bf_status st = bf_sess_fuse_round(s, failed_here, &e);
+    double ms = (bf_now() - t0) * 1e3;
+    int n_held = s->n_held, held[64], *list = held;
+    if (n_held > BF_COUNT(held)) list = bf_malloc((size_t)n_held * sizeof(int));
+    if (list) memcpy(list, s->held, (size_t)n_held * sizeof(int));
+    else list = s->held; /* no memory for a copy: nothing adds to s->held meanwhile */
+    s->n_held = 0;
+    for (int h = 0; h < n_held; h++) {
+        snode *n = &s->nodes[list[h]];
+        n->status = st;
+        if (st == BF_OK) { /* the run report shows the round's time and its fusion */
+            n->stats.ms += ms;
+            size_t len = strlen(n->stats.note);
+            snprintf(n->stats.note + len, sizeof(n->stats.note) - len, "%sone all-reduce of %d "
+                     "block%s over %d ranks", len ? "; " : "", n_held, n_held == 1 ? "" : "s",
+                     s->ctx->coll.size);
+            complete_ok(s, n);
+            continue;
+        }
+        keep_error(n, &e);
+        complete(s, n);
+    }
+    if (list != held && list != s->held) bf_free(list);
 }
 
 static void after_work_cb(uv_work_t *w, int status) {
@@ -309,7 +356,9 @@ static void drain(bf_session *s) {
     }
 }
 
-void bf_run_options_init(bf_run_options *o) { memset(o, 0, sizeof(*o)); }
+void bf_run_options_init(bf_run_options *o) {
+    if (o) memset(o, 0, sizeof(*o));
+}
 
 /*
  * Bring the cache in line with this run. Before it (`starting`): pin the page's outputs and
@@ -385,8 +434,19 @@ static bf_status check_needed(bf_session *s, bf_diags *diags, bf_error *err) {
     return st;
 }
 
+/* The run stops before its first block, its blocks marked: in a job of several ranks the
+ * others may already wait in this run's first collective round, so tell them there (fuse.c),
+ * as a run that fails later does. */
+static bf_status stop_early(bf_session *s, bf_status st) {
+    bf_error ignored;
+    if (bf_sess_fuse_plan(s, &ignored) == BF_OK) bf_sess_fuse_end(s, true);
+    s->opts = NULL;
+    return st;
+}
+
 bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *diags,
                          bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     bf_run_options defaults;
     if (!opts) {
         bf_run_options_init(&defaults);
@@ -445,10 +505,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
         }
         if (p < 32) s->nodes[b].fetched |= 1u << p;
     }
-    if ((st = check_needed(s, diags, err))) {
-        s->opts = NULL;
-        return st;
-    }
+    if ((st = check_needed(s, diags, err))) return stop_early(s, st);
     /* Every input the fetches need must have been fed. */
     for (int i = 0; i < s->n; i++) {
         snode *n = &s->nodes[i];
@@ -459,8 +516,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
             bf_sess_where(s, i, &e);
             if (err) *err = e;
             bf_diags_push(diags, &e);
-            s->opts = NULL;
-            return BF_EINVAL;
+            return stop_early(s, BF_EINVAL);
         }
     }
     settle_cache(s, true);
@@ -481,12 +537,15 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
         if ((st = bf_sess_place(s, n, in, &e))) {
             bf_sess_where(s, n->index, &e);
             if (err) *err = e;
-            s->opts = NULL;
-            return st;
+            return stop_early(s, st);
         }
         for (int i = 0; i < n->pb->desc->n_inputs; i++)
             n->pending += n->pb->inputs[i].src_block >= 0 &&
                           !s->nodes[n->pb->inputs[i].src_block].valid;
+    }
+    if ((st = bf_sess_fuse_plan(s, err))) { /* the collective rounds, in a job of several */
+        s->opts = NULL;
+        return st;
     }
     s->deadline = opts->timeout_s > 0 ? bf_now() + opts->timeout_s : 0;
     s->inflight = 0;
@@ -499,6 +558,7 @@ bf_status bf_session_run(bf_session *s, const bf_run_options *opts, bf_diags *di
     if (s->loop_ready) uv_run(&s->loop, UV_RUN_DEFAULT); /* until the last block completes */
 
     (void)cancelled(s); /* a kernel may have stopped at the deadline without recording it */
+    bf_sess_fuse_end(s, s->run_status != BF_OK || atomic_load(&s->cancel) != 0);
     int why = atomic_load(&s->cancel);
     if (s->run_status == BF_OK && why == 1) {
         s->run_status = BF_ECANCELED;

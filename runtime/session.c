@@ -59,11 +59,11 @@ void bf_session_free(bf_session *s) {
 }
 
 bf_status bf_session_new(bf_context *ctx, bf_page *page, bf_session **out, bf_error *err) {
-    return bf_sess_make(ctx, page, false, out, err);
+    return bf_sess_make(ctx, page, false, false, out, err);
 }
 
-bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_session **out,
-                       bf_error *err) {
+bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bool local,
+                       bf_session **out, bf_error *err) {
     if (!out) {
         bf_page_free(page);
         return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
@@ -86,6 +86,7 @@ bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_sess
     s->ctx = ctx;
     s->page = page;
     s->promote_f64 = promote_f64;
+    s->local = local || promote_f64;
     s->budget.limit = ctx->cfg.max_session_bytes;
     s->no_cache = ctx->cfg.no_cache != 0;
     s->cache_limit = s->no_cache ? 0 : ctx->cfg.max_cache_bytes;
@@ -99,17 +100,17 @@ bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_sess
         if (!bf_sess_node_alloc(s, i)) goto oom;
     }
     if (!bf_sess_graph_build(s)) goto oom;
-    /* Per-node state (Const builds its tensor here). */
-    for (int i = 0; i < s->n; i++) {
+    /* Per-node state (Const builds its tensor here); in a job of several ranks, every rank
+     * then takes rank 0's Variables. */
+    bf_status init_st = BF_OK;
+    for (int i = 0; i < s->n && init_st == BF_OK; i++) {
         snode *n = &s->nodes[i];
-        if (n->pb->desc->init) {
-            bf_status st = n->pb->desc->init(&n->node, err);
-            if (st) {
-                if (err) bf_sess_where(s, i, err);
-                bf_session_free(s); /* fini of every block; states not made yet are NULL */
-                return st;
-            }
-        }
+        if (n->pb->desc->init && (init_st = n->pb->desc->init(&n->node, err)) && err)
+            bf_sess_where(s, i, err);
+    }
+    if ((init_st = bf_sess_state_sync(s, init_st, err))) {
+        bf_session_free(s); /* fini of every block; states not made yet are NULL */
+        return init_st;
     }
     if (uv_mutex_init(&s->gpu_mu) != 0) goto oom;
     s->gpu_mu_ok = true;
@@ -134,7 +135,7 @@ oom:
     return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
 }
 
-const bf_page *bf_session_page(const bf_session *s) { return s->page; }
+const bf_page *bf_session_page(const bf_session *s) { return s ? s->page : NULL; }
 
 /* ---- results ---------------------------------------------------------------------------- */
 
@@ -170,14 +171,14 @@ bf_status bf_session_take_output(bf_session *s, const char *block_id, const char
     if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     int p = 0, b = find_output(s, block_id, port, &p);
     if (b < 0)
-        return bf_err(err, BF_ENOTFOUND, "no_output", "no output \"%.60s%s%.30s\" on this page",
+        return bf_err(err, BF_ENOTFOUND, "not_found", "no output \"%.60s%s%.30s\" on this page",
                       block_id ? block_id : "(null)", port ? ":" : "", port ? port : "");
     snode *n = &s->nodes[b];
     bf_tensor **slot = n->host_outs[p] ? &n->host_outs[p]
                                        : (n->outs[p] && !n->outs[p]->device ? &n->outs[p] : NULL);
     if (!slot) {
         bf_error e = {0};
-        bf_err(&e, BF_ENOTFOUND, "no_result", "output \"%s\" has no result in host memory to "
+        bf_err(&e, BF_ENOTFOUND, "not_found", "output \"%s\" has no result in host memory to "
                "hand over (run the page with it fetched first)", n->pb->desc->outputs[p].name);
         bf_sess_where(s, b, &e);
         if (err) *err = e;
@@ -202,14 +203,14 @@ uint64_t bf_session_peak_bytes(const bf_session *s) {
 uint64_t bf_session_cached_bytes(const bf_session *s) { return s ? s->cache_used : 0; }
 
 const bf_block_stats *bf_session_block_stats(const bf_session *s, int i) {
-    return i >= 0 && i < s->n ? &s->nodes[i].stats : NULL;
+    return s && i >= 0 && i < s->n ? &s->nodes[i].stats : NULL;
 }
 
 int bf_session_block_output_count(const bf_session *s, int i) {
-    return i >= 0 && i < s->n ? s->nodes[i].pb->desc->n_outputs : 0;
+    return s && i >= 0 && i < s->n ? s->nodes[i].pb->desc->n_outputs : 0;
 }
 
 const char *bf_session_block_output_name(const bf_session *s, int i, int j) {
-    if (i < 0 || i >= s->n || j < 0 || j >= s->nodes[i].pb->desc->n_outputs) return NULL;
+    if (!s || i < 0 || i >= s->n || j < 0 || j >= s->nodes[i].pb->desc->n_outputs) return NULL;
     return s->nodes[i].pb->desc->outputs[j].name;
 }

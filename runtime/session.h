@@ -109,14 +109,24 @@ struct bf_session {
     atomic_int stop_steps;     /* bf_session_cancel: stop the step loop */
     bool dry_run;              /* a copy that tries an edit batch: reports nothing */
     bool promote_f64;          /* a float64 re-run (grad_check.c): bf_node.promote_f64 */
+    bool local;                /* this process's copy only: no collective calls (fuse.c,
+                                  state.c), its AllReduce blocks the identity */
     bf_diags *edit_diags;      /* the diags of the bf_session_apply_edits in progress */
+    /* collective rounds of the run in progress (fuse.c); all zero in one process */
+    int *round_of;             /* [n] a collective node's round (1-based) in this run, else 0 */
+    int *round_left;           /* [rounds + 1] members of each round not yet done locally */
+    int *held;                 /* nodes done locally, waiting for their round */
+    int n_held;
+    int rounds, rounds_done;   /* rounds this run needs; rounds negotiated so far */
+    bool rounds_stopped;       /* a round found a rank failed or cancelled: no more rounds */
 };
 
 /* session.c */
 /* bf_session_new, optionally as a float64 re-run of the page (every float dtype an attribute
- * chooses becomes float64: bf_node_float). */
-bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bf_session **out,
-                       bf_error *err);
+ * chooses becomes float64: bf_node_float), or `local`: a copy for this process alone (an edit
+ * batch's trial, a gradient check's re-run) that takes no part in the job's collectives. */
+bf_status bf_sess_make(bf_context *ctx, bf_page *page, bool promote_f64, bool local,
+                       bf_session **out, bf_error *err);
 /* Complete an error about node b (page, block id, JSON pointer to the port or attribute). */
 void bf_sess_where(bf_session *s, int b, bf_error *e);
 /* Allocate node i's per-port arrays (its block already bound). False when out of memory. */
@@ -178,6 +188,37 @@ void bf_sess_state_was_reset(bf_session *s, int b, const char *attr);
  * straight from a Variable, and no Variable may have two update blocks. */
 typedef void (*bf_sess_report_fn)(bf_session *s, int b, bf_error *e, void *user);
 void bf_sess_state_check(bf_session *s, bf_sess_report_fn report, void *user);
+
+/* fuse.c: the AllReduce blocks of a run, fused (a job of several ranks only) */
+/* Check problems of collective blocks, before inference: one built for another rank count
+ * (its attribute `ranks`) than the job has ("wrong_rank_count"). */
+void bf_sess_fuse_check(bf_session *s, bf_sess_report_fn report, void *user);
+/* Plan the run's rounds: round k holds the collective blocks that run after k-1 others on
+ * their deepest path. Call after placement, before the first block starts. */
+bf_status bf_sess_fuse_plan(bf_session *s, bf_error *err);
+/* Node n's kernel succeeded: when it is collective (and the job has several ranks), keep it
+ * until its round and return true (the caller completes it later); else false. */
+bool bf_sess_fuse_hold(bf_session *s, snode *n);
+/* Whether every member of the next round is held. */
+bool bf_sess_fuse_ready(const bf_session *s);
+/* Negotiate the next round with the other ranks and reduce its members' outputs in one
+ * buffer; `failed_here`: this rank's run has failed or was cancelled (the others learn it and
+ * stop). On BF_OK every held node holds the reduced value; either way the caller completes
+ * the held nodes (s->held, in page order) and sets n_held to 0. */
+bf_status bf_sess_fuse_round(bf_session *s, bool failed_here, bf_error *err);
+/* The run ended: if it stopped before its rounds were done, tell the other ranks in the next
+ * round's negotiation; drop held results and free the plan. */
+void bf_sess_fuse_end(bf_session *s, bool failed_here);
+/* The job's agreement after a step or a state change (a checkpoint, the state a session
+ * starts from): `local` is this rank's status; returns it, or BF_EDEVICE "rank_failed"
+ * naming the lowest rank that failed when this one did not. *stop: some rank asked to stop
+ * (may be NULL). A no-op in one process. */
+bf_status bf_sess_job_agree(bf_session *s, bf_status local, bool want_stop, bool *stop,
+                            const char *what, bf_error *err);
+
+/* state.c: in a job of several ranks, agree on how making the state went (`local`) and give
+ * every rank rank 0's state. Returns `local` or the agreement's error. */
+bf_status bf_sess_state_sync(bf_session *s, bf_status local, bf_error *err);
 
 /* place.c */
 bf_status bf_sess_place(bf_session *s, snode *n, bf_port_info *in, bf_error *err);

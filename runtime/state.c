@@ -25,6 +25,72 @@
 
 static bool has_state(const snode *n) { return n->pb->desc->state != NULL; }
 
+/* ---- the job: agreement and the same state on every rank ---------------------------------- */
+
+static bool multi_rank(const bf_session *s) { return s->ctx->coll.size > 1 && !s->local; }
+
+bf_status bf_sess_job_agree(bf_session *s, bf_status local, bool want_stop, bool *stop,
+                            const char *what, bf_error *err) {
+    if (stop) *stop = false;
+    if (!multi_rank(s)) return local;
+    bf_coll_verdict v;
+    bf_error e = {0};
+    bool failed = local != BF_OK && local != BF_ECANCELED;
+    bf_status st = bf_coll_agree(&s->ctx->coll, failed, want_stop || local == BF_ECANCELED, 0, 0,
+                                 &v, &e);
+    if (local) return local; /* this rank's own error says more */
+    if (st) {
+        if (err) *err = e;
+        return st;
+    }
+    if (stop) *stop = v.stop_rank >= 0;
+    if (v.failed_rank >= 0) {
+        bf_err(err, BF_EDEVICE, "rank_failed", "rank %d of the job failed %s, so it stops on "
+               "every rank (rank %d's error says why)", v.failed_rank, what, v.failed_rank);
+        if (err) bf_strlcpy(err->page, s->page->file, sizeof(err->page));
+        return BF_EDEVICE;
+    }
+    return BF_OK;
+}
+
+/* After the state was made or restored on every rank (`local`: how it went here): agree, then
+ * give every rank rank 0's state, so that the replicas start identical. */
+static bf_status sync_states(bf_session *s, bf_status local, const char *what, bf_error *err) {
+    if (!multi_rank(s)) return local;
+    int ns = bf_session_state_count(s), k = 0;
+    bf_tensor **ts = local ? NULL : bf_calloc((size_t)ns + 1, sizeof(bf_tensor *));
+    if (!local && !ts) local = bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
+    for (int i = 0; local == BF_OK && i < s->n; i++)
+        if (has_state(&s->nodes[i])) {
+            local = s->nodes[i].pb->desc->state->save(&s->nodes[i].node, &ts[k++], err);
+            if (local) bf_sess_where(s, i, err);
+        }
+    bf_status st = bf_sess_job_agree(s, local, false, NULL, what, err);
+    k = 0;
+    for (int i = 0; st == BF_OK && i < s->n; i++) {
+        snode *n = &s->nodes[i];
+        if (!has_state(n)) continue;
+        bf_tensor *t = ts[k++];
+        bf_coll *c = &s->ctx->coll;
+        st = c->ops->broadcast(c, t->data, t->nbytes, 0, err);
+        if (st == BF_OK && c->rank != 0) {
+            st = n->pb->desc->state->load(&n->node, t, err);
+            n->stale = false;
+            bf_sess_invalidate(s, i);
+        }
+    }
+    int64_t steps = s->steps;
+    if (st == BF_OK) st = s->ctx->coll.ops->broadcast(&s->ctx->coll, &steps, sizeof(steps), 0, err);
+    if (st == BF_OK) s->steps = steps;
+    for (int i = 0; ts && i < ns; i++) bf_tensor_free(ts[i]);
+    bf_free(ts);
+    return st;
+}
+
+bf_status bf_sess_state_sync(bf_session *s, bf_status local, bf_error *err) {
+    return sync_states(s, local, "while making the session", err);
+}
+
 static bool is_update(const bf_block_desc *d) {
     for (int k = 0; k < d->n_inputs; k++)
         if (d->inputs[k].flags & BF_PORT_REF) return true;
@@ -95,7 +161,9 @@ void bf_sess_state_was_reset(bf_session *s, int b, const char *attr) {
 
 /* ---- steps --------------------------------------------------------------------------------- */
 
-void bf_step_options_init(bf_step_options *o) { memset(o, 0, sizeof(*o)); }
+void bf_step_options_init(bf_step_options *o) {
+    if (o) memset(o, 0, sizeof(*o));
+}
 
 /* Mark every node downstream of a stateful one (Variables, datasets) transient. */
 static bool mark_transient(bf_session *s) {
@@ -174,8 +242,18 @@ static bf_status commit(bf_session *s, bf_error *err) {
     return BF_OK;
 }
 
+/* In a job of several ranks, the metrics a step reports are the mean over the ranks of each
+ * rank's value: the whole batch's loss when the loss is a mean over equal parts of it. */
+static bf_status metrics_mean(bf_session *s, double *values, int n, bf_error *err) {
+    bf_coll *c = &s->ctx->coll;
+    bf_status st = c->ops->allreduce_sum(c, values, n, BF_DTYPE_F64, err);
+    for (int i = 0; st == BF_OK && i < n; i++) values[i] /= c->size;
+    return st;
+}
+
 bf_status bf_session_step(bf_session *s, int64_t n, const bf_step_options *opts,
                           bf_diags *diags, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     bf_error_clear(err);
     if (!s || n < 1) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL or n < 1");
     bf_step_options defaults;
@@ -205,13 +283,37 @@ bf_status bf_session_step(bf_session *s, int64_t n, const bf_step_options *opts,
     bf_status st = BF_OK;
     atomic_store(&s->stop_steps, 0);
     s->stepping = true;
+    bool multi = multi_rank(s), cb_stop = false;
+    char what[64];
     for (int64_t i = 0; i < n; i++) {
-        if (atomic_load(&s->stop_steps)) {
+        if (multi) {
+            /* a step boundary: every rank learns whether one was cancelled (its `failed`
+             * here) or its callback asked to stop, and they all stop together */
+            bf_coll_verdict v;
+            if ((st = bf_coll_agree(&s->ctx->coll, atomic_load(&s->stop_steps) != 0, cb_stop,
+                                    0, 0, &v, err)))
+                break;
+            if (v.failed_rank >= 0) {
+                st = bf_err(err, BF_ECANCELED, "cancelled", "stopped after step %lld (cancelled "
+                            "on rank %d of the job)", (long long)s->steps, v.failed_rank);
+                break;
+            }
+            if (v.stop_rank >= 0) break;
+        } else if (atomic_load(&s->stop_steps)) {
             st = bf_err(err, BF_ECANCELED, "cancelled", "stopped after step %lld",
                         (long long)s->steps);
             break;
         }
-        if ((st = bf_session_run(s, &ro, diags, err))) break;
+        st = bf_session_run(s, &ro, diags, err);
+        if (multi) { /* commit only a step that succeeded on every rank */
+            bool stop = false;
+            snprintf(what, sizeof(what), "in step %lld", (long long)s->steps + 1);
+            st = bf_sess_job_agree(s, st, false, &stop, what, err);
+            if (st == BF_OK && stop)
+                st = bf_err(err, BF_ECANCELED, "cancelled", "step %lld was cancelled on another "
+                            "rank of the job", (long long)s->steps + 1);
+        }
+        if (st) break;
         for (int m = 0; m < n_metrics; m++) {
             int b, p;
             const bf_tensor *t = NULL;
@@ -220,8 +322,12 @@ bf_status bf_session_step(bf_session *s, int64_t n, const bf_step_options *opts,
                                       s->page->blocks[b].desc->outputs[p].name);
             values[m] = t && t->numel ? bf_tensor_get_f64(t, 0) : NAN;
         }
+        if (multi && n_metrics && (st = metrics_mean(s, values, n_metrics, err))) break;
         if ((st = commit(s, err))) break;
-        if (opts->on_step && opts->on_step(s->steps, values, n_metrics, opts->user)) break;
+        if (opts->on_step && opts->on_step(s->steps, values, n_metrics, opts->user)) {
+            if (!multi) break;
+            cb_stop = true; /* the others learn it at the next step boundary */
+        }
     }
     s->stepping = false;
     for (int i = 0; i < s->n; i++) s->nodes[i].transient = false;
@@ -235,6 +341,7 @@ int64_t bf_session_step_count(const bf_session *s) { return s ? s->steps : 0; }
 /* ---- reset, reading and writing state ------------------------------------------------------ */
 
 int bf_session_state_count(const bf_session *s) {
+    if (!s) return 0;
     int c = 0;
     for (int i = 0; s && i < s->n; i++) c += has_state(&s->nodes[i]);
     return c;
@@ -268,6 +375,7 @@ static int find_stateful(bf_session *s, const char *id, bf_error *err) {
 }
 
 bf_status bf_session_reset(bf_session *s, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     bf_error_clear(err);
     if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     int ns = bf_session_state_count(s);
@@ -304,11 +412,14 @@ bf_status bf_session_reset(bf_session *s, bf_error *err) {
     }
     bf_free(fresh);
     if (st == BF_OK) s->steps = 0;
-    return st;
+    return sync_states(s, st, "resetting its state", err);
 }
 
 bf_status bf_session_read_state(bf_session *s, const char *block_id, bf_tensor **out,
                                 bf_error *err) {
+    if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     bf_error_clear(err);
     if (out) *out = NULL;
     if (!s || !out) return bf_err(err, BF_EINVAL, "bad_argument", "session or out is NULL");
@@ -322,6 +433,8 @@ bf_status bf_session_read_state(bf_session *s, const char *block_id, bf_tensor *
 
 bf_status bf_session_write_state(bf_session *s, const char *block_id, const bf_tensor *value,
                                  bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
+    if (!value) return bf_err(err, BF_EINVAL, "bad_argument", "value is NULL");
     bf_error_clear(err);
     if (!s || !value) return bf_err(err, BF_EINVAL, "bad_argument", "session or value is NULL");
     int b = find_stateful(s, block_id, err);
@@ -341,9 +454,68 @@ bf_status bf_session_write_state(bf_session *s, const char *block_id, const bf_t
 
 #define STEP_KEY ".step" /* cannot be a block id: ids do not start with '.' */
 
+/* FNV-1a of a tensor's bytes, 62 bits (so that its negation fits an int64 too). */
+static int64_t checksum(const bf_tensor *t) {
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *p = t->data;
+    for (size_t i = 0; i < t->nbytes; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return (int64_t)(h >> 2);
+}
+
+/* In a job of several ranks: whether every Variable is the same on every rank (a cheap
+ * checksum of each, compared in one all-reduce); a divergence is an error naming the first
+ * Variable that differs. `local`: this rank's status so far. */
+static bf_status check_replicas(bf_session *s, bf_status local, bf_error *err) {
+    if (!multi_rank(s)) return local;
+    int nv = 0;
+    for (int i = 0; i < s->n; i++) nv += has_state(&s->nodes[i]);
+    int64_t *h = bf_calloc((size_t)nv * 2 + 2, sizeof(int64_t));
+    if (!h && !local) local = bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory");
+    for (int i = 0, k = 0; h && !local && i < s->n; i++) {
+        if (!has_state(&s->nodes[i])) continue;
+        bf_tensor *t = NULL;
+        local = s->nodes[i].pb->desc->state->save(&s->nodes[i].node, &t, err);
+        if (!local) h[2 * k] = checksum(t), h[2 * k + 1] = -h[2 * k];
+        bf_tensor_free(t);
+        k++;
+    }
+    bf_status st = bf_sess_job_agree(s, local, false, NULL, "while saving a checkpoint", err);
+    if (st == BF_OK) st = s->ctx->coll.ops->allreduce_max(&s->ctx->coll, h, 2 * nv, err);
+    for (int i = 0, k = 0; st == BF_OK && i < s->n; i++) {
+        if (!has_state(&s->nodes[i])) continue;
+        if (h[2 * k] != -h[2 * k + 1]) {
+            bf_err(err, BF_EINTERNAL, "diverged", "%s \"%.60s\" is not the same on every rank "
+                   "of the job (its checksums differ): the replicas diverged (a state set on one "
+                   "rank only?); the checkpoint was not written",
+                   s->nodes[i].pb->desc->state->variable ? "Variable" : "Dataset",
+                   s->page->blocks[i].id);
+            bf_sess_where(s, i, err);
+            st = BF_EINTERNAL;
+        }
+        k++;
+    }
+    bf_free(h);
+    return st;
+}
+
+static bf_status write_state(bf_session *s, const char *path, bf_error *err);
+
 bf_status bf_session_save_state(bf_session *s, const char *path, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
+    if (!path) return bf_err(err, BF_EINVAL, "bad_argument", "path is NULL");
     bf_error_clear(err);
     if (!s || !path) return bf_err(err, BF_EINVAL, "bad_argument", "session or path is NULL");
+    if (multi_rank(s)) { /* compare the replicas; rank 0 writes, and all learn how it went */
+        bf_status st = check_replicas(s, BF_OK, err);
+        if (st) return st;
+        if (s->ctx->coll.rank == 0) st = write_state(s, path, err);
+        return bf_sess_job_agree(s, st, false, NULL, "writing the checkpoint", err);
+    }
+    return write_state(s, path, err);
+}
+
+/* The checkpoint of this process's state. */
+static bf_status write_state(bf_session *s, const char *path, bf_error *err) {
     int ns = bf_session_state_count(s), k = 0;
     const char **keys = bf_calloc((size_t)ns + 1, sizeof(char *));
     bf_tensor **ts = bf_calloc((size_t)ns + 1, sizeof(bf_tensor *));
@@ -355,7 +527,7 @@ bf_status bf_session_save_state(bf_session *s, const char *path, bf_error *err) 
         st = n->pb->desc->state->save(&n->node, &ts[k], err);
         if (st == BF_OK && ts[k]->dtype == BF_DTYPE_BF16) { /* numpy has no bfloat16 */
             bf_tensor *wide = NULL;
-            st = bf_tensor_new(s->ctx, BF_DTYPE_F32, ts[k]->rank, ts[k]->dims, &wide, err);
+            st = bf_tensor_new_uninit(s->ctx, BF_DTYPE_F32, ts[k]->rank, ts[k]->dims, &wide, err);
             if (st == BF_OK) st = bf_tensor_convert(ts[k], wide, err);
             bf_tensor_free(ts[k]);
             ts[k] = wide;
@@ -416,8 +588,12 @@ static bf_status collect(const char *key, bf_tensor *t, void *user, bf_error *er
 }
 
 bf_status bf_session_load_state(bf_session *s, const char *path, bf_error *err) {
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
+    if (!path) return bf_err(err, BF_EINVAL, "bad_argument", "path is NULL");
     bf_error_clear(err);
     if (!s || !path) return bf_err(err, BF_EINVAL, "bad_argument", "session or path is NULL");
+    if (multi_rank(s) && s->ctx->coll.rank != 0) /* rank 0 reads it, and gives it to all */
+        return sync_states(s, BF_OK, "restoring a checkpoint", err);
     int ns = bf_session_state_count(s);
     loaded l = {s, bf_calloc((size_t)ns + 2, 64), bf_calloc((size_t)ns + 2, sizeof(bf_tensor *)),
                 0, ns + 1, path};
@@ -462,5 +638,5 @@ bf_status bf_session_load_state(bf_session *s, const char *path, bf_error *err) 
         if (backup) bf_tensor_free(backup[i]);
     }
     bf_free(l.keys), bf_free(l.ts), bf_free(backup);
-    return st;
+    return sync_states(s, st, "restoring a checkpoint", err);
 }

@@ -17,11 +17,12 @@
 #include <string.h>
 
 void bf_explain_options_init(bf_explain_options *o) {
+    if (!o) return;
     memset(o, 0, sizeof(*o));
 }
 
 void bf_gradcheck_options_init(bf_gradcheck_options *o) {
-    memset(o, 0, sizeof(*o));
+    if (o) memset(o, 0, sizeof(*o));
 }
 
 /* ---- shared helpers ---------------------------------------------------------------------- */
@@ -187,6 +188,10 @@ static void explain_pad(const bf_explain_pad_tap *tap, void *user) {
 bf_status bf_session_explain(bf_session *s, const char *block_id, const int64_t *index,
                              int rank, const bf_explain_options *opts, char **json_out,
                              bf_error *err) {
+    if (!json_out) return bf_err(err, BF_EINVAL, "bad_argument", "json_out is NULL");
+    *json_out = NULL;
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
+    if (rank > 0 && !index) return bf_err(err, BF_EINVAL, "bad_argument", "index is NULL");
     bf_error_clear(err);
     if (json_out) *json_out = NULL;
     if (!s || !json_out || (rank > 0 && !index))
@@ -543,6 +548,9 @@ static cJSON *gpu_compare(bf_session *s, int b, const run_how *how) {
 bf_status bf_session_gradcheck(bf_session *s, const char *block_id,
                                const bf_gradcheck_options *opts, char **json_out,
                                bf_error *err) {
+    if (!json_out) return bf_err(err, BF_EINVAL, "bad_argument", "json_out is NULL");
+    *json_out = NULL;
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     bf_error_clear(err);
     if (json_out) *json_out = NULL;
     if (!s || !json_out) return bf_err(err, BF_EINVAL, "bad_argument", "invalid argument");
@@ -766,6 +774,9 @@ static void fresh_id(const bf_session *s, const char *base, char taken[][128], i
 
 bf_status bf_session_add_gradients(bf_session *s, const char *forward_block_id,
                                    const char *dy_source, char **created_json, bf_error *err) {
+    if (!created_json) return bf_err(err, BF_EINVAL, "bad_argument", "created_json is NULL");
+    *created_json = NULL;
+    if (!s) return bf_err(err, BF_EINVAL, "bad_argument", "session is NULL");
     bf_error_clear(err);
     if (created_json) *created_json = NULL;
     if (!s || !created_json) return bf_err(err, BF_EINVAL, "bad_argument", "invalid argument");

@@ -8,6 +8,7 @@
 #include "tensor.h"
 #include "half.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -150,6 +151,7 @@ bf_status bf_tensor_new(const bf_context *ctx, bf_dtype dt, int rank, const int6
                         bf_tensor **out, bf_error *err) {
     uint64_t max_el = ctx ? bf_context_config(ctx)->max_tensor_elements : BF_DEFAULT_MAX_ELEMENTS;
     if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
     if (rank > 0 && !dims) return bf_err(err, BF_EINVAL, "bad_argument", "dims is NULL");
     return bf_tensor_alloc(NULL, max_el, dt, rank, dims, true, out, err);
 }
@@ -158,6 +160,7 @@ bf_status bf_tensor_new_uninit(const bf_context *ctx, bf_dtype dt, int rank,
                                const int64_t *dims, bf_tensor **out, bf_error *err) {
     uint64_t max_el = ctx ? bf_context_config(ctx)->max_tensor_elements : BF_DEFAULT_MAX_ELEMENTS;
     if (!out) return bf_err(err, BF_EINVAL, "bad_argument", "out is NULL");
+    *out = NULL;
     if (rank > 0 && !dims) return bf_err(err, BF_EINVAL, "bad_argument", "dims is NULL");
     return bf_tensor_alloc(NULL, max_el, dt, rank, dims, false, out, err);
 }
@@ -181,7 +184,7 @@ bf_status bf_tensor_wrap(const bf_context *ctx, bf_dtype dt, int rank, const int
                       nbytes);
     if (!data && nbytes) return bf_err(err, BF_EINVAL, "bad_argument", "data is NULL");
     if ((uintptr_t)data % bf_dtype_size(dt))
-        return bf_err(err, BF_EINVAL, "misaligned",
+        return bf_err(err, BF_EINVAL, "bad_argument",
                       "the buffer at %p is not aligned to the %zu bytes of a %s element", data,
                       bf_dtype_size(dt), bf_dtype_name(dt));
     bf_tensor *t = bf_calloc(1, sizeof(*t));
@@ -232,15 +235,16 @@ bf_status bf_tensor_copy(const bf_tensor *t, bf_tensor **out, bf_error *err) {
     return st;
 }
 
-bf_dtype bf_tensor_dtype(const bf_tensor *t) { return t->dtype; }
-int bf_tensor_rank(const bf_tensor *t) { return t->rank; }
-const int64_t *bf_tensor_dims(const bf_tensor *t) { return t->dims; }
-int64_t bf_tensor_numel(const bf_tensor *t) { return t->numel; }
-size_t bf_tensor_nbytes(const bf_tensor *t) { return t->nbytes; }
-void *bf_tensor_data(bf_tensor *t) { return t->data; }
-const void *bf_tensor_cdata(const bf_tensor *t) { return t->data; }
+bf_dtype bf_tensor_dtype(const bf_tensor *t) { return t ? t->dtype : BF_DTYPE_INVALID; }
+int bf_tensor_rank(const bf_tensor *t) { return t ? t->rank : -1; }
+const int64_t *bf_tensor_dims(const bf_tensor *t) { return t ? t->dims : NULL; }
+int64_t bf_tensor_numel(const bf_tensor *t) { return t ? t->numel : 0; }
+size_t bf_tensor_nbytes(const bf_tensor *t) { return t ? t->nbytes : 0; }
+void *bf_tensor_data(bf_tensor *t) { return t ? t->data : NULL; }
+const void *bf_tensor_cdata(const bf_tensor *t) { return t ? t->data : NULL; }
 
 double bf_tensor_get_f64(const bf_tensor *t, int64_t i) {
+    if (!t) return NAN;
     const void *d = t->data;
     switch (t->dtype) {
     case BF_DTYPE_F16: return bf_f16_to_f32(((const uint16_t *)d)[i]);

@@ -28,6 +28,18 @@ const char *cli_hint(const bf_error *e);
  * `cfg`: the library itself never reads the environment. */
 void cli_config_from_env(bf_config *cfg);
 
+/* job.c: this process as one rank of an MPI job (one process: rank 0 of 1). Call
+ * cli_job_begin once the context is made. cli_job_writer: whether this rank writes files and
+ * prints results (rank 0). cli_job_prefix: "rank R: " in a job of several ranks, else "".
+ * cli_job_end: the exit status `rc`, after ending the whole job when this rank failed
+ * `alone`, in a way the others cannot learn (a page or feed file it could not read; a failure
+ * in a session, run or step is agreed by all ranks and ends them together). */
+void cli_job_begin(const bf_context *ctx);
+int cli_job_rank(void);
+bool cli_job_writer(void);
+const char *cli_job_prefix(char *buf, size_t size);
+int cli_job_end(bf_context *ctx, int rc, bool alone);
+
 /* fmt.c: `blockflow fmt`. */
 int cli_fmt(int argc, char **argv);
 /* fmt.c: replace `path` by `text` atomically (temporary file, fsync, rename); an exit status,
@@ -37,6 +49,8 @@ int cli_write_atomic(const char *path, const char *text, size_t len);
 /* teach.c: a context and a session on the page at `path` (errors printed). Returns EXIT_OK,
  * EXIT_INVALID or EXIT_RUN; on success the caller frees *s then *ctx. */
 int cli_open_session(const char *path, bf_context **ctx, bf_session **s);
+/* teach.c: --feed ID=FILE for each of `feeds` (cli_feed); the first failure's exit status. */
+int cli_feed_all(bf_context *ctx, bf_session *s, const char *const *feeds, int n);
 /* teach.c: the exit status for a failed library call (the error printed). */
 int cli_fail(const bf_error *e);
 
@@ -73,6 +87,36 @@ int cli_load_page(bf_context *ctx, const char *path, bf_page **page, bf_diags *d
  * printed. */
 int cli_feed(bf_context *ctx, bf_session *s, const char *arg);
 
+/* input.c: the array names of the .npz at `path` in archive order, up to `max` (names of
+ * 256 bytes or more skipped); -1 when it cannot be read (the error printed). */
+int cli_npz_keys(const char *path, char (*keys)[256], int max);
+
+/* batch.c: --set BLOCK.ATTR=VALUE (VALUE JSON, or else a string); an exit status, the error
+ * printed. */
+int cli_set_attr(bf_session *s, const char *arg);
+/* batch.c: the items of `--feed ID=SOURCE --each`: the arrays of SOURCE.npz (each fed as
+ * ID=SOURCE.npz:KEY) or the files a glob names, sorted. *n items (up to max) get a name
+ * (the key or the file's name without .npy) and the --feed argument that feeds them.
+ * Returns EXIT_OK or EXIT_USAGE/EXIT_INVALID (the error printed). */
+typedef struct cli_item {
+    char name[256];
+    char feed[4400];
+} cli_item;
+int cli_each_items(const char *feed_arg, cli_item *items, int max, int *n);
+/* batch.c: write the fetched results of `s` as arrays of the archive `path` (keys: the fetch
+ * names, "block" or "block.port", with `prefix` before them); an exit status, the error
+ * printed. Collected over several runs with cli_archive_*. */
+typedef struct cli_archive cli_archive;
+cli_archive *cli_archive_new(void);
+int cli_archive_add(cli_archive *a, bf_session *s, const char *const *fetches, int nf,
+                    const char *prefix);
+int cli_archive_write(cli_archive *a, const char *path);
+void cli_archive_free(cli_archive *a);
+
+/* watch.c: `run ... --watch`: `run` (argv without --watch) again whenever the page or a file
+ * it reads changes; Ctrl-C while waiting ends it. Returns the exit status. */
+int cli_watch(int argc, char **argv, int (*run)(int argc, char **argv));
+
 /* print.c: `--print`. */
 void cli_print_tensor(const char *name, const bf_tensor *t);
 
@@ -94,6 +138,8 @@ void cli_progress_end(cli_progress *p);
 struct cJSON;
 struct cJSON *cli_problems_json(const bf_diags *d, const bf_error *e);
 struct cJSON *cli_run_json(bf_session *s, bf_status st, const bf_diags *d, const bf_error *e);
+/* A tensor as {"shape", "dtype", "values": nested lists} (--json --print); NULL: no memory. */
+struct cJSON *cli_tensor_json(const bf_tensor *t);
 /* Print `doc` on stdout and free it. */
 void cli_json_print(struct cJSON *doc);
 

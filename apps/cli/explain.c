@@ -1,5 +1,6 @@
 /*
- * explain.c - `blockflow explain PAGE BLOCK INDEX... [--port P] [--json] [--max-terms N]`:
+ * explain.c - `blockflow explain PAGE BLOCK INDEX... [--port P] [--json] [--max-terms N]
+ * [--feed ID=FILE]...`:
  * where one number of a convolution (gradient) comes from. Runs what the element needs, then
  * prints its value, the padding (SAME's odd pixel marked) and the terms of its sum, pairs of
  * operand elements in the tensors' own layouts (bf_session_explain). The text form lists the
@@ -20,6 +21,7 @@ enum { SHOWN_TERMS = 12 };
 
 static const char usage[] =
     "usage: blockflow explain PAGE BLOCK INDEX... [--port P] [--json] [--max-terms N]\n"
+    "                         [--feed ID=FILE.npy]...\n"
     "  INDEX: one integer per axis of the block's output, in its own layout\n"
     "  (NHWC or NCHW; HWIO for a filter gradient; [fh, fw, C, M] for depthwise)\n";
 
@@ -86,10 +88,13 @@ int cli_explain(int argc, char **argv) {
     int64_t index[8];
     int rank = 0, json = 0;
     long long max_terms = -1;
+    const char *feeds[64];
+    int n_feeds = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         char *end;
         if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--feed") && i + 1 < argc && n_feeds < 64) feeds[n_feeds++] = argv[++i];
         else if (!strcmp(a, "--port") && i + 1 < argc) port = argv[++i];
         else if (!strcmp(a, "--max-terms") && i + 1 < argc) {
             errno = 0;
@@ -116,6 +121,11 @@ int cli_explain(int argc, char **argv) {
     bf_session *s;
     int rc = cli_open_session(page, &ctx, &s);
     if (rc) return rc;
+    if ((rc = cli_feed_all(ctx, s, feeds, n_feeds))) {
+        bf_session_free(s);
+        bf_context_free(ctx);
+        return rc;
+    }
     bf_explain_options o;
     bf_explain_options_init(&o);
     o.port = port;

@@ -7,9 +7,12 @@
  *   blockflow fmt --check PAGE...   exit 1, naming each, when a page is not canonical
  *   blockflow fmt --in-place PAGE...  rewrite the pages that are not (atomically)
  *
- * A page whose wiring is unfinished (an editor's page) is formatted too; a page that does not
- * parse, or breaks the page format, is an error (exit 3) and is never rewritten. The .npy
- * files that `file` attributes name are not read: formatting needs only the page.
+ * A page whose wiring is unfinished (an editor's page) is formatted too. A well-formed page
+ * with other problems (an unknown block type, a bad attribute value) is laid out as written
+ * (bf_page_format_json: key order and layout, values untouched), its problems printed on
+ * stderr; --check reports them and exits 3. Only text that is not JSON is an error that
+ * formats nothing (exit 3). The .npy files that `file` attributes name are not read:
+ * formatting needs only the page.
  */
 #include "cli.h"
 
@@ -119,10 +122,23 @@ static int fmt_one(bf_context *ctx, const char *path, int mode) {
         rc = EXIT_RUN;
     } else if (bf_page_parse(ctx, text, len, name, ".", BF_LOAD_INCOMPLETE | BF_LOAD_SKIP_FILES,
                              &page, diags, &e)) {
+        /* A well-formed page with problems (an unknown type, "padding": "same") is laid out
+         * as written; --check also reports the problems (exit 3), the others warn. */
+        bf_error fe = {0};
+        bool formatted = e.status != BF_EPARSE &&
+                         bf_page_format_json(text, len, &canon, &fe) == BF_OK;
         for (size_t i = 0; i < bf_diags_count(diags); i++)
             if (bf_diags_at(diags, i)->status != BF_OK) cli_print_error(bf_diags_at(diags, i));
         if (!bf_diags_errors(diags)) cli_print_error(&e);
-        rc = EXIT_INVALID;
+        if (!formatted || mode == 1) {
+            rc = EXIT_INVALID;
+            if (formatted && strcmp(canon, text) != 0)
+                printf("%s: not in canonical form (blockflow fmt --in-place %s)\n", name, name);
+        } else if (mode == 0 || in) {
+            fputs(canon, stdout);
+        } else if (strcmp(canon, text) != 0) {
+            rc = write_atomic(path, canon, strlen(canon));
+        }
     } else if (bf_page_to_json(page, &canon, &e)) {
         cli_print_error(&e);
         rc = EXIT_RUN;

@@ -6,7 +6,8 @@
  *     (bf_session_add_gradients);
  *   grad PAGE --loss ID [--wrt V1,V2] [--optimizer SPEC]: the backward pass of the whole page,
  *     the gradient of the loss with respect to its Variables, and with --optimizer the update
- *     blocks that train them (bf_session_build_gradients).
+ *     blocks that train them (bf_session_build_gradients); --data-parallel [--ranks K] puts an
+ *     AllReduce (mean) on each Variable's gradient, for a job of K ranks.
  * Either prints the page in canonical form, rewrites the file with --in-place or writes OUT
  * with -o OUT (atomically). What was added goes to stderr unless --quiet.
  */
@@ -57,11 +58,13 @@ static void print_created(const char *json) {
 int cli_grad(int argc, char **argv) {
     const char *page = NULL, *block = NULL, *dy = NULL, *loss = NULL, *optimizer = NULL,
                *out = NULL, *wrt_arg = NULL;
-    bool in_place = false, quiet = false;
+    bool in_place = false, quiet = false, data_parallel = false;
+    int ranks = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool value = !strcmp(a, "--dy") || !strcmp(a, "--loss") || !strcmp(a, "--wrt") ||
-                     !strcmp(a, "--optimizer") || !strcmp(a, "-o") || !strcmp(a, "--out");
+                     !strcmp(a, "--optimizer") || !strcmp(a, "-o") || !strcmp(a, "--out") ||
+                     !strcmp(a, "--ranks");
         if (value && i + 1 >= argc) return usage_error("%s needs a value", a);
         if (!strcmp(a, "--in-place")) in_place = true;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = true;
@@ -69,6 +72,10 @@ int cli_grad(int argc, char **argv) {
         else if (!strcmp(a, "--loss")) loss = argv[++i];
         else if (!strcmp(a, "--wrt")) wrt_arg = argv[++i];
         else if (!strcmp(a, "--optimizer")) optimizer = argv[++i];
+        else if (!strcmp(a, "--data-parallel")) data_parallel = true;
+        else if (!strcmp(a, "--ranks")) {
+            if (!cli_parse_int(a, argv[++i], 1, 1 << 20, &ranks)) return EXIT_USAGE;
+        }
         else if (!strcmp(a, "-o") || !strcmp(a, "--out")) out = argv[++i];
         else if (a[0] != '-' && !page) page = a;
         else if (a[0] != '-' && !block) block = a;
@@ -84,9 +91,10 @@ int cli_grad(int argc, char **argv) {
     if (block && loss)
         return usage_error("give BLOCK (one block's gradients) or --loss ID (the whole page), "
                            "not both%s", "");
-    if (block && (wrt_arg || optimizer))
+    if (block && (wrt_arg || optimizer || data_parallel))
         return usage_error("%s goes with --loss ID (the whole-page form)",
-                           wrt_arg ? "--wrt" : "--optimizer");
+                           wrt_arg ? "--wrt" : optimizer ? "--optimizer" : "--data-parallel");
+    if (ranks && !data_parallel) return usage_error("%s goes with --data-parallel", "--ranks");
     if (loss && dy) return usage_error("%s goes with BLOCK (the one-block form)", "--dy");
     if (in_place && out) return usage_error("%s: give --in-place or -o OUT, not both", "-o");
 
@@ -112,11 +120,17 @@ int cli_grad(int argc, char **argv) {
     if (rc) return rc;
     char *created = NULL, *text = NULL;
     bf_error e = {0};
-    bf_status st = loss ? bf_session_build_gradients(s, loss, n_wrt ? wrt : NULL, n_wrt,
-                                                     optimizer, &created, &e)
+    bf_grad_options go;
+    bf_grad_options_init(&go);
+    go.optimizer = optimizer;
+    go.data_parallel = data_parallel;
+    go.ranks = ranks;
+    bf_status st = loss ? bf_session_build_gradients_opts(s, loss, n_wrt ? wrt : NULL, n_wrt,
+                                                          &go, &created, &e)
                         : bf_session_add_gradients(s, block, dy, &created, &e);
     if (st || bf_page_to_json(bf_session_page(s), &text, &e)) {
         rc = cli_fail(&e);
+    } else if (!cli_job_writer()) { /* every rank built it; rank 0 writes it */
     } else {
         if (!quiet) {
             if (loss) print_created(created);

@@ -21,9 +21,9 @@
 
 static const char usage[] =
     "usage: blockflow gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N]\n"
-    "                           [--seed S] [--gpu]\n"
+    "                           [--seed S] [--gpu] [--feed ID=FILE.npy]...\n"
     "       blockflow gradcheck PAGE --loss ID [--json] [--eps E] [--tolerance T] [--samples N]\n"
-    "                           [--seed S]\n";
+    "                           [--seed S] [--feed ID=FILE.npy]...\n";
 
 static double num(const cJSON *o, const char *k) {
     const cJSON *v = cJSON_GetObjectItem(o, k);
@@ -120,10 +120,13 @@ int cli_gradcheck(int argc, char **argv) {
     int json = 0;
     bf_gradcheck_options o;
     bf_gradcheck_options_init(&o);
+    const char *feeds[64];
+    int n_feeds = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--feed") && v && n_feeds < 64) feeds[n_feeds++] = argv[++i];
         else if (!strcmp(a, "--gpu")) o.compare_gpu = 1;
         else if (!strcmp(a, "--loss") && v) loss = argv[++i];
         else if (!strcmp(a, "--eps") && v) o.eps = strtod(argv[++i], &end);
@@ -159,6 +162,11 @@ int cli_gradcheck(int argc, char **argv) {
     bf_session *s;
     int rc = cli_open_session(page, &ctx, &s);
     if (rc) return rc;
+    if ((rc = cli_feed_all(ctx, s, feeds, n_feeds))) {
+        bf_session_free(s);
+        bf_context_free(ctx);
+        return rc;
+    }
     char *text = NULL;
     bf_error e = {0};
     if (loss ? bf_session_check_gradients(s, loss, &o, &text, &e)

@@ -30,16 +30,17 @@ const char *cli_hint(const bf_error *e) {
 }
 
 void cli_print_error(const bf_error *e) {
-    char line[1200];
+    char line[1200], prefix[32];
     bf_error_format(e, line, sizeof(line));
-    const char *hint = cli_hint(e);
-    if (hint) fprintf(stderr, "%s (%s)\n", line, hint);
-    else fprintf(stderr, "%s\n", line);
+    const char *hint = cli_hint(e), *rank = cli_job_prefix(prefix, sizeof(prefix));
+    if (hint) fprintf(stderr, "%s%s (%s)\n", rank, line, hint);
+    else fprintf(stderr, "%s%s\n", rank, line);
 }
 
 void cli_config_from_env(bf_config *cfg) {
     const char *at = getenv("BF_CUDNN_AUTOTUNE"), *det = getenv("BF_CUDNN_DETERMINISTIC");
-    const char *ws = getenv("BF_CUDNN_WORKSPACE_MB");
+    const char *ws = getenv("BF_CUDNN_WORKSPACE_MB"), *dr = getenv("BF_DETERMINISTIC_REDUCE");
+    cfg->deterministic_reduce = dr && dr[0] == '1';
     cfg->cudnn_autotune = at && at[0] == '1';
     cfg->cudnn_nondeterministic = det && det[0] == '0';
     if (ws && *ws) {

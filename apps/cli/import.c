@@ -11,6 +11,7 @@
  */
 #include "cli.h"
 #include "enuspace.h"
+#include "symgrad.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -149,14 +150,46 @@ int cli_import(int argc, char **argv) {
     }
 
     /* the library checks the page and writes its canonical form */
-    int rc = EXIT_OK;
+    int rc = EXIT_OK, written = 0;
     bf_error e = {0};
     bf_context *ctx = NULL;
     bf_diags *diags = bf_diags_new();
     bf_page *pg = NULL;
-    char *canon = NULL;
-    if (!diags || bf_context_new(NULL, &ctx, &e) ||
-        bf_page_parse(ctx, r.page_json, strlen(r.page_json), name, NULL,
+    char *canon = NULL, *built = NULL, dir[4096] = ".";
+    const char *page_text = r.page_json;
+    if (out) {
+        const char *sl = strrchr(out, '/');
+        snprintf(dir, sizeof dir, "%.*s", sl ? (int)(sl - out) : 1, sl ? out : ".");
+        if (sl == out) snprintf(dir, sizeof dir, "/");
+    }
+    if (!diags || bf_context_new(NULL, &ctx, &e)) {
+        cli_print_error(&e);
+        rc = EXIT_INVALID;
+        goto done;
+    }
+    if (strstr(r.page_json, "\"symbolic_gradients\"")) {
+        /* AddSymbolicGradients: built on the page with its .npy files in place */
+        if (r.n_files && !out) {
+            fprintf(stderr, "blockflow import: %s: give -o OUT.json (the page's large arrays go "
+                            "beside it)\n", page_path);
+            rc = EXIT_USAGE;
+            goto done;
+        }
+        for (; written < r.n_files && rc == EXIT_OK; written++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, r.files[written].name);
+            rc = cli_write_atomic(path, (const char *)r.files[written].data, r.files[written].size);
+        }
+        char why[600];
+        if (rc == EXIT_OK &&
+            enu_build_symbolic_gradients(ctx, r.page_json, name, dir, &built, why, sizeof why)) {
+            fprintf(stderr, "blockflow import: %s: %s\n", page_path, why);
+            rc = EXIT_INVALID;
+        }
+        if (rc != EXIT_OK) goto done;
+        if (built) page_text = built;
+    }
+    if (bf_page_parse(ctx, page_text, strlen(page_text), name, NULL,
                       BF_LOAD_INCOMPLETE | BF_LOAD_SKIP_FILES, &pg, diags, &e) ||
         bf_page_to_json(pg, &canon, &e)) {
         fprintf(stderr, "blockflow import: %s: the imported page is not valid (please report "
@@ -175,24 +208,21 @@ int cli_import(int argc, char **argv) {
     }
     if (out) {
         struct stat od;
-        const char *slash = strrchr(out, '/');
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) + 1 : 1, slash ? out : ".");
         if (stat(dir, &od) != 0 || !S_ISDIR(od.st_mode)) {
             fprintf(stderr, "blockflow import: cannot write %s: no folder %s\n", out, dir);
             rc = EXIT_OUTPUT;
             goto done;
         }
-        int dir_len = slash ? (int)(slash - out + 1) : 0;
-        for (int i = 0; i < r.n_files && rc == EXIT_OK; i++) {
+        for (; written < r.n_files && rc == EXIT_OK; written++) {
             char path[4096];
-            if (snprintf(path, sizeof path, "%.*s%s", dir_len, out, r.files[i].name) >=
+            if (snprintf(path, sizeof path, "%s/%s", dir, r.files[written].name) >=
                 (int)sizeof path) {
                 fprintf(stderr, "blockflow import: %s: the path is too long\n", out);
                 rc = EXIT_OUTPUT;
                 break;
             }
-            rc = cli_write_atomic(path, (const char *)r.files[i].data, r.files[i].size);
+            rc = cli_write_atomic(path, (const char *)r.files[written].data,
+                                  r.files[written].size);
         }
         if (rc == EXIT_OK) rc = cli_write_atomic(out, canon, strlen(canon));
     } else {
@@ -203,6 +233,13 @@ int cli_import(int argc, char **argv) {
         else if (text && !quiet) fputs(text, stderr);
     }
 done:
+    if (rc != EXIT_OK) /* a failed import leaves no file behind */
+        for (int i = 0; i < written; i++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, r.files[i].name);
+            remove(path);
+        }
+    bf_string_free(built);
     bf_string_free(canon);
     bf_page_free(pg);
     bf_diags_free(diags);

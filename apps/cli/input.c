@@ -114,8 +114,11 @@ static bool feed_fail(const char *file, const char *why) {
  * size. Reads the end of central directory record (the ZIP64 one when present) and walks the
  * central directory. Fills `keys` with the archive's array names (for messages).
  */
+typedef void (*npz_each_fn)(const char *name, size_t len, void *user);
+
 static bool npz_find(FILE *f, uint64_t size, const char *npz, const char *key, uint64_t *off,
-                     uint64_t *len, char *keys, size_t keys_size) {
+                     uint64_t *len, char *keys, size_t keys_size, npz_each_fn each,
+                     void *user) {
     unsigned char tail[65536 + 22];
     uint64_t tn = size < sizeof(tail) ? size : sizeof(tail);
     if (fseeko(f, (off_t)(size - tn), SEEK_SET) || fread(tail, 1, tn, f) != tn)
@@ -171,6 +174,7 @@ static bool npz_find(FILE *f, uint64_t size, const char *npz, const char *key, u
         }
         if (nlen > 4 && !memcmp(name + nlen - 4, ".npy", 4)) {
             n_arrays++;
+            if (each) each(name, nlen - 4, user);
             if (kn + nlen < keys_size)
                 kn += (size_t)snprintf(keys + kn, keys_size - kn, "%s%.*s", kn ? ", " : "",
                                        (int)nlen - 4, name);
@@ -199,6 +203,7 @@ static bool npz_find(FILE *f, uint64_t size, const char *npz, const char *key, u
         p += 46 + nlen + xlen + clen;
     }
     free(cd);
+    if (each) return true; /* listing only */
     if (!key && n_arrays > 1) {
         char why[600];
         snprintf(why, sizeof(why), "holds several arrays: name one (FILE.npz:KEY; keys: %s)",
@@ -226,7 +231,8 @@ static bf_status load_npz(bf_context *ctx, const char *npz, const char *key, bf_
     }
     uint64_t off = 0, len = 0;
     char keys[512];
-    if (!npz_find(f, (uint64_t)sb.st_size, npz, key, &off, &len, keys, sizeof(keys))) {
+    if (!npz_find(f, (uint64_t)sb.st_size, npz, key, &off, &len, keys, sizeof(keys), NULL,
+                  NULL)) {
         fclose(f);
         return BF_EIO;
     }
@@ -253,6 +259,36 @@ static bf_status load_npz(bf_context *ctx, const char *npz, const char *key, bf_
     return ok ? st : BF_EIO;
 }
 
+/* float32 -> bfloat16 bits, rounded to nearest even, NaN kept quiet (runtime/half.h's rule,
+ * and Python's blockflow._tensor.f32_to_bf16_bits). */
+static uint16_t f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40);
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* A float32 array fed to a bfloat16 Placeholder is rounded to it (numpy has no bfloat16, so
+ * .npy files of bfloat16 data are float32), as a bfloat16 Const reads a float32 file. */
+static bf_status to_bfloat16_if_wanted(bf_session *s, const char *id, bf_tensor **t,
+                                       bf_error *e) {
+    bf_port_shape want;
+    if (bf_tensor_dtype(*t) != BF_DTYPE_F32 ||
+        bf_session_port_shape(s, id, NULL, 1, &want, NULL) != BF_OK ||
+        want.dtype != BF_DTYPE_BF16)
+        return BF_OK;
+    bf_tensor *b = NULL;
+    bf_status st = bf_tensor_new_uninit(NULL, BF_DTYPE_BF16, bf_tensor_rank(*t),
+                                        bf_tensor_dims(*t), &b, e);
+    if (st) return st;
+    const float *src = bf_tensor_cdata(*t);
+    uint16_t *dst = bf_tensor_data(b);
+    for (int64_t i = 0; i < bf_tensor_numel(*t); i++) dst[i] = f32_to_bf16(src[i]);
+    bf_tensor_free(*t);
+    *t = b;
+    return BF_OK;
+}
+
 int cli_feed(bf_context *ctx, bf_session *s, const char *arg) {
     char id[256], file[4096];
     const char *eq = strchr(arg, '=');
@@ -273,8 +309,39 @@ int cli_feed(bf_context *ctx, bf_session *s, const char *arg) {
     bf_tensor *t = NULL;
     bf_error e = {0};
     bf_status st = npz ? load_npz(ctx, file, key, &t, &e) : bf_tensor_load_npy(ctx, file, &t, &e);
-    if (st == BF_OK) st = bf_session_feed(s, id, t, &e);
+    if (st == BF_OK) st = to_bfloat16_if_wanted(s, id, &t, &e);
+    if (st == BF_OK) {
+        st = bf_session_feed_tensor(s, id, t, &e); /* takes t: no copy */
+        t = NULL;
+    }
     bf_tensor_free(t);
     if (st && e.status) cli_print_error(&e);
     return st ? EXIT_INVALID : EXIT_OK;
+}
+
+typedef struct key_list {
+    char (*keys)[256];
+    int n, max;
+} key_list;
+
+static void add_key(const char *name, size_t len, void *user) {
+    key_list *k = user;
+    if (k->n < k->max && len < 256) snprintf(k->keys[k->n++], 256, "%.*s", (int)len, name);
+}
+
+int cli_npz_keys(const char *path, char (*keys)[256], int max) {
+    FILE *f = fopen(path, "rb");
+    struct stat sb;
+    if (!f || fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        feed_fail(path, f ? "not a regular file" : strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    uint64_t off = 0, len = 0;
+    char names[512];
+    key_list k = {keys, 0, max};
+    bool ok = npz_find(f, (uint64_t)sb.st_size, path, NULL, &off, &len, names, sizeof(names),
+                       add_key, &k);
+    fclose(f);
+    return ok ? k.n : -1;
 }

@@ -9,7 +9,9 @@
 
 #include <cjson/cJSON.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
@@ -87,13 +89,48 @@ static void fetch_file(const char *dir, const char *fetch, char *buf, size_t siz
 }
 
 /*
+ * Temporary files of the result writer. Each is named .blockflow-PID.* (the staged result, its
+ * .tmp.XXXXXX while it is written, the .old. backup of an older result), so that a signal can
+ * be cleaned up after and a later run can tell whose they are.
+ */
+static volatile sig_atomic_t write_signal; /* SIGINT or SIGTERM received while writing */
+
+static void on_write_signal(int sig) {
+    write_signal = sig;
+    signal(sig, SIG_DFL); /* a second one ends the program at once */
+}
+
+/* Remove the temporary files that runs which no longer exist left in `dir` (killed with
+ * SIGKILL, or the machine stopped): .blockflow-PID.* where no process PID is alive. */
+static void sweep_stale(const char *dir, bool quiet) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    int removed = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        const char *n = de->d_name;
+        if (strncmp(n, ".blockflow-", 11)) continue;
+        char *end;
+        errno = 0;
+        long pid = strtol(n + 11, &end, 10);
+        if (errno || end == n + 11 || *end != '.' || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours) */
+        if (unlinkat(dirfd(d), n, 0) == 0) removed++;
+    }
+    closedir(d);
+    if (removed && !quiet)
+        fprintf(stderr, "blockflow: removed %d temporary file%s that ended runs left in %s\n",
+                removed, removed == 1 ? "" : "s", dir);
+}
+
+/*
  * Write all fetched tensors, all or nothing: first each to a staging file beside its target
  * (each written atomically: temporary file, fsync, rename), then each older result is kept
  * as a hard-linked backup while the staged files are renamed into place. If any step fails,
  * the targets already replaced get their backups back, so older results survive intact and
  * no partial file is left.
  */
-static int write_outputs(bf_session *s, const char *dir, const char *const *fetches, int nf) {
+static int write_outputs(bf_session *s, const char *dir, const char *const *fetches, int nf,
+                         bool quiet) {
     enum { MAX_OUT = 64 };
     struct out_paths {
         char staged[4096], final[4096], backup[4096];
@@ -116,6 +153,17 @@ static int write_outputs(bf_session *s, const char *dir, const char *const *fetc
         fprintf(stderr, "blockflow: out of memory writing the results\n");
         return EXIT_OUTPUT;
     }
+    sweep_stale(dir, quiet);
+    /* Ctrl-C or SIGTERM while writing: finish the file being written, then undo everything
+     * (older results put back, no temporary file left) and exit 130. */
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_write_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    write_signal = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     char prefix[64], bprefix[64];
     snprintf(prefix, sizeof(prefix), ".blockflow-%ld.", (long)getpid());
     snprintf(bprefix, sizeof(bprefix), ".blockflow-%ld.old.", (long)getpid());
@@ -129,6 +177,10 @@ static int write_outputs(bf_session *s, const char *dir, const char *const *fetc
         fetch_file(dir, fetches[n], o[n].final, sizeof(o[n].final), "");
         fetch_file(dir, fetches[n], o[n].backup, sizeof(o[n].backup), bprefix);
         bf_error e = {0};
+        if (write_signal) {
+            ok = 0;
+            break;
+        }
         if (!t || bf_tensor_save_npy(t, o[n].staged, &e) != BF_OK) {
             if (!t) fprintf(stderr, "blockflow: no result for %s\n", fetches[n]);
             else print_error(&e);
@@ -137,6 +189,7 @@ static int write_outputs(bf_session *s, const char *dir, const char *const *fetc
             break;
         }
     }
+    if (write_signal) ok = 0; /* the last file was finished: still undo it */
     for (; ok && placed < n; placed++) {
         o[placed].had_old = link(o[placed].final, o[placed].backup) == 0;
         if (rename(o[placed].staged, o[placed].final) != 0) {
@@ -155,6 +208,13 @@ static int write_outputs(bf_session *s, const char *dir, const char *const *fetc
         unlink(o[i].backup);
     }
     free(o);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (write_signal) {
+        fprintf(stderr, "blockflow: interrupted while writing the results: none written, "
+                        "older ones kept\n");
+        return EXIT_CANCEL;
+    }
     return ok ? EXIT_OK : EXIT_OUTPUT;
 }
 
@@ -164,6 +224,7 @@ typedef struct opened {
     bf_diags *diags;
     bf_session *s; /* owns the page */
     bf_error e;
+    bool alone;    /* failed before the session: the other ranks of a job cannot know */
 } opened;
 
 /*
@@ -178,8 +239,10 @@ static int open_page(const char *path, const bf_config *cfg, opened *o) {
         print_error(&o->e);
         return EXIT_RUN;
     }
+    cli_job_begin(o->ctx);
     bf_page *page = NULL;
     int rc = cli_load_page(o->ctx, path, &page, o->diags, &o->e);
+    o->alone = rc != EXIT_OK;
     if (rc) return rc;
     if (bf_session_new(o->ctx, page, &o->s, &o->e))
         return EXIT_INVALID; /* bf_session_new frees the page on failure */
@@ -262,9 +325,9 @@ static int canonical_fetches(bf_session *s, const char *const *in, int n, char o
 
 typedef struct run_args {
     const char *page, *out_dir;
-    const char *feeds[64], *fetches[64];
-    int n_feeds, n_fetches;
-    bool print, save, json, quiet;
+    const char *feeds[64], *fetches[64], *sets[64];
+    int n_feeds, n_fetches, n_sets;
+    bool print, save, json, quiet, each, archive; /* archive: --out FILE.npz */
     double timeout;
     bf_device_kind device;
     bf_config cfg;
@@ -283,6 +346,7 @@ static int parse_run(int argc, char **argv, run_args *a) {
         const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes = !strcmp(o, "--feed") || !strcmp(o, "--fetch") || !strcmp(o, "--out") ||
+                     !strcmp(o, "--set") ||
                      !strcmp(o, "--device") || !strcmp(o, "--timeout") ||
                      !strcmp(o, "--threads") || !strcmp(o, "--cache-limit");
         if (takes && !v) {
@@ -290,11 +354,14 @@ static int parse_run(int argc, char **argv, run_args *a) {
             return EXIT_USAGE;
         }
         if ((!strcmp(o, "--feed") && a->n_feeds == 64) ||
-            (!strcmp(o, "--fetch") && a->n_fetches == 64)) {
+            (!strcmp(o, "--fetch") && a->n_fetches == 64) ||
+            (!strcmp(o, "--set") && a->n_sets == 64)) {
             fprintf(stderr, "blockflow run: at most 64 of %s\n", o);
             return EXIT_USAGE;
         }
         if (!strcmp(o, "--feed")) a->feeds[a->n_feeds++] = argv[++i];
+        else if (!strcmp(o, "--set")) a->sets[a->n_sets++] = argv[++i];
+        else if (!strcmp(o, "--each")) a->each = true;
         else if (!strcmp(o, "--fetch")) a->fetches[a->n_fetches++] = argv[++i];
         else if (!strcmp(o, "--out")) a->out_dir = argv[++i];
         else if (!strcmp(o, "--device")) {
@@ -312,6 +379,7 @@ static int parse_run(int argc, char **argv, run_args *a) {
             if (lim < 0) return EXIT_USAGE;
         } else if (!strcmp(o, "--print")) a->print = true;
         else if (!strcmp(o, "--no-save")) a->save = false;
+        else if (!strcmp(o, "--deterministic-reduce")) a->cfg.deterministic_reduce = 1;
         else if (!strcmp(o, "--json")) a->json = true;
         else if (!strcmp(o, "--quiet") || !strcmp(o, "-q")) a->quiet = true;
         else if ((o[0] != '-' || !strcmp(o, "-")) && !a->page) a->page = o;
@@ -324,35 +392,64 @@ static int parse_run(int argc, char **argv, run_args *a) {
         fprintf(stderr, "blockflow run: which page? (blockflow help run)\n");
         return EXIT_USAGE;
     }
+    size_t ol = strlen(a->out_dir);
+    a->archive = ol > 4 && !strcmp(a->out_dir + ol - 4, ".npz");
+    if (a->each && !a->n_feeds) {
+        fprintf(stderr, "blockflow run: --each runs once per item of a --feed "
+                        "(ID=FILE.npz or ID='GLOB')\n");
+        return EXIT_USAGE;
+    }
     return EXIT_OK;
 }
 
-static int cmd_run(int argc, char **argv) {
-    run_args a;
-    int rc = parse_run(argc, argv, &a);
-    if (rc) return rc;
-    if (a.save && (rc = check_out_dir(a.out_dir))) return rc;
-    opened o;
-    rc = open_page(a.page, &a.cfg, &o);
-    bf_session *s = o.s;
-    bf_diags *diags = o.diags;
+/* The folder that will hold the archive `path`, checked as an output folder. */
+static int check_archive_dir(const char *path) {
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof(dir), ".");
+    else if (slash == dir) slash[1] = '\0';
+    else *slash = '\0';
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "blockflow: cannot write the archive %s: %s is not a folder that can "
+                        "be written to\n", path, dir);
+        return EXIT_OUTPUT;
+    }
+    return EXIT_OK;
+}
+
+/* The --feed that --each iterates: the last whose source is an .npz without :KEY or a glob. */
+static int each_feed(const run_args *a) {
+    for (int i = a->n_feeds - 1; i >= 0; i--) {
+        const char *eq = strchr(a->feeds[i], '=');
+        if (!eq) continue;
+        size_t n = strlen(eq + 1);
+        if ((n > 4 && !strcmp(eq + 1 + n - 4, ".npz")) || strpbrk(eq + 1, "*?["))
+            return i;
+    }
+    return -1;
+}
+
+/*
+ * One run of the opened page (feeds, --set and the item's feed already given): the run, its
+ * table or JSON document (added to `items` under --each), --print, and its results written
+ * (to `dir`, or collected into `arc`). Returns an exit status.
+ */
+static int run_item(run_args *a, opened *o, const char *item, const char *dir,
+                    cli_archive *arc, cJSON *items, bf_status *st_out) {
+    bf_session *s = o->s;
+    bf_diags *diags = o->diags;
+    bf_diags_clear(diags);
     bf_error e = {0};
     bf_status st = BF_OK;
-    cJSON *doc = NULL;
+    int rc = EXIT_OK;
     char fetches[64][256];
     const char *names[64];
     int nf = 0;
-    if (rc) {
-        if (rc == EXIT_INVALID && !a.json) print_diags(diags, &o.e);
-        st = o.e.status ? o.e.status : BF_EINVAL;
-        e = o.e;
-        goto done;
-    }
-    for (int i = 0; i < a.n_feeds; i++)
-        if ((rc = cli_feed(o.ctx, s, a.feeds[i]))) goto done;
     const bf_page *page = bf_session_page(s);
-    if (a.n_fetches) {
-        nf = canonical_fetches(s, a.fetches, a.n_fetches, fetches);
+    if (a->n_fetches) {
+        nf = canonical_fetches(s, a->fetches, a->n_fetches, fetches);
     } else {
         const char *outs[64];
         int n = bf_page_output_count(page) < 64 ? bf_page_output_count(page) : 64;
@@ -362,28 +459,31 @@ static int cmd_run(int argc, char **argv) {
     for (int i = 0; i < nf; i++) names[i] = fetches[i];
     bf_run_options opts;
     bf_run_options_init(&opts);
-    opts.fetches = a.n_fetches ? names : NULL;
-    opts.n_fetches = a.n_fetches ? nf : 0;
-    opts.device = a.device;
-    opts.timeout_s = a.timeout;
+    opts.fetches = a->n_fetches ? names : NULL;
+    opts.n_fetches = a->n_fetches ? nf : 0;
+    opts.device = a->device;
+    opts.timeout_s = a->timeout;
     cli_progress progress;
-    cli_progress_init(&progress, s, !a.quiet && !a.json);
+    cli_progress_init(&progress, s, !a->quiet && !a->json);
     opts.on_event = cli_progress_event;
     opts.user = &progress;
+    if (item && !a->quiet && !a->json) printf("item %s\n", item);
     running_session = s;
     signal(SIGINT, on_sigint);
+    signal(SIGTERM, on_sigint);
     st = bf_session_run(s, &opts, diags, &e);
     signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     running_session = NULL;
     cli_progress_end(&progress);
     bool table = st == BF_OK || bf_diags_errors(diags) == 0 || st == BF_ECANCELED ||
                  st == BF_ETIMEDOUT;
-    if (!a.json && !a.quiet && table) cli_print_run_table(s);
-    if (!a.json && !a.quiet)
+    if (!a->json && !a->quiet && table) cli_print_run_table(s);
+    if (!a->json && !a->quiet)
         for (size_t i = 0; i < bf_diags_count(diags); i++)
             if (bf_diags_at(diags, i)->status == BF_OK) print_error(bf_diags_at(diags, i));
     if (st) {
-        if (!a.json) print_diags(diags, &e);
+        if (!a->json) print_diags(diags, &e);
         bool invalid = st == BF_ESCHEMA || st == BF_EATTR || st == BF_ESHAPE ||
                        st == BF_EDTYPE || st == BF_EPARSE || st == BF_EINVAL;
         /* a shape error found only when running (values known late) is still a bad page */
@@ -391,9 +491,8 @@ static int cmd_run(int argc, char **argv) {
              : st == BF_ENOTFOUND ? EXIT_USAGE /* --fetch names nothing */
              : invalid ? EXIT_INVALID
                        : EXIT_RUN;
-        goto done;
     }
-    if (a.print && !a.json)
+    if (!st && a->print && !a->json)
         for (int i = 0; i < nf; i++) {
             char id[256];
             snprintf(id, sizeof(id), "%s", names[i]);
@@ -402,33 +501,148 @@ static int cmd_run(int argc, char **argv) {
             const bf_tensor *t = bf_session_output(s, id, colon);
             if (t) cli_print_tensor(names[i], t);
         }
-    if (a.save) rc = write_outputs(s, a.out_dir, names, nf);
-done:
-    if (a.json) {
-        doc = cli_run_json(s, st, diags, &e);
+    cJSON *doc = a->json ? cli_run_json(s, st, diags, &e) : NULL;
+    cJSON *values = doc && a->print && st == BF_OK ? cJSON_AddObjectToObject(doc, "values") : NULL;
+    for (int i = 0; values && i < nf; i++) {
+        char id[256];
+        snprintf(id, sizeof(id), "%s", names[i]);
+        char *colon = strchr(id, ':');
+        if (colon) *colon++ = '\0';
+        const bf_tensor *t = bf_session_output(s, id, colon);
+        cJSON *v = t ? cli_tensor_json(t) : NULL;
+        if (v) cJSON_AddItemToObject(values, names[i], v);
+    }
+    if (!st && a->save) {
+        if (arc) {
+            char prefix[300];
+            snprintf(prefix, sizeof(prefix), "%s%s", item ? item : "", item ? "/" : "");
+            rc = cli_archive_add(arc, s, names, nf, prefix);
+        } else {
+            rc = write_outputs(s, dir, names, nf, a->quiet || a->json);
+        }
+    }
+    if (doc) {
         cJSON *outs = cJSON_GetObjectItem(doc, "outputs");
-        for (int i = 0; a.save && rc == EXIT_OK && i < nf; i++) {
+        for (int i = 0; !arc && a->save && rc == EXIT_OK && st == BF_OK && i < nf; i++) {
             char f[4096];
-            fetch_file(a.out_dir, names[i], f, sizeof(f), "");
+            fetch_file(dir, names[i], f, sizeof(f), "");
             cJSON *x = cJSON_CreateObject();
             cJSON_AddStringToObject(x, "fetch", names[i]);
             cJSON_AddStringToObject(x, "file", f);
             cJSON_AddItemToArray(outs, x);
         }
-        if (rc && st == BF_OK) { /* a feed or the files failed: already said on stderr */
+        if (rc && st == BF_OK) { /* the files failed: already said on stderr */
             cJSON_ReplaceItemInObject(doc, "ok", cJSON_CreateFalse());
-            cJSON_ReplaceItemInObject(doc, "status",
-                                      cJSON_CreateString(rc == EXIT_OUTPUT ? "not written"
-                                                                           : "invalid"));
+            cJSON_ReplaceItemInObject(doc, "status", cJSON_CreateString("not written"));
         }
-        cli_json_print(doc);
-    } else if (a.save && rc == EXIT_OK && st == BF_OK && !a.quiet) {
+        if (items) {
+            if (item) cJSON_AddStringToObject(doc, "item", item);
+            cJSON_AddItemToArray(items, doc);
+        } else {
+            cli_json_print(doc);
+        }
+    } else if (!arc && a->save && rc == EXIT_OK && st == BF_OK && !a->quiet) {
         for (int i = 0; i < nf; i++) {
             char f[4096];
-            fetch_file(a.out_dir, names[i], f, sizeof(f), "");
+            fetch_file(dir, names[i], f, sizeof(f), "");
             printf("wrote %s\n", f);
         }
     }
+    *st_out = st;
+    return rc;
+}
+
+static int cmd_run(int argc, char **argv) {
+    run_args a;
+    int rc = parse_run(argc, argv, &a);
+    if (rc) return rc;
+    if (a.save && (rc = a.archive ? check_archive_dir(a.out_dir) : check_out_dir(a.out_dir)))
+        return rc;
+    opened o;
+    rc = open_page(a.page, &a.cfg, &o);
+    if (!cli_job_writer()) /* a job of several ranks: rank 0 alone writes and prints */
+        a.save = a.print = a.json = false, a.quiet = true;
+    bf_status st = BF_OK;
+    cli_item *items = NULL;
+    cli_archive *arc = NULL;
+    cJSON *docs = NULL;
+    int n_items = 0, each = a.each ? each_feed(&a) : -1;
+    bool json_done = false; /* --json: the one document was printed */
+    if (rc) {
+        if (rc == EXIT_INVALID && !a.json) print_diags(o.diags, &o.e);
+        if (a.json) cli_json_print(cli_run_json(o.s, o.e.status ? o.e.status : BF_EINVAL,
+                                                o.diags, &o.e));
+        json_done = true;
+        goto done;
+    }
+    if (a.each && each < 0) {
+        fprintf(stderr, "blockflow run: --each needs a --feed ID=FILE.npz (each array an item) "
+                        "or ID='GLOB' (each file an item)\n");
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    for (int i = 0; i < a.n_sets; i++)
+        if ((rc = cli_set_attr(o.s, a.sets[i]))) goto done;
+    for (int i = 0; i < a.n_feeds; i++)
+        if (i != each && (rc = cli_feed(o.ctx, o.s, a.feeds[i]))) {
+            o.alone = true; /* this rank's files: the others cannot know */
+            goto done;
+        }
+    if (a.archive && a.save && !(arc = cli_archive_new())) {
+        fprintf(stderr, "blockflow: out of memory\n");
+        rc = EXIT_RUN;
+        goto done;
+    }
+    if (each < 0) {
+        rc = run_item(&a, &o, NULL, a.out_dir, arc, NULL, &st);
+        json_done = true;
+    } else {
+        enum { MAX_ITEMS = 4096 };
+        if (!(items = calloc(MAX_ITEMS, sizeof(*items)))) {
+            fprintf(stderr, "blockflow: out of memory\n");
+            rc = EXIT_RUN;
+            goto done;
+        }
+        if ((rc = cli_each_items(a.feeds[each], items, MAX_ITEMS, &n_items))) goto done;
+        if (a.save && !arc && mkdir(a.out_dir, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "blockflow: cannot create the output folder %s: %s\n", a.out_dir,
+                    strerror(errno));
+            rc = EXIT_OUTPUT;
+            goto done;
+        }
+        if (a.json) docs = cJSON_CreateArray();
+        for (int i = 0; i < n_items && rc == EXIT_OK; i++) {
+            char dir[4096];
+            snprintf(dir, sizeof(dir), "%s/%s", a.out_dir, items[i].name);
+            if (a.save && !arc && (rc = check_out_dir(dir))) break;
+            if ((rc = cli_feed(o.ctx, o.s, items[i].feed))) {
+                o.alone = true;
+                break;
+            }
+            rc = run_item(&a, &o, items[i].name, dir, arc, docs, &st);
+        }
+    }
+    if (arc && rc == EXIT_OK) {
+        rc = cli_archive_write(arc, a.out_dir);
+        if (rc == EXIT_OK && !a.quiet && !a.json) printf("wrote %s\n", a.out_dir);
+    }
+done:
+    if (docs) {
+        cJSON *doc = cJSON_CreateObject();
+        cJSON_AddBoolToObject(doc, "ok", rc == EXIT_OK);
+        cJSON_AddStringToObject(doc, "status", rc == EXIT_OK ? "ran" : st ? cli_status_word(st)
+                                                                       : "failed");
+        cJSON_AddItemToObject(doc, "items", docs);
+        cli_json_print(doc);
+    } else if (a.json && !json_done) { /* a --set or --feed failed: already said on stderr */
+        cJSON *doc = cli_run_json(o.s, BF_OK, o.diags, NULL);
+        cJSON_ReplaceItemInObject(doc, "ok", cJSON_CreateFalse());
+        cJSON_ReplaceItemInObject(doc, "status", cJSON_CreateString("invalid"));
+        cli_json_print(doc);
+    }
+    free(items);
+    cli_archive_free(arc);
+    rc = cli_job_end(o.ctx, rc, o.alone);
     close_page(&o);
     return rc;
 }
@@ -485,7 +699,9 @@ static int cmd_check(int argc, char **argv) {
             const bf_block_stats *bs = bf_session_block_stats(s, i);
             for (int p = 0; p < bs->n_outputs && p < 4; p++) {
                 char shape[96];
-                cli_shape_text(bs->rank[p], bs->dims[p], shape, sizeof(shape));
+                /* a block whose inference failed has no shape: "?", not "[]" (a scalar) */
+                cli_shape_text(bs->dtype[p] ? bs->rank[p] : -1, bs->dims[p], shape,
+                               sizeof(shape));
                 printf("%-*s %-36s %-10s %-10s %s\n", w, p ? "" : bs->id, p ? "" : bs->type,
                        bf_session_block_output_name(s, i, p),
                        bs->dtype[p] ? bf_dtype_name(bs->dtype[p]) : "?", shape);
@@ -535,7 +751,11 @@ int main(int argc, char **argv) {
     /* `blockflow run --help` is `blockflow help run` */
     for (int i = 2; i < argc && strcmp(cmd, "serve") && strcmp(cmd, "bench"); i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return cli_help(cmd, stdout);
-    if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) {
+        for (int i = 2; i < argc; i++)
+            if (!strcmp(argv[i], "--watch")) return cli_watch(argc - 1, argv + 1, cmd_run);
+        return cmd_run(argc - 1, argv + 1);
+    }
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "fmt")) return cli_fmt(argc - 1, argv + 1);
     if (!strcmp(cmd, "blocks")) return cmd_blocks(argc - 1, argv + 1);
@@ -553,7 +773,7 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
 #endif
     }
-    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
         printf("blockflow %s\n", BF_VERSION_STRING);
         return EXIT_OK;
     }

@@ -74,28 +74,12 @@ static void grid(const bf_tensor *t, int64_t *idx, int ra, int ca, bool corners)
 }
 
 static void summary(const bf_tensor *t) {
-    int64_t n = bf_tensor_numel(t), nan = 0, inf = 0, finite = 0;
-    double lo = INFINITY, hi = -INFINITY, mean = 0, m2 = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double v = bf_tensor_get_f64(t, i);
-        if (isnan(v)) {
-            nan++;
-            continue;
-        }
-        if (isinf(v)) {
-            inf++;
-            continue;
-        }
-        finite++;
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-        double d = v - mean; /* Welford: one pass, stable */
-        mean += d / (double)finite;
-        m2 += d * (v - mean);
-    }
+    bf_tensor_stats st;
+    bf_tensor_stats_of(t, &st); /* the library's one summary, as the server answers it */
+    bool f = st.finite > 0;
     printf("  %lld elements: min %.6g  max %.6g  mean %.6g  std %.6g  NaN %lld  Inf %lld\n",
-           (long long)n, finite ? lo : NAN, finite ? hi : NAN, finite ? mean : NAN,
-           finite ? sqrt(m2 / (double)finite) : NAN, (long long)nan, (long long)inf);
+           (long long)st.count, f ? st.min : NAN, f ? st.max : NAN, f ? st.mean : NAN,
+           f ? st.std : NAN, (long long)st.nan, (long long)st.inf);
 }
 
 void cli_print_tensor(const char *name, const bf_tensor *t) {

@@ -6,7 +6,8 @@
  *
  * --json writes exactly one document on stdout, whatever happens (a usage error excepted):
  *   run:   {"ok", "status", "peak_bytes", "cached_bytes", "blocks": [{"id", "type", "device",
- *           "shape", "dtype", "ms", "status", "note"}], "problems": [...], "outputs": [...]}
+ *           "shape", "dtype", "ms", "status", "note"}], "problems": [...], "outputs": [...],
+ *           and with --print "values": {FETCH: {"shape", "dtype", "values": nested lists}}}
  *   check: bf_session_check_json's document ({"ok", "problems", "blocks"}), or {"ok": false,
  *          "problems": [...]} when the page does not load.
  * "problems" are the objects of bf_session_check_json; "status" is a word ("ran", "reused",
@@ -194,10 +195,45 @@ void cli_json_print(cJSON *doc) {
     cJSON_Delete(doc);
 }
 
+/* Elements [*i, ...) of `t` as nested lists from axis `axis` on (NaN and Inf become null:
+ * JSON has no such numbers). NULL when out of memory. */
+static cJSON *values_at(const bf_tensor *t, int axis, int64_t *i) {
+    if (axis == bf_tensor_rank(t)) {
+        double v = bf_tensor_get_f64(t, (*i)++);
+        return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+    }
+    cJSON *a = cJSON_CreateArray();
+    for (int64_t k = 0; a && k < bf_tensor_dims(t)[axis]; k++) {
+        cJSON *x = values_at(t, axis + 1, i);
+        if (!x || !cJSON_AddItemToArray(a, x)) {
+            cJSON_Delete(x);
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+cJSON *cli_tensor_json(const bf_tensor *t) {
+    int64_t i = 0;
+    cJSON *o = cJSON_CreateObject();
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    for (int k = 0; shape && k < bf_tensor_rank(t); k++)
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)bf_tensor_dims(t)[k]));
+    cJSON_AddStringToObject(o, "dtype", bf_dtype_name(bf_tensor_dtype(t)));
+    cJSON *v = values_at(t, 0, &i);
+    if (!o || !v || !cJSON_AddItemToObject(o, "values", v)) {
+        cJSON_Delete(v);
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
 cJSON *cli_run_json(bf_session *s, bf_status st, const bf_diags *d, const bf_error *e) {
     cJSON *doc = cJSON_CreateObject();
     cJSON_AddBoolToObject(doc, "ok", st == BF_OK);
-    cJSON_AddStringToObject(doc, "status", st ? cli_status_word(st) : "ok");
+    cJSON_AddStringToObject(doc, "status", st ? cli_status_word(st) : "ran");
     cJSON *blocks = cJSON_AddArrayToObject(doc, "blocks");
     if (s) {
         cJSON_AddNumberToObject(doc, "peak_bytes", (double)bf_session_peak_bytes(s));

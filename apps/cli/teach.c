@@ -18,6 +18,7 @@ int cli_open_session(const char *path, bf_context **ctx, bf_session **s) {
         bf_diags_free(diags);
         return EXIT_RUN;
     }
+    cli_job_begin(*ctx);
     bf_page *page = NULL;
     if (bf_page_load_file(*ctx, path, &page, diags, &e) || bf_session_new(*ctx, page, s, &e)) {
         size_t n = bf_diags_count(diags);
@@ -29,6 +30,14 @@ int cli_open_session(const char *path, bf_context **ctx, bf_session **s) {
         return EXIT_INVALID;
     }
     bf_diags_free(diags);
+    return EXIT_OK;
+}
+
+int cli_feed_all(bf_context *ctx, bf_session *s, const char *const *feeds, int n) {
+    for (int i = 0; i < n; i++) {
+        int rc = cli_feed(ctx, s, feeds[i]);
+        if (rc) return rc;
+    }
     return EXIT_OK;
 }
 

@@ -10,7 +10,10 @@
  *   - checkpoints (bf_session_save_state, atomic) at the end, every K steps and on Ctrl-C;
  *     --resume restores one (and its step count) before the first step;
  *   - Ctrl-C: bf_session_cancel, so the step in flight commits nothing and the state is that of
- *     the last finished step; the checkpoint is written and the exit status is 130.
+ *     the last finished step; the checkpoint is written and the exit status is 130. In a job of
+ *     several ranks the first Ctrl-C lets the step in flight finish and stops every rank at the
+ *     next step boundary (a cancel inside a step would reach the ranks at different points of
+ *     it, and one rank's cancelled all-reduce is the others' failure); a second one cancels.
  * A failed step (a kernel error, --timeout) writes no final checkpoint: the last one written
  * stays the last good state. --epochs needs a dataset block (a block whose catalogue "state"
  * is "cursor"): its cursor (int64 [epoch, batch]) is read after every step and training stops
@@ -20,7 +23,8 @@
  *   {"ok", "status", "step" (the step count now), "steps" (steps run by this command),
  *    "epoch" (with --epochs: epochs completed by this command), "seconds", "steps_per_second",
  *    "peak_bytes" (the most tensor memory the last step held), "metrics": {REF: last value (null when NaN)}, "checkpoint": FILE or null, "log": FILE or
- *    null, "problems": [...]}
+ *    null, "problems": [...]}, and under mpirun "job": {"ranks", "allreduce_calls",
+ *    "allreduce_bytes", "allreduce_seconds"} (rank 0's all-reductions, bf_context_job_stats)
  */
 #include "cli.h"
 
@@ -141,6 +145,7 @@ static int parse_train(int argc, char **argv, train_args *a) {
         } else if ((lim = cli_parse_limit(argc, argv, &i, &a->cfg)) != 0) {
             if (lim < 0) return EXIT_USAGE;
         } else if (!strcmp(o, "--json")) a->json = true;
+        else if (!strcmp(o, "--deterministic-reduce")) a->cfg.deterministic_reduce = 1;
         else if (!strcmp(o, "--quiet") || !strcmp(o, "-q")) a->quiet = true;
         else if ((o[0] != '-' || !strcmp(o, "-")) && !a->page) a->page = o;
         else {
@@ -222,11 +227,18 @@ typedef struct trainer {
 } trainer;
 
 static bf_session *volatile training_session;
+static volatile sig_atomic_t in_job;     /* a job of several ranks */
+static volatile sig_atomic_t stop_asked; /* in a job: stop at the next step boundary */
 
 static void on_sigint(int sig) {
     (void)sig;
     bf_session *s = training_session;
-    if (s) bf_session_cancel(s); /* an atomic store: async-signal-safe */
+    if (!s) return;
+    if (in_job && !stop_asked) {
+        stop_asked = 1; /* on_step asks every rank to stop after this step */
+        return;
+    }
+    bf_session_cancel(s); /* an atomic store: async-signal-safe */
 }
 
 /* A CSV field: quoted when it holds a comma, a quote or a line break. */
@@ -332,7 +344,7 @@ static int on_step(int64_t step, const double *m, int n_metrics, void *user) {
         stop = t->epochs_done >= (int64_t)t->a->epochs;
     }
     if (t->progress && (now - t->last_draw >= 0.1 || !t->drawn)) draw(t, step, now);
-    return stop;
+    return stop || stop_asked;
 }
 
 static void print_diags(const bf_diags *d, const bf_error *e) {
@@ -383,7 +395,6 @@ int cli_train(int argc, char **argv) {
     train_args a;
     int rc = parse_train(argc, argv, &a);
     if (rc) return rc;
-    if (a.checkpoint && (rc = check_writable_dir("--checkpoint", a.checkpoint))) return rc;
 
     trainer t;
     memset(&t, 0, sizeof(t));
@@ -395,15 +406,26 @@ int cli_train(int argc, char **argv) {
     bf_error e = {0};
     bf_status st = BF_OK;
     const char *names[MAX_METRICS];
-    bool saved = false, checked = false;
+    bool saved = false, checked = false, alone = false;
     int64_t done_steps = 0;
     if (!diags || bf_context_new(&a.cfg, &ctx, &e)) {
         cli_print_error(&e);
         bf_diags_free(diags);
         return EXIT_RUN;
     }
+    cli_job_begin(ctx);
+    if (!cli_job_writer()) /* a job of several ranks: rank 0 alone writes the log and prints */
+        a.log = NULL, a.json = false, a.quiet = true;
+    if (cli_job_writer() && a.checkpoint &&
+        (rc = check_writable_dir("--checkpoint", a.checkpoint))) {
+        rc = cli_job_end(ctx, rc, true);
+        bf_diags_free(diags);
+        bf_context_free(ctx);
+        return rc;
+    }
     if ((rc = cli_load_page(ctx, a.page, &page, diags, &e)) ||
         bf_session_new(ctx, page, &s, &e)) {
+        alone = rc != EXIT_OK;
         if (!a.json) print_diags(diags, &e);
         st = e.status ? e.status : BF_EINVAL;
         rc = EXIT_INVALID;
@@ -457,6 +479,7 @@ int cli_train(int argc, char **argv) {
 
     for (int i = 0; i < a.n_feeds; i++)
         if ((rc = cli_feed(ctx, s, a.feeds[i]))) {
+            alone = true;
             st = BF_EINVAL;
             goto done;
         }
@@ -468,6 +491,7 @@ int cli_train(int argc, char **argv) {
         goto done;
     }
     if (a.log && (rc = open_log(&t))) {
+        alone = true;
         st = BF_EIO;
         goto done;
     }
@@ -495,8 +519,11 @@ int cli_train(int argc, char **argv) {
     so.on_step = on_step;
     so.user = &t;
     t.t0 = now_s();
+    in_job = bf_context_size(ctx) > 1;
+    stop_asked = 0;
     training_session = s;
     signal(SIGINT, on_sigint);
+    if (bf_context_size(ctx) > 1) signal(SIGTERM, on_sigint); /* mpirun passes Ctrl-C on so */
     st = bf_session_step(s, a.epochs ? INT64_MAX : (int64_t)a.steps, &so, diags, &e);
     checked = true;
     t.seconds = now_s() - t.t0;
@@ -504,6 +531,10 @@ int cli_train(int argc, char **argv) {
     if (t.drawn) fprintf(stderr, "\r\033[K");
     t.last_step = bf_session_step_count(s);
 
+    /* In a job, a Ctrl-C stops every rank at a step boundary (its own, or another rank's that
+     * got the signal first): the steps end early without an error. */
+    bool early = a.epochs ? t.epochs_done < (int64_t)a.epochs : t.last_step < t.target_step;
+    if (st == BF_OK && !t.rc && in_job && (stop_asked || early)) st = BF_ECANCELED;
     if (t.rc) { /* the callback stopped: a log or checkpoint write, or the cursor */
         rc = t.rc;
         if (t.e.status) cli_print_error(&t.e);
@@ -517,7 +548,7 @@ int cli_train(int argc, char **argv) {
     } else {
         if (st == BF_ECANCELED) {
             rc = EXIT_CANCEL;
-            if (!a.json)
+            if (!a.json && !a.quiet)
                 fprintf(stderr, "blockflow train: interrupted after step %lld\n",
                         (long long)t.last_step);
         }
@@ -534,6 +565,7 @@ int cli_train(int argc, char **argv) {
         saved = a.checkpoint && t.last_saved == t.last_step;
     }
     signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
 
     done_steps = t.last_step - t.first_step;
     double rate = t.seconds > 0 ? (double)done_steps / t.seconds : 0;
@@ -573,6 +605,16 @@ done:
         cJSON_AddNumberToObject(doc, "steps_per_second",
                                 t.seconds > 0 ? (double)done_steps / t.seconds : 0);
         cJSON_AddNumberToObject(doc, "peak_bytes", (double)(s ? bf_session_peak_bytes(s) : 0));
+        if (bf_context_size(ctx) > 1) { /* this rank's all-reductions (rank 0's) */
+            int64_t calls = 0, bytes = 0;
+            double secs = 0;
+            bf_context_job_stats(ctx, &calls, &bytes, &secs);
+            cJSON *j = cJSON_AddObjectToObject(doc, "job");
+            cJSON_AddNumberToObject(j, "ranks", bf_context_size(ctx));
+            cJSON_AddNumberToObject(j, "allreduce_calls", (double)calls);
+            cJSON_AddNumberToObject(j, "allreduce_bytes", (double)bytes);
+            cJSON_AddNumberToObject(j, "allreduce_seconds", secs);
+        }
         cJSON *m = cJSON_CreateObject();
         for (int i = 0; i < t.n && t.values; i++)
             cJSON_AddItemToObject(m, names[i], number_or_null(done_steps ? t.values[i] : NAN));
@@ -586,6 +628,7 @@ done:
         cli_json_print(doc);
     }
     free(t.values);
+    rc = cli_job_end(ctx, rc, alone);
     bf_session_free(s);
     bf_diags_free(diags);
     bf_context_free(ctx);

@@ -19,6 +19,7 @@ static const topic topics[] = {
      "  run PAGE|- [--feed ID=FILE.npy|ID=FILE.npz:KEY]... [--fetch ID[:PORT]]... [--out DIR]\n"
      "           [--no-save] [--device auto|cpu|gpu] [--print] [--json] [--quiet]\n"
      "           [--timeout SECONDS] [--threads N] [--cache-limit BYTES] [LIMITS]\n"
+     "           [--set BLOCK.ATTR=VALUE]... [--each] [--out FILE.npz] [--watch]\n"
      "      run the page; write each fetched tensor to DIR/ID.npy (DIR/ID.PORT.npy for a\n"
      "      non-default port; DIR defaults to the current folder) and print a table per block\n",
      "  PAGE \"-\" reads the page from standard input (its \"file\" paths are then relative to\n"
@@ -28,6 +29,14 @@ static const topic topics[] = {
      "  --fetch ID[:PORT]   compute and write this output (default: the page's outputs);\n"
      "                      a fetch given twice is one\n"
      "  --out DIR           where results go; checked (created, writable) before running\n"
+     "  --out FILE.npz      every result in one numpy archive instead (keys: ID, ID.PORT)\n"
+     "  --set BLOCK.ATTR=VALUE  override an attribute for this run (VALUE as JSON: 2,\n"
+     "                      [1,2,2,1], \"SAME\"; a bare word is a string), checked as an edit\n"
+     "  --each              one run per item of the last --feed that is ID=FILE.npz (each\n"
+     "                      array) or ID='GLOB' (each file, sorted): results go to\n"
+     "                      DIR/ITEM/ (or keys ITEM/ID of FILE.npz)\n"
+     "  --watch             run, then again whenever the page or a file it reads (feeds,\n"
+     "                      \"file\" attributes) changes, saying what changed; Ctrl-C stops\n"
      "  --no-save           write no file\n"
      "  --print             print the results: small ones whole, large ones as a summary\n"
      "  --json              one JSON document on stdout: blocks, problems, output files\n"
@@ -35,7 +44,11 @@ static const topic topics[] = {
      "  --timeout SECONDS   stop the run after that long (exit 4)\n"
      "  --threads N         kernel threads (default: the CPU cores; at most 1024)\n"
      "  --cache-limit BYTES results kept for re-runs; a single run needs none (default 0)\n"
-     "  The table ends with the run's peak memory, the bytes --mem-limit counts.\n"},
+     "  The table ends with the run's peak memory, the bytes --mem-limit counts.\n"
+     "  --deterministic-reduce  AllReduce sums the ranks' values in rank order on rank 0\n"
+     "                      (gather, sum, broadcast): the same bits on every run\n"
+     "  Under mpirun -np K every rank runs the page (shard \"batch\" blocks take their part\n"
+     "  of the batch); rank 0 alone writes and prints; errors are prefixed \"rank R: \".\n"},
     {"check",
      "  check PAGE|- [--json] [--quiet] [LIMITS]\n"
      "      validate the page and print the inferred dtype and shape of every port\n",
@@ -44,11 +57,12 @@ static const topic topics[] = {
     {"fmt",
      "  fmt PAGE... [--check | --in-place]\n"
      "      print a page in canonical form; --check exits 1 when one is not, --in-place\n"
-     "      rewrites it\n",
+     "      rewrites it; a page with problems (unknown type, bad value) is laid out as\n"
+     "      written, its problems on stderr (--check: exit 3)\n",
      NULL},
     {"blocks", "  blocks [--json] [TYPE]   the block catalogue\n", NULL},
     {"explain",
-     "  explain PAGE BLOCK INDEX... [--port P] [--json] [--max-terms N]\n"
+     "  explain PAGE BLOCK INDEX... [--port P] [--json] [--max-terms N] [--feed ID=FILE]...\n"
      "      one output element of a convolution block: its value, the padding, and the\n"
      "      terms of its sum (pairs of operand elements in the tensors' own layouts)\n",
      NULL},
@@ -58,9 +72,10 @@ static const topic topics[] = {
      "      an enuSpace-Tensorflow page (SVG page + .dat, or Task JSON export) as a canonical\n"
      "      blockflow page; the import report on stderr\n",
      "  --dat FILE      the page's .dat side file (default: PAGE.dat beside the page)\n"
-     "  -o OUT.json     write the page there (atomically), large arrays as .npy beside it;\n"
-     "                  default: standard output\n"
-     "  --data-dir DIR  where the data files the page names are\n"
+     "  -o OUT.json     write the page there (atomically), arrays of more than 100 elements\n"
+     "                  beside it as OUT.<block>.npy; default: standard output\n"
+     "  --data-dir DIR  where the IDX files its MNIST reader pipelines read are (the Dataset\n"
+     "                  reads DIR/NAME; default PARENT/NAME beside the page)\n"
      "  --partial       write a Placeholder for each block that cannot be mapped, instead\n"
      "                  of failing (the report lists them and what they feed)\n"
      "  --json          the report as JSON on stdout (needs -o)\n"
@@ -92,13 +107,18 @@ static const topic topics[] = {
      "  --quiet             print only errors (no progress line, no summary)\n"
      "  Ctrl-C stops at a step boundary (the step in flight is dropped), writes the checkpoint\n"
      "  and exits 130. A checkpoint holds one array per Variable and dataset cursor, named\n"
-     "  by the block's id, and \".step\" (numpy.load reads it).\n"},
+     "  by the block's id, and \".step\" (numpy.load reads it).\n"
+     "  --deterministic-reduce  as run's: AllReduce in rank order, the same bits every run\n"
+     "  Under mpirun -np K (a page built with grad --data-parallel): rank 0 writes the log\n"
+     "  and checkpoints (Variables compared across the ranks first), a failing rank stops\n"
+     "  them all, and Ctrl-C (SIGINT or SIGTERM) stops every rank at a step boundary.\n"},
     {"gradcheck",
      "  gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
-     "           [--gpu]\n"
+     "           [--gpu] [--feed ID=FILE]...\n"
      "      check a gradient block (or both gradients of a forward block) against float64\n"
      "      central differences and the adjoint identity; exit 1 when it fails\n"
      "  gradcheck PAGE --loss ID [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
+     "           [--feed ID=FILE]...\n"
      "      check the gradient every update block applies against float64 central\n"
      "      differences of the loss; exit 1 when one fails\n",
      NULL},
@@ -107,6 +127,7 @@ static const topic topics[] = {
      "      add the gradient blocks of a Conv2D or DepthwiseConv2dNative block, as\n"
      "      tf.gradients builds them; print the page (or write it)\n"
      "  grad PAGE --loss ID[:PORT] [--wrt VAR,...] [--optimizer SPEC] [--in-place | -o OUT]\n"
+     "            [--data-parallel [--ranks K]]\n"
      "      add the backward pass of the whole page (the gradient of the loss with respect\n"
      "      to its Variables) and, with --optimizer, the update blocks that train them\n",
      "  --wrt VAR,...       the Variables to differentiate for (default: every trainable\n"
@@ -114,7 +135,10 @@ static const topic topics[] = {
      "  --optimizer SPEC    sgd:LR, momentum:LR[:MOMENTUM] or adam:LR[:BETA1:BETA2:EPSILON]\n"
      "                      (TensorFlow's defaults: momentum 0.9; adam 0.9, 0.999, 1e-8)\n"
      "  --in-place          rewrite PAGE (atomically); -o OUT writes OUT; otherwise stdout\n"
-     "  --quiet             do not list the new blocks on stderr\n"},
+     "  --quiet             do not list the new blocks on stderr\n"
+     "  --data-parallel     an AllReduce (mean) on every Variable's gradient, for mpirun\n"
+     "  --ranks K           build for a job of K ranks (default: this job's, 1 outside\n"
+     "                      mpirun): the shapes are those of one rank's part of the batch\n"},
     {"bench",
      "  bench [--cases FILE] [--ops LIST] [--threads N] [--rounds R] [--time SECONDS]\n"
      "        [--dtype f32|f64] [--isa generic|avx2|avx512] [--no-peers] [--json]\n"
@@ -128,7 +152,7 @@ static const topic topics[] = {
      "      the runtime over HTTP and WebSocket for the browser editor (serve --help)\n",
      NULL},
     {"help", "  help [TOPIC]   this text, or one command's in full (help run)\n", NULL},
-    {"version", "  version\n", NULL},
+    {"version", "  version | --version | -V\n", NULL},
 };
 
 static const char limits[] =

@@ -9,432 +9,18 @@
  * outputs, its run targets and loop setting are noted in "x-enuspace". Arrays larger than
  * inline_limit go to .npy files beside the page. What cannot be mapped fails the import,
  * listed with what it feeds, or with `partial` becomes a Placeholder.
+ *
+ * This file wires and emits the blocks; the values are values.c's, the attribute text
+ * attr_text.c's, the patterns (reader pipeline, one-hot chain, gates, Saves) pipeline.c's,
+ * and AddSymbolicGradients is left as Placeholders listed for symgrad.c.
  */
-#include "graph.h"
-#include "idmap.h"
-#include "ops.h"
+#include "conv.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { K_MAPPED, K_CONST, K_VARIABLE, K_DISPLAY, K_SESSION, K_OPERATION, K_UNSUPPORTED };
-
-typedef struct conv {
-    enu_graph *g;
-    const enu_options *o;
-    const unsigned char *dat;
-    size_t dat_len;
-    enu_idmap ids;      /* enuSpace id -> block index */
-    enu_idmap used;     /* blockflow ids taken */
-    char **newid;       /* per block */
-    int *kind;
-    char **why;         /* per block: why it is unsupported */
-    enu_value *vals;    /* per block: the value of a Const or the initial value of a Variable */
-    const enu_op **op;
-    int *in_first, *in_last, *in_next; /* wires into each block, in document order */
-    char **strs;        /* strings owned for `used` */
-    int n_strs, cap_strs;
-    cJSON *blocks, *report, *r_mapped, *r_dropped, *r_unsup, *r_dat, *r_lits, *r_notes,
-        *r_placeholders;
-    enu_idmap ph;       /* "id\x1fport" -> placeholder string index */
-    enu_idmap fnames;   /* .npy file names taken */
-    enu_file *files;
-    int n_files, cap_files;
-    char *err;
-    size_t errsz;
-    int n_caches;
-} conv;
-
-static int failf(conv *c, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err, c->errsz, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-static int oom(conv *c) { return failf(c, "out of memory"); }
-
-static void note(conv *c, const char *fmt, ...) {
-    char buf[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    cJSON_AddItemToArray(c->r_notes, cJSON_CreateString(buf));
-}
-
-/* Keep `s` (a new string) alive until the end; NULL on OOM. */
-static const char *own(conv *c, char *s) {
-    if (!s) return NULL;
-    if (c->n_strs == c->cap_strs) {
-        int nc = c->cap_strs ? c->cap_strs * 2 : 64;
-        char **p = realloc(c->strs, (size_t)nc * sizeof(*p));
-        if (!p) {
-            free(s);
-            return NULL;
-        }
-        c->strs = p;
-        c->cap_strs = nc;
-    }
-    c->strs[c->n_strs++] = s;
-    return s;
-}
-
-static bool id_ok(const char *id) {
-    size_t n = strlen(id);
-    if (n == 0 || n > 63 || id[0] == '.') return false;
-    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
-        if (*p < 0x20 || *p == 0x7f || *p == ':' || *p == '/' || *p == '\\' || *p == '"')
-            return false;
-    return true;
-}
-
-/* A blockflow id for `want` not taken yet: `want` itself when valid and free, else made
- * valid (bad characters to '_', at most 55 bytes) and numbered. */
-static const char *take_id(conv *c, const char *want) {
-    char base[64];
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)want; *p && n < 55; p++) {
-        unsigned char ch = *p;
-        if (ch >= 0x80) { /* keep whole UTF-8 sequences only if they fit */
-            size_t k = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : 2;
-            if (n + k > 55) break;
-            for (size_t i = 0; i < k && p[i]; i++) base[n++] = (char)p[i];
-            p += k - 1;
-            continue;
-        }
-        base[n++] = ch < 0x20 || ch == 0x7f || ch == ':' || ch == '/' || ch == '\\' || ch == '"'
-                        ? '_' : (char)ch;
-    }
-    base[n] = '\0';
-    if (n == 0 || base[0] == '.') {
-        memmove(base + 1, base, n + 1);
-        base[0] = 'b';
-    }
-    char cand[80];
-    snprintf(cand, sizeof cand, "%s", base);
-    for (int k = 2; enu_idmap_get(&c->used, cand) >= 0 || !id_ok(cand); k++) {
-        if (k > 1000000) return NULL;
-        snprintf(cand, sizeof cand, "%s_%d", base, k);
-    }
-    const char *s = own(c, strdup(cand));
-    if (!s || !enu_idmap_put(&c->used, s, 1)) return NULL;
-    return s;
-}
-
-/* ---- values ------------------------------------------------------------------------------ */
-
-static cJSON *nested(const enu_value *v, int dim, int64_t *k) {
-    if (dim == v->rank) return cJSON_CreateNumber(v->d[(*k)++]);
-    cJSON *a = cJSON_CreateArray();
-    for (int64_t i = 0; a && i < v->dims[dim]; i++) {
-        cJSON *e = nested(v, dim + 1, k);
-        if (!e) {
-            cJSON_Delete(a);
-            return NULL;
-        }
-        cJSON_AddItemToArray(a, e);
-    }
-    return a;
-}
-
-static cJSON *shape_json(const enu_value *v) {
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < v->rank; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v->dims[i]));
-    return a;
-}
-
-/* dtype and value (inline, or a .npy file named after `id`) of a Const or Variable. */
-static int put_value(conv *c, cJSON *attrs, const char *id, const enu_value *v) {
-    cJSON_AddStringToObject(attrs, "dtype", enu_dtype_name(v->dtype));
-    if (v->n == 0) cJSON_AddItemToObject(attrs, "shape", shape_json(v));
-    if (v->n <= c->o->inline_limit) {
-        int64_t k = 0;
-        cJSON *val = nested(v, 0, &k);
-        if (!val) return oom(c);
-        cJSON_AddItemToObject(attrs, "value", val);
-        return 0;
-    }
-    if (c->n_files == c->cap_files) {
-        int nc = c->cap_files ? c->cap_files * 2 : 8;
-        enu_file *p = realloc(c->files, (size_t)nc * sizeof(*p));
-        if (!p) return oom(c);
-        c->files = p;
-        c->cap_files = nc;
-    }
-    enu_file *f = &c->files[c->n_files];
-    memset(f, 0, sizeof(*f));
-    /* prefix + id with [A-Za-z0-9._-] only, numbered when two ids give one name */
-    char base[160], name[200];
-    const char *pre = c->o->file_prefix ? c->o->file_prefix : "";
-    size_t k = 0;
-    for (const char *q = pre; *q && k < 60; q++) base[k++] = *q;
-    for (const unsigned char *q = (const unsigned char *)id; *q && k < 120; q++)
-        base[k++] = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
-                            (*q >= '0' && *q <= '9') || *q == '.' || *q == '-' || *q == '_'
-                        ? (char)*q : '_';
-    base[k] = '\0';
-    if (base[0] == '.') base[0] = '_';
-    snprintf(name, sizeof name, "%s.npy", base);
-    for (int i = 2; enu_idmap_get(&c->fnames, name) >= 0; i++)
-        snprintf(name, sizeof name, "%s_%d.npy", base, i);
-    f->name = strdup(name);
-    if (!f->name || !enu_idmap_put(&c->fnames, f->name, 1)) {
-        free(f->name);
-        return oom(c);
-    }
-    if (enu_npy_bytes(v, &f->data, &f->size)) {
-        free(f->name);
-        return oom(c);
-    }
-    c->n_files++;
-    cJSON_AddStringToObject(attrs, "file", f->name);
-    return 0;
-}
-
-static const char *pin_value_text(const enu_block *b, const char *pin) {
-    const enu_pin *p = enu_block_pin(b, pin);
-    return p ? p->value : "";
-}
-
-/* Read a binary or text pin, recording .dat reads in the report; errors name block and pin. */
-static int read_pin(conv *c, const enu_block *b, const enu_pin *p, enu_value *v) {
-    char why[400];
-    if (enu_pin_value(c->dat, c->dat_len, p, c->o, v, why, sizeof why))
-        return failf(c, "block \"%.60s\" (%.40s) pin \"%.40s\": %s", b->id, b->symbol, p->name,
-                     why);
-    if (p->binary) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "block", b->id);
-        cJSON_AddStringToObject(e, "pin", p->name);
-        cJSON_AddNumberToObject(e, "offset", (double)p->pos);
-        cJSON_AddNumberToObject(e, "values", (double)v->n);
-        cJSON_AddStringToObject(e, "dtype", enu_dtype_name(v->dtype));
-        cJSON_AddItemToArray(c->r_dat, e);
-    }
-    return 0;
-}
-
-static void unsupported(conv *c, int i, const char *fmt, ...) {
-    char buf[300];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    c->kind[i] = K_UNSUPPORTED;
-    free(c->why[i]);
-    c->why[i] = strdup(buf);
-}
-
-/* The value of Const / Const_ex `i` (7.5). 0, or -1 on a hard error; an unsupported dtype
- * marks the block. */
-static int const_value(conv *c, int i) {
-    enu_block *b = &c->g->blocks[i];
-    enu_pin *val = enu_block_pin(b, "val");
-    if (!val) return failf(c, "block \"%.60s\" (%s) has no \"val\" pin", b->id, b->symbol);
-    enu_value *v = &c->vals[i];
-    char why[400];
-    int dt = -1;
-    if (!strcmp(b->symbol, "Const_ex") && !val->binary) {
-        const char *d = pin_value_text(b, "dtype");
-        dt = *d ? enu_dtype_from_tf(d, why, sizeof why) : ENU_F64;
-        if (dt < 0) {
-            unsupported(c, i, "%s", why);
-            return 0;
-        }
-    }
-    if (val->binary) return read_pin(c, b, val, v);
-    int vt = enu_dtype_from_var_type(val->type);
-    if (dt < 0) dt = vt;
-    int r;
-    if (dt == ENU_STRING) {
-        r = enu_parse_literal(val->value, ENU_STRING, c->o, v, why, sizeof why);
-    } else if (vt < 0 && !*val->shape) {
-        /* a string-typed pin: the text is a literal ("{1,2}", "0.1") */
-        r = enu_parse_literal(val->value, dt, c->o, v, why, sizeof why);
-    } else {
-        r = enu_parse_typed_text(val->value, val->shape, (enu_dtype)(dt < 0 ? ENU_F64 : dt), c->o,
-                                 v, why, sizeof why);
-    }
-    if (r) return failf(c, "block \"%.60s\" (%s) pin \"val\": %s", b->id, b->symbol, why);
-    if (v->dtype == ENU_STRING)
-        unsupported(c, i, "a string constant (\"%.60s\"): blockflow has no string dtype", v->s);
-    else if (v->dtype == ENU_BOOL)
-        unsupported(c, i, "a bool constant: blockflow has no bool dtype");
-    return 0;
-}
-
-static int wires_into(const conv *c, int i, const char *pin, int *first) {
-    int n = 0;
-    *first = -1;
-    for (int w = c->in_first[i]; w >= 0; w = c->in_next[w])
-        if (!strcmp(c->g->wires[w].to_pin, pin)) {
-            if (*first < 0) *first = w;
-            n++;
-        }
-    return n;
-}
-
-/* The initial value of Variable `i` (7.5, rules 1-3). */
-static int variable_value(conv *c, int i) {
-    enu_block *b = &c->g->blocks[i];
-    enu_value *v = &c->vals[i];
-    char why[400];
-    const char *dtype = pin_value_text(b, "dtype");
-    enu_pin *iv = enu_block_pin(b, "initvalues");
-    int w, nw = wires_into(c, i, "initvalues", &w);
-    if (nw > 1) return failf(c, "block \"%.60s\" (Variable) pin \"initvalues\" has %d wires", b->id, nw);
-    if (nw == 1) { /* rule 1: the wired constant */
-        int s = enu_idmap_get(&c->ids, c->g->wires[w].from);
-        if (s < 0 || c->kind[s] != K_CONST) {
-            unsupported(c, i, "its initvalues are wired from \"%.60s\", not from a Const",
-                        c->g->wires[w].from);
-            return 0;
-        }
-        if (!c->vals[s].d) return 0; /* that Const is unsupported itself */
-        *v = c->vals[s];
-        v->d = malloc((size_t)(v->n ? v->n : 1) * sizeof(double));
-        v->s = NULL;
-        if (!v->d) return oom(c);
-        memcpy(v->d, c->vals[s].d, (size_t)v->n * sizeof(double));
-        note(c, "Variable \"%s\": initial value from Const \"%s\" (the wire is not kept)", b->id,
-             c->g->wires[w].from);
-    } else if (!iv) {
-        return failf(c, "block \"%.60s\" (Variable) has no \"initvalues\" pin", b->id);
-    } else if (!iv->binary && enu_dtype_from_var_type(iv->type) < 0) { /* rule 2: a literal */
-        if (!*dtype)
-            return failf(c, "block \"%.60s\" (Variable) pin \"initvalues\": a literal needs the "
-                         "\"dtype\" pin", b->id);
-        int dt = enu_dtype_from_tf(dtype, why, sizeof why);
-        if (dt < 0) {
-            unsupported(c, i, "%s", why);
-            return 0;
-        }
-        if (enu_parse_literal(iv->value, dt, c->o, v, why, sizeof why))
-            return failf(c, "block \"%.60s\" (Variable) pin \"initvalues\": %s", b->id, why);
-        const char *shape = pin_value_text(b, "shape");
-        int64_t dims[ENU_MAX_RANK + 1];
-        int n;
-        if (*shape) {
-            if (enu_parse_int_list(shape, dims, ENU_MAX_RANK + 1, &n, why, sizeof why))
-                return failf(c, "block \"%.60s\" (Variable) pin \"shape\": %s", b->id, why);
-            bool same = n == v->rank;
-            for (int k = 0; same && k < n; k++) same = dims[k] == v->dims[k];
-            if (!same)
-                return failf(c, "block \"%.60s\" (Variable): pin \"shape\" %.40s differs from the "
-                             "shape of its initvalues %.60s (TensorFlow's Assign refuses it)",
-                             b->id, shape, iv->value);
-        }
-    } else { /* rule 3: a typed value, text or binary */
-        if (*dtype)
-            return failf(c, "block \"%.60s\" (Variable): typed initvalues together with dtype "
-                         "%.20s (the plugin creates no Variable then: clear the dtype pin)",
-                         b->id, dtype);
-        if (read_pin(c, b, iv, v)) return -1;
-    }
-    if (v->dtype != ENU_F32 && v->dtype != ENU_F64)
-        unsupported(c, i, "a %s Variable: blockflow's Variables hold floats",
-                    v->dtype == ENU_I32 ? "int32" : enu_dtype_name(v->dtype));
-    return 0;
-}
-
-/* ---- attribute text ------------------------------------------------------------------------ */
-
-/* The type letter `name` has in spec "a:b c:l", or 0. */
-static char spec_kind(const char *spec, const char *name, size_t len) {
-    const char *p = spec;
-    while (*p) {
-        while (*p == ' ') p++;
-        const char *s = p;
-        while (*p && *p != ':' && *p != ' ') p++;
-        if ((size_t)(p - s) == len && !strncmp(s, name, len) && *p == ':') return p[1];
-        while (*p && *p != ' ') p++;
-    }
-    return 0;
-}
-
-static int typed_attr(conv *c, const enu_block *b, cJSON *attrs, const char *name, char kind,
-                      const char *val, const char *pin) {
-    char why[300];
-    if (kind == 'b') {
-        cJSON_AddBoolToObject(attrs, name, !strcmp(val, "true") || !strcmp(val, "TRUE") ||
-                                               !strcmp(val, "1"));
-    } else if (kind == 'i') {
-        char *e;
-        long long x = strtoll(val, &e, 10);
-        if (e == val || *e)
-            return failf(c, "block \"%.60s\" (%s) %s \"%s\": \"%.40s\" is not an integer", b->id,
-                         b->symbol, pin, name, val);
-        cJSON_AddNumberToObject(attrs, name, (double)x);
-    } else if (kind == 'l' || kind == 'L') {
-        int64_t xs[16];
-        int n;
-        if (enu_parse_int_list(val, xs, 16, &n, why, sizeof why))
-            return failf(c, "block \"%.60s\" (%s) %s \"%s\": %s", b->id, b->symbol, pin, name,
-                         why);
-        if (kind == 'L' && !strncmp(c->g->version, "4.", 2)) {
-            note(c, "block \"%s\": %s is not read by the 2.0 plugin (default used)", b->id, name);
-            return 0;
-        }
-        cJSON *a = cJSON_CreateArray();
-        for (int k = 0; k < n; k++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)xs[k]));
-        cJSON_AddItemToObject(attrs, name, a);
-    } else if (kind == 't') {
-        int dt = enu_dtype_from_tf(val, why, sizeof why);
-        if (dt < 0 || dt == ENU_STRING || dt == ENU_BOOL)
-            return failf(c, "block \"%.60s\" (%s) %s \"%s\": %s", b->id, b->symbol, pin, name,
-                         dt < 0 ? why : "blockflow has no bool or string dtype");
-        cJSON_AddStringToObject(attrs, name, enu_dtype_name((enu_dtype)dt));
-    } else if (kind == 's') {
-        cJSON_AddStringToObject(attrs, name, val);
-    }
-    return 0;
-}
-
-/* "transpose_a_ = false;transpose_b_ = true;" (7.4): spaces, CR and LF removed, split on ';'
- * and the first '=', first occurrence kept, trailing '_' dropped, empty values unset. */
-static int attr_text(conv *c, const enu_block *b, const enu_op *op, cJSON *attrs,
-                     const char *text) {
-    size_t n = strlen(text);
-    char *t = malloc(n + 1), *o = t;
-    if (!t) return oom(c);
-    for (const char *p = text; *p; p++)
-        if (*p != ' ' && *p != '\r' && *p != '\n' && *p != '\t') *o++ = *p;
-    *o = '\0';
-    int r = 0;
-    for (char *item = t; item && *item && !r;) {
-        char *semi = strchr(item, ';');
-        if (semi) *semi = '\0';
-        char *eq = strchr(item, '=');
-        if (eq) {
-            *eq = '\0';
-            char *name = item, *val = eq + 1;
-            size_t len = strlen(name);
-            if (len && name[len - 1] == '_') name[--len] = '\0';
-            char kind = op ? spec_kind(op->attrs, name, len) : 0;
-            if (!*val) {
-            } else if (cJSON_GetObjectItemCaseSensitive(attrs, name)) {
-                note(c, "block \"%s\": attribute %s_ given twice, the first kept", b->id, name);
-            } else if (kind == '-') {
-                note(c, "block \"%s\": %s_ is read and discarded by the plugin", b->id, name);
-            } else if (kind) {
-                r = typed_attr(c, b, attrs, name, kind, val, "attribute");
-            } else if (strcmp(name, "container") && strcmp(name, "shared_name")) {
-                note(c, "block \"%s\": attribute text \"%s_\" is not one %s reads (ignored, as "
-                     "the plugin ignores it)", b->id, name, b->symbol);
-            }
-        }
-        item = semi ? semi + 1 : NULL;
-    }
-    free(t);
-    return r;
-}
 
 /* ---- wiring -------------------------------------------------------------------------------- */
 
@@ -468,13 +54,13 @@ static const char *placeholder(conv *c, int i, const char *port) {
     if (enu_idmap_get(&c->ph, mark) >= 0) {
         char want[200];
         snprintf(want, sizeof want, "%s_%s", c->newid[i], port);
-        id = take_id(c, want);
+        id = conv_take_id(c, want);
         if (!id) return NULL;
     }
-    if (!own(c, strdup(id))) return NULL;
+    if (!conv_own(c, strdup(id))) return NULL;
     int idx = c->n_strs - 1;
     id = c->strs[idx];
-    const char *kk = own(c, strdup(key)), *mm = own(c, strdup(mark));
+    const char *kk = conv_own(c, strdup(key)), *mm = conv_own(c, strdup(mark));
     if (!kk || !mm || !enu_idmap_put(&c->ph, kk, idx) || !enu_idmap_put(&c->ph, mm, idx))
         return NULL;
     cJSON *blk = cJSON_CreateObject(), *attrs = cJSON_CreateObject();
@@ -489,7 +75,7 @@ static const char *placeholder(conv *c, int i, const char *port) {
     cJSON_AddStringToObject(attrs, "dtype", dt == ENU_F64 ? "float64" : dt == ENU_I32 ? "int32"
                                                                                    : "float32");
     if (cache && !enu_parse_shape_suffix(cache->shape, c->o, &shp, why, sizeof why) && *cache->shape)
-        cJSON_AddItemToObject(attrs, "shape", shape_json(&shp));
+        cJSON_AddItemToObject(attrs, "shape", conv_shape_json(&shp));
     cJSON_AddItemToObject(blk, "attrs", attrs);
     if (b->has_pos) {
         cJSON *ui = cJSON_CreateObject();
@@ -507,7 +93,8 @@ static const char *placeholder(conv *c, int i, const char *port) {
     cJSON_AddStringToObject(e, "for", b->id);
     cJSON_AddStringToObject(e, "port", port);
     cJSON_AddStringToObject(e, "placeholder", id);
-    cJSON_AddItemToArray(c->r_placeholders, e);
+    if (c->kind[i] == K_SYMGRAD) cJSON_Delete(e); /* built, not left as a Placeholder */
+    else cJSON_AddItemToArray(c->r_placeholders, e);
     return id;
 }
 
@@ -520,11 +107,15 @@ static const char *source(conv *c, int w, char *buf, size_t size) {
     switch (c->kind[s]) {
     case K_CONST:
     case K_VARIABLE:
+    case K_DATASET:
+    case K_ONEHOT:
     case K_MAPPED: {
         const char *outs = c->kind[s] == K_CONST ? "output"
-                           : c->kind[s] == K_VARIABLE ? "ref" : c->op[s]->outputs;
+                           : c->kind[s] == K_VARIABLE ? "ref"
+                           : c->kind[s] == K_DATASET ? "output"
+                           : c->kind[s] == K_ONEHOT ? "dense" : c->op[s]->outputs;
         if (!in_list(outs, wi->from_pin)) {
-            failf(c, "block \"%.60s\" pin \"%.40s\" is wired from \"%.60s\" pin \"%.40s\", which "
+            conv_fail(c, "block \"%.60s\" pin \"%.40s\" is wired from \"%.60s\" pin \"%.40s\", which "
                   "%s has no output of that name (outputs: %s)", wi->to, wi->to_pin, wi->from,
                   wi->from_pin, sb->symbol, outs);
             return NULL;
@@ -535,17 +126,29 @@ static const char *source(conv *c, int w, char *buf, size_t size) {
             snprintf(buf, size, "%s:%s", c->newid[s], wi->from_pin);
         return buf;
     }
+    case K_SYMGRAD:
+        if (strncmp(wi->from_pin, "grad_outputs[", 13)) {
+            conv_fail(c, "block \"%.60s\" pin \"%.40s\" is wired from \"%.60s\" pin \"%.40s\": "
+                  "AddSymbolicGradients gives only grad_outputs[i]", wi->to, wi->to_pin, wi->from,
+                  wi->from_pin);
+            return NULL;
+        }
+        /* fall through - a Placeholder, replaced by the gradient when the page is built */
     case K_UNSUPPORTED: {
         const char *id = placeholder(c, s, wi->from_pin);
         if (!id) {
-            oom(c);
+            conv_oom(c);
             return NULL;
         }
         snprintf(buf, size, "%s", id);
         return buf;
     }
+    case K_ABSORBED:
+        conv_fail(c, "block \"%.60s\" pin \"%.40s\" is wired from \"%.60s\" (%s), which is %s",
+              wi->to, wi->to_pin, wi->from, sb->symbol, sb->absorbed);
+        return NULL;
     default:
-        failf(c, "block \"%.60s\" pin \"%.40s\" is wired from \"%.60s\" (%s), which computes "
+        conv_fail(c, "block \"%.60s\" pin \"%.40s\" is wired from \"%.60s\" (%s), which computes "
               "nothing a block can read", wi->to, wi->to_pin, wi->from, sb->symbol);
         return NULL;
     }
@@ -554,33 +157,33 @@ static const char *source(conv *c, int w, char *buf, size_t size) {
 /* A Const for the literal text of unwired pin `pin` of block `i`. */
 static const char *literal_const(conv *c, int i, const char *pin, int dt, int k) {
     enu_block *b = &c->g->blocks[i];
-    const char *text = pin_value_text(b, pin);
+    const char *text = conv_pin_text(b, pin);
     enu_value v;
     char why[400];
     if (enu_parse_literal(text, dt, c->o, &v, why, sizeof why)) {
-        failf(c, "block \"%.60s\" (%s) pin \"%s\": %s", b->id, b->symbol, pin, why);
+        conv_fail(c, "block \"%.60s\" (%s) pin \"%s\": %s", b->id, b->symbol, pin, why);
         return NULL;
     }
     if (v.dtype == ENU_STRING || v.dtype == ENU_BOOL) {
-        failf(c, "block \"%.60s\" (%s) pin \"%s\": a %s literal, and blockflow has no such dtype",
+        conv_fail(c, "block \"%.60s\" (%s) pin \"%s\": a %s literal, and blockflow has no such dtype",
               b->id, b->symbol, pin, enu_dtype_name(v.dtype));
         enu_value_free(&v);
         return NULL;
     }
     char want[200];
     snprintf(want, sizeof want, "%s_%s", c->newid[i], pin);
-    const char *id = take_id(c, want);
+    const char *id = conv_take_id(c, want);
     cJSON *blk = cJSON_CreateObject(), *attrs = cJSON_CreateObject();
     if (!id || !blk || !attrs) {
         cJSON_Delete(blk);
         cJSON_Delete(attrs);
         enu_value_free(&v);
-        oom(c);
+        conv_oom(c);
         return NULL;
     }
     cJSON_AddStringToObject(blk, "id", id);
     cJSON_AddStringToObject(blk, "type", "Const");
-    if (put_value(c, attrs, id, &v)) {
+    if (conv_put_value(c, attrs, id, &v)) {
         cJSON_Delete(blk);
         cJSON_Delete(attrs);
         enu_value_free(&v);
@@ -589,8 +192,8 @@ static const char *literal_const(conv *c, int i, const char *pin, int dt, int k)
     cJSON_AddItemToObject(blk, "attrs", attrs);
     if (b->has_pos) {
         cJSON *ui = cJSON_CreateObject();
-        cJSON_AddNumberToObject(ui, "x", round(b->x) - 140);
-        cJSON_AddNumberToObject(ui, "y", round(b->y) + 60.0 * k);
+        cJSON_AddNumberToObject(ui, "x", round(b->x) - 170);
+        cJSON_AddNumberToObject(ui, "y", round(b->y) + 50.0 * k - 30);
         cJSON_AddItemToObject(blk, "ui", ui);
     }
     cJSON *x = cJSON_CreateObject();
@@ -605,7 +208,7 @@ static const char *literal_const(conv *c, int i, const char *pin, int dt, int k)
     cJSON_AddStringToObject(e, "text", text);
     cJSON_AddStringToObject(e, "const", id);
     cJSON_AddStringToObject(e, "dtype", enu_dtype_name(v.dtype));
-    cJSON_AddItemToObject(e, "shape", shape_json(&v));
+    cJSON_AddItemToObject(e, "shape", conv_shape_json(&v));
     cJSON_AddItemToArray(c->r_lits, e);
     enu_value_free(&v);
     return id;
@@ -636,7 +239,7 @@ static int emit_op(conv *c, int i) {
         cJSON_Delete(blk);
         cJSON_Delete(ins);
         cJSON_Delete(attrs);
-        return oom(c);
+        return conv_oom(c);
     }
     cJSON_AddStringToObject(blk, "id", c->newid[i]);
     cJSON_AddStringToObject(blk, "type", op->op);
@@ -659,7 +262,7 @@ static int emit_op(conv *c, int i) {
         if (gt) *gt = '\0';
         snprintf(pin, sizeof pin, "%s", s);
         snprintf(port, sizeof port, "%s", gt ? gt + 1 : s);
-        int w, nw = wires_into(c, i, pin, &w);
+        int w, nw = conv_wires_into(c, i, pin, &w);
         char ref[200];
         if (list) {
             int k = 0;
@@ -672,23 +275,23 @@ static int emit_op(conv *c, int i) {
                 cJSON_AddStringToObject(ins, name, src);
             }
             if (k == 0) {
-                failf(c, "block \"%.60s\" (%s) list pin \"%s\" has no wire", b->id, b->symbol, pin);
+                conv_fail(c, "block \"%.60s\" (%s) list pin \"%s\" has no wire", b->id, b->symbol, pin);
                 goto fail;
             }
         } else if (nw > 1) {
-            failf(c, "block \"%.60s\" (%s) pin \"%s\" takes one wire and has %d", b->id, b->symbol,
+            conv_fail(c, "block \"%.60s\" (%s) pin \"%s\" takes one wire and has %d", b->id, b->symbol,
                   pin, nw);
             goto fail;
         } else if (nw == 1) {
             const char *src = source(c, w, ref, sizeof ref);
             if (!src) goto fail;
             cJSON_AddStringToObject(ins, port, src);
-        } else if (*pin_value_text(b, pin)) {
+        } else if (*conv_pin_text(b, pin)) {
             const char *id = literal_const(c, i, pin, dt, n_lit++);
             if (!id) goto fail;
             cJSON_AddStringToObject(ins, port, id);
         } else if (!optional && !(!strcmp(port, "reduction_indices"))) {
-            failf(c, "block \"%.60s\" (%s) pin \"%s\" has neither a wire nor a value", b->id,
+            conv_fail(c, "block \"%.60s\" (%s) pin \"%s\" has neither a wire nor a value", b->id,
                   b->symbol, pin);
             goto fail;
         }
@@ -703,13 +306,13 @@ static int emit_op(conv *c, int i) {
         p += n + 2;
         const enu_pin *pp = enu_block_pin(b, name);
         if (!pp || !*pp->value) {
-            failf(c, "block \"%.60s\" (%s) pin \"%s\" is not set", b->id, b->symbol, name);
+            conv_fail(c, "block \"%.60s\" (%s) pin \"%s\" is not set", b->id, b->symbol, name);
             goto fail;
         }
-        if (typed_attr(c, b, attrs, name, kind, pp->value, "pin")) goto fail;
+        if (conv_typed_attr(c, b, attrs, name, kind, pp->value, "pin")) goto fail;
     }
     const enu_pin *at = enu_block_pin(b, "attrs");
-    if (at && *at->value && attr_text(c, b, op, attrs, at->value)) goto fail;
+    if (at && *at->value && conv_attr_text(c, b, op, attrs, at->value)) goto fail;
     if (!cJSON_GetArraySize(ins)) cJSON_DeleteItemFromObject(blk, "inputs");
     if (!cJSON_GetArraySize(attrs)) cJSON_DeleteItemFromObject(blk, "attrs");
     add_ui(blk, b);
@@ -721,6 +324,33 @@ fail:
     return -1;
 }
 
+/* Whether the `value` input of Assign block `a` depends on block `v` (1), not (0), -1 OOM. */
+static int reaches(conv *c, int a, int v) {
+    int n = c->g->n_blocks, *stack = malloc((size_t)n * sizeof(int) + sizeof(int));
+    bool *seen = calloc((size_t)n + 1, sizeof(bool));
+    if (!stack || !seen) {
+        free(stack);
+        free(seen);
+        return conv_oom(c);
+    }
+    int top = 0, found = 0;
+    for (int w = c->in_first[a]; w >= 0; w = c->in_next[w]) {
+        int f = enu_idmap_get(&c->ids, c->g->wires[w].from);
+        if (!strcmp(c->g->wires[w].to_pin, "value") && f >= 0 && !seen[f]) seen[f] = true, stack[top++] = f;
+    }
+    while (top && !found) {
+        int b = stack[--top];
+        if (b == v) found = 1;
+        for (int w = c->in_first[b]; w >= 0; w = c->in_next[w]) {
+            int f = enu_idmap_get(&c->ids, c->g->wires[w].from);
+            if (f >= 0 && !seen[f]) seen[f] = true, stack[top++] = f;
+        }
+    }
+    free(stack);
+    free(seen);
+    return found;
+}
+
 /* Emit Const or Variable `i`. */
 static int emit_value_block(conv *c, int i) {
     enu_block *b = &c->g->blocks[i];
@@ -728,19 +358,40 @@ static int emit_value_block(conv *c, int i) {
     if (!blk || !attrs) {
         cJSON_Delete(blk);
         cJSON_Delete(attrs);
-        return oom(c);
+        return conv_oom(c);
     }
     cJSON_AddStringToObject(blk, "id", c->newid[i]);
     cJSON_AddStringToObject(blk, "type", c->kind[i] == K_CONST ? "Const" : "Variable");
     cJSON_AddItemToObject(blk, "attrs", attrs);
-    if (put_value(c, attrs, c->newid[i], &c->vals[i])) {
+    if (c->init[i]) {
+        cJSON_AddStringToObject(attrs, "dtype", enu_dtype_name(c->vals[i].dtype));
+        cJSON_AddItemToObject(attrs, "shape", conv_shape_json(&c->vals[i]));
+        cJSON_AddStringToObject(attrs, "initializer", c->init[i]);
+        if (strcmp(c->init[i], "zeros")) cJSON_AddNumberToObject(attrs, "seed", i + 1);
+    } else if (conv_put_value(c, attrs, c->newid[i], &c->vals[i])) {
         cJSON_Delete(blk);
         return -1;
     }
     if (c->kind[i] == K_VARIABLE) {
+        /* a Variable that an Assign sets to something not computed from itself holds data
+           (a batch): it is not trained */
+        for (int w = 0; w < c->g->n_wires; w++) {
+            const enu_wire *wi = &c->g->wires[w];
+            int t = strcmp(wi->from, b->id) ? -1 : enu_idmap_get(&c->ids, wi->to);
+            if (t >= 0 && c->kind[t] == K_MAPPED && !strcmp(c->op[t]->op, "Assign") &&
+                !strcmp(wi->to_pin, "ref")) {
+                int r = reaches(c, t, i);
+                if (r < 0) {
+                    cJSON_Delete(blk);
+                    return -1;
+                }
+                if (!r) cJSON_AddFalseToObject(attrs, "trainable");
+                break;
+            }
+        }
         const enu_pin *at = enu_block_pin(b, "attrs");
         cJSON *scratch = cJSON_CreateObject();
-        int r = at && *at->value ? attr_text(c, b, NULL, scratch, at->value) : 0;
+        int r = at && *at->value ? conv_attr_text(c, b, NULL, scratch, at->value) : 0;
         cJSON_Delete(scratch);
         if (r) {
             cJSON_Delete(blk);
@@ -750,6 +401,151 @@ static int emit_value_block(conv *c, int i) {
     add_ui(blk, b);
     cJSON_AddItemToObject(blk, "x-enuspace", x_enuspace(c, i));
     cJSON_AddItemToArray(c->blocks, blk);
+    return 0;
+}
+
+/* A Const block of `n` numbers (rank 0 or 1) near block i; its id, or NULL. */
+static const char *small_const(conv *c, int i, const char *suffix, enu_dtype dt, int rank,
+                               const double *vals, int n) {
+    char want[200];
+    snprintf(want, sizeof want, "%s_%s", c->newid[i], suffix);
+    const char *id = conv_take_id(c, want);
+    if (!id) {
+        conv_oom(c);
+        return NULL;
+    }
+    enu_value v = {.dtype = dt, .rank = rank, .n = n, .d = (double *)vals};
+    v.dims[0] = n;
+    cJSON *blk = cJSON_CreateObject(), *attrs = cJSON_CreateObject();
+    cJSON_AddStringToObject(blk, "id", id);
+    cJSON_AddStringToObject(blk, "type", "Const");
+    cJSON_AddItemToObject(blk, "attrs", attrs);
+    if (conv_put_value(c, attrs, id, &v)) {
+        cJSON_Delete(blk);
+        return NULL;
+    }
+    const enu_block *b = &c->g->blocks[i];
+    if (b->has_pos) {
+        cJSON *ui = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ui, "x", round(b->x) - 170);
+        cJSON_AddNumberToObject(ui, "y", round(b->y) + 60);
+        cJSON_AddItemToObject(blk, "ui", ui);
+    }
+    cJSON_AddItemToArray(c->blocks, blk);
+    return id;
+}
+
+static cJSON *op_block(const char *id, const char *type, const enu_block *b, double dx) {
+    cJSON *blk = cJSON_CreateObject();
+    cJSON_AddStringToObject(blk, "id", id);
+    cJSON_AddStringToObject(blk, "type", type);
+    if (b->has_pos) {
+        cJSON *ui = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ui, "x", round(b->x) + dx);
+        cJSON_AddNumberToObject(ui, "y", round(b->y));
+        cJSON_AddItemToObject(blk, "ui", ui);
+    }
+    return blk;
+}
+
+/* The reader pipeline of DecodeRaw block i: Dataset + Reshape [-1, record_bytes] (7.9). */
+static int emit_dataset(conv *c, int i) {
+    enu_block *b = &c->g->blocks[i];
+    char want[200];
+    snprintf(want, sizeof want, "%s_data", c->newid[i]);
+    const char *data = conv_take_id(c, want);
+    if (!data) return conv_oom(c);
+    cJSON *ds = op_block(data, "Dataset", b, -170), *attrs = cJSON_CreateObject();
+    cJSON_AddStringToObject(attrs, "file", conv_pin_text(b, "file"));
+    cJSON_AddNumberToObject(attrs, "batch_size", atof(conv_pin_text(b, "batch_size")));
+    cJSON_AddBoolToObject(attrs, "drop_remainder", true);
+    cJSON_AddItemToObject(ds, "attrs", attrs);
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "reader_of", b->id);
+    cJSON_AddItemToObject(ds, "x-enuspace", x);
+    cJSON_AddItemToArray(c->blocks, ds);
+    double shape[2] = {-1, atof(conv_pin_text(b, "record_bytes"))};
+    const char *sh = small_const(c, i, "shape", ENU_I32, 1, shape, 2);
+    if (!sh) return -1;
+    cJSON *rs = op_block(c->newid[i], "Reshape", b, 0), *ins = cJSON_CreateObject();
+    char ref[220];
+    snprintf(ref, sizeof ref, "%s:batch", data);
+    cJSON_AddStringToObject(ins, "tensor", ref);
+    cJSON_AddStringToObject(ins, "shape", sh);
+    cJSON_AddItemToObject(rs, "inputs", ins);
+    cJSON_AddItemToObject(rs, "x-enuspace", x_enuspace(c, i));
+    cJSON_AddItemToArray(c->blocks, rs);
+    return 0;
+}
+
+/* The one-hot chain ending in SparseToDense block i: OneHot(Reshape(labels, [-1]), ...). */
+static int emit_one_hot(conv *c, int i) {
+    enu_block *b = &c->g->blocks[i];
+    int w;
+    if (conv_wires_into(c, i, "indices", &w) != 1)
+        return conv_fail(c, "block \"%.60s\": the one-hot chain has no labels", b->id);
+    char ref[200];
+    const char *labels = source(c, w, ref, sizeof ref);
+    if (!labels) return -1;
+    char want[200];
+    snprintf(want, sizeof want, "%s_indices", c->newid[i]);
+    const char *flat = conv_take_id(c, want);
+    if (!flat) return conv_oom(c);
+    double minus1 = -1, depth = atof(conv_pin_text(b, "depth")),
+           on = atof(conv_pin_text(b, "on")), off = atof(conv_pin_text(b, "off"));
+    const char *sh = small_const(c, i, "flat", ENU_I32, 1, &minus1, 1);
+    const char *dc = sh ? small_const(c, i, "depth", ENU_I32, 0, &depth, 1) : NULL;
+    const char *onc = dc ? small_const(c, i, "on", ENU_I32, 0, &on, 1) : NULL;
+    const char *offc = onc ? small_const(c, i, "off", ENU_I32, 0, &off, 1) : NULL;
+    if (!offc) return -1;
+    cJSON *rs = op_block(flat, "Reshape", b, -170), *ins = cJSON_CreateObject();
+    cJSON_AddStringToObject(ins, "tensor", labels);
+    cJSON_AddStringToObject(ins, "shape", sh);
+    cJSON_AddItemToObject(rs, "inputs", ins);
+    cJSON_AddItemToArray(c->blocks, rs);
+    cJSON *oh = op_block(c->newid[i], "OneHot", b, 0);
+    ins = cJSON_CreateObject();
+    cJSON_AddStringToObject(ins, "indices", flat);
+    cJSON_AddStringToObject(ins, "depth", dc);
+    cJSON_AddStringToObject(ins, "on_value", onc);
+    cJSON_AddStringToObject(ins, "off_value", offc);
+    cJSON_AddItemToObject(oh, "inputs", ins);
+    cJSON_AddItemToObject(oh, "x-enuspace", x_enuspace(c, i));
+    cJSON_AddItemToArray(c->blocks, oh);
+    return 0;
+}
+
+/* AddSymbolicGradients block i: an entry of the page's x-enuspace "symbolic_gradients" (its
+ * outputs, its inputs and the Placeholder standing for each grad_outputs[k] read), which
+ * enu_build_symbolic_gradients (symgrad.c) replaces by blockflow's own gradient blocks. */
+static int symgrad_entry(conv *c, int i) {
+    enu_block *b = &c->g->blocks[i];
+    cJSON *e = cJSON_CreateObject(), *outs = cJSON_CreateArray(), *ins = cJSON_CreateArray(),
+          *ph = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "id", b->id);
+    cJSON_AddItemToObject(e, "outputs", outs);
+    cJSON_AddItemToObject(e, "inputs", ins);
+    cJSON_AddItemToObject(e, "placeholders", ph);
+    cJSON_AddItemToArray(c->r_symgrad, e);
+    char ref[200];
+    for (int w = c->in_first[i]; w >= 0; w = c->in_next[w]) {
+        const char *pin = c->g->wires[w].to_pin;
+        if (strcmp(pin, "outputs") && strcmp(pin, "inputs")) continue;
+        const char *src = source(c, w, ref, sizeof ref);
+        if (!src) return -1;
+        cJSON_AddItemToArray(!strcmp(pin, "outputs") ? outs : ins, cJSON_CreateString(src));
+    }
+    for (int w = 0; w < c->g->n_wires; w++) {
+        const enu_wire *wi = &c->g->wires[w];
+        if (strcmp(wi->from, b->id) || cJSON_GetObjectItemCaseSensitive(ph, wi->from_pin)) continue;
+        const char *id = placeholder(c, i, wi->from_pin);
+        if (!id) return conv_oom(c);
+        cJSON_AddStringToObject(ph, wi->from_pin, id);
+    }
+    char line[300];
+    snprintf(line, sizeof line, "AddSymbolicGradients %s: d(outputs)/d(inputs) built by blockflow's "
+             "gradient builder (grad --loss) when the page is written", b->id);
+    cJSON_AddItemToArray(c->r_maps, cJSON_CreateString(line));
     return 0;
 }
 
@@ -768,8 +564,14 @@ static int classify(conv *c) {
     for (int i = 0; i < g->n_blocks; i++) {
         enu_block *b = &g->blocks[i];
         for (int k = 0; k < b->n_pins; k++) c->n_caches += !strncmp(b->pins[k].name, "result_", 7);
-        if (*b->task && strcmp(b->task, "tensorflow") && strncmp(b->task, "enu_tensorflow", 14))
+        if (b->absorbed)
+            c->kind[i] = K_ABSORBED;
+        else if (*b->task && strcmp(b->task, "tensorflow") && strncmp(b->task, "enu_tensorflow", 14))
             c->kind[i] = K_DISPLAY;
+        else if (!strcmp(b->symbol, "blockflow.Dataset"))
+            c->kind[i] = K_DATASET;
+        else if (!strcmp(b->symbol, "blockflow.OneHot"))
+            c->kind[i] = K_ONEHOT;
         else if (!strcmp(b->symbol, "ClientSession"))
             c->kind[i] = K_SESSION;
         else if (!strcmp(b->symbol, "Const") || !strcmp(b->symbol, "Const_ex"))
@@ -778,43 +580,47 @@ static int classify(conv *c) {
             c->kind[i] = K_VARIABLE;
         else if (!strcmp(b->symbol, "Operation"))
             c->kind[i] = K_OPERATION;
+        else if (!strcmp(b->symbol, "AddSymbolicGradients"))
+            c->kind[i] = K_SYMGRAD;
         else if ((c->op[i] = enu_op_find(b->symbol)))
             c->kind[i] = K_MAPPED;
         else
-            unsupported(c, i, "no blockflow block for enuSpace's %s", b->symbol);
+            conv_unsupported(c, i, "no blockflow block for enuSpace's %s", b->symbol);
     }
     /* Consts first: a Variable's rule 1 reads them */
     for (int i = 0; i < g->n_blocks; i++)
-        if (c->kind[i] == K_CONST && const_value(c, i)) return -1;
+        if (c->kind[i] == K_CONST && conv_const_value(c, i)) return -1;
     for (int i = 0; i < g->n_blocks; i++)
-        if (c->kind[i] == K_VARIABLE && variable_value(c, i)) return -1;
+        if (c->kind[i] == K_VARIABLE && conv_variable_value(c, i)) return -1;
     return 0;
 }
 
 static int build(conv *c, cJSON *page) {
     enu_graph *g = c->g;
+    if (enu_rewrite_pipelines(g, c->o, c->r_maps, c->err, c->errsz)) return -1;
     int nb = g->n_blocks, nw = g->n_wires;
     size_t nb1 = (size_t)(nb ? nb : 1), nw1 = (size_t)(nw ? nw : 1);
     c->newid = calloc(nb1, sizeof(char *));
     c->kind = calloc(nb1, sizeof(int));
     c->why = calloc(nb1, sizeof(char *));
     c->vals = calloc(nb1, sizeof(enu_value));
+    c->init = calloc(nb1, sizeof(char *));
     c->op = calloc(nb1, sizeof(*c->op));
     c->in_first = malloc(nb1 * sizeof(int));
     c->in_last = malloc(nb1 * sizeof(int));
     c->in_next = malloc(nw1 * sizeof(int));
-    if (!c->newid || !c->kind || !c->why || !c->vals || !c->op || !c->in_first || !c->in_last ||
-        !c->in_next)
-        return oom(c);
+    if (!c->newid || !c->kind || !c->why || !c->vals || !c->init || !c->op || !c->in_first ||
+        !c->in_last || !c->in_next)
+        return conv_oom(c);
     for (int i = 0; i < nb; i++) {
         c->in_first[i] = c->in_last[i] = -1;
-        if (!enu_idmap_put(&c->ids, g->blocks[i].id, i)) return oom(c);
+        if (!enu_idmap_put(&c->ids, g->blocks[i].id, i)) return conv_oom(c);
     }
     for (int w = 0; w < nw; w++) {
         enu_wire *wi = &g->wires[w];
         int f = enu_idmap_get(&c->ids, wi->from), t = enu_idmap_get(&c->ids, wi->to);
         if (f < 0 || t < 0)
-            return failf(c, "a wire from \"%.60s\" pin \"%.40s\" to \"%.60s\" pin \"%.40s\" names "
+            return conv_fail(c, "a wire from \"%.60s\" pin \"%.40s\" to \"%.60s\" pin \"%.40s\" names "
                          "no block \"%.60s\"", wi->from, wi->from_pin, wi->to, wi->to_pin,
                          f < 0 ? wi->from : wi->to);
         c->in_next[w] = -1;
@@ -825,10 +631,11 @@ static int build(conv *c, cJSON *page) {
     if (classify(c)) return -1;
     /* ids */
     for (int i = 0; i < nb; i++) {
-        if (c->kind[i] == K_DISPLAY || c->kind[i] == K_SESSION || c->kind[i] == K_OPERATION)
+        if (c->kind[i] == K_DISPLAY || c->kind[i] == K_SESSION || c->kind[i] == K_OPERATION ||
+            c->kind[i] == K_ABSORBED)
             continue;
-        c->newid[i] = (char *)take_id(c, g->blocks[i].id);
-        if (!c->newid[i]) return oom(c);
+        c->newid[i] = (char *)conv_take_id(c, g->blocks[i].id);
+        if (!c->newid[i]) return conv_oom(c);
     }
     /* unsupported blocks, with what they feed */
     int n_unsup = 0;
@@ -856,8 +663,8 @@ static int build(conv *c, cJSON *page) {
             if (c->kind[i] == K_UNSUPPORTED && shown++ < 4)
                 k += (size_t)snprintf(list + k, sizeof list - k, "%s\"%.40s\" (%.40s)",
                                       shown > 1 ? ", " : "", g->blocks[i].id, g->blocks[i].symbol);
-        return failf(c, "%d block%s cannot be mapped: %s%s (the report lists each with what it "
-                     "feeds; --partial writes the page with Placeholders instead)", n_unsup,
+        return conv_fail(c, "%d block%s cannot be mapped: %s%s (the report lists each with what it "
+                     "feeds; a partial import puts a Placeholder in place of each)", n_unsup,
                      n_unsup > 1 ? "s" : "", list, n_unsup > 4 ? ", ..." : "");
     }
     /* blocks, in document order */
@@ -879,6 +686,24 @@ static int build(conv *c, cJSON *page) {
                                                        cJSON_GetArraySize(c->r_mapped) - 1),
                                     "block", c->newid[i]);
             break;
+        case K_DATASET:
+        case K_ONEHOT:
+            if ((c->kind[i] == K_DATASET ? emit_dataset : emit_one_hot)(c, i)) return -1;
+            report_block(c->r_mapped, b, "op", c->kind[i] == K_DATASET ? "Dataset" : "OneHot");
+            cJSON_AddStringToObject(cJSON_GetArrayItem(c->r_mapped,
+                                                       cJSON_GetArraySize(c->r_mapped) - 1),
+                                    "block", c->newid[i]);
+            break;
+        case K_ABSORBED:
+            report_block(c->r_dropped, b, "why", b->absorbed);
+            break;
+        case K_SYMGRAD:
+            if (symgrad_entry(c, i)) return -1;
+            report_block(c->r_mapped, b, "op", "grad (blockflow's gradient builder)");
+            cJSON_AddStringToObject(cJSON_GetArrayItem(c->r_mapped,
+                                                       cJSON_GetArraySize(c->r_mapped) - 1),
+                                    "block", c->newid[i]);
+            break;
         case K_DISPLAY:
             report_block(c->r_dropped, b, "why", "a display block (enuSpace's own, not the plugin's)");
             break;
@@ -895,33 +720,47 @@ static int build(conv *c, cJSON *page) {
         }
     }
     /* outputs and the training step, from the ClientSession(s) */
-    cJSON *outputs = cJSON_CreateArray(), *sessions = cJSON_CreateArray();
+    /* every object is attached as soon as it is made: an early error frees it with the page */
+    cJSON *outputs = cJSON_CreateArray(), *sessions = cJSON_CreateArray(), *x = cJSON_CreateObject();
     cJSON_AddItemToObject(page, "outputs", outputs);
+    cJSON_AddItemToObject(page, "x-enuspace", x);
+    cJSON_AddStringToObject(x, "source", g->is_json ? "task-json" : "svg");
+    if (*g->version) cJSON_AddStringToObject(x, "enuspace_version", g->version);
+    cJSON_AddItemToObject(x, "sessions", sessions);
     int n_sessions = 0;
     for (int i = 0; i < nb; i++) {
         if (c->kind[i] != K_SESSION) continue;
         n_sessions++;
         enu_block *b = &g->blocks[i];
         cJSON *s = cJSON_CreateObject(), *targets = cJSON_CreateArray();
+        cJSON_AddItemToArray(sessions, s);
         cJSON_AddStringToObject(s, "id", b->id);
-        const char *loop = pin_value_text(b, "INFINITE_LOOP"), *dbg = pin_value_text(b, "SHOW_DEBUG");
+        const char *loop = conv_pin_text(b, "INFINITE_LOOP"), *dbg = conv_pin_text(b, "SHOW_DEBUG");
         cJSON_AddBoolToObject(s, "infinite_loop", !strcmp(loop, "TRUE") || !strcmp(loop, "true") ||
                                                       !strcmp(loop, "1"));
         cJSON_AddBoolToObject(s, "show_debug", !strcmp(dbg, "TRUE") || !strcmp(dbg, "true") ||
                                                    !strcmp(dbg, "1"));
-        cJSON_AddStringToObject(s, "device", pin_value_text(b, "device"));
+        cJSON_AddStringToObject(s, "device", conv_pin_text(b, "device"));
         for (int w = c->in_first[i]; w >= 0; w = c->in_next[w]) {
             enu_wire *wi = &g->wires[w];
             char ref[200];
             if (!strcmp(wi->to_pin, "fetch_outputs")) {
                 int f = enu_idmap_get(&c->ids, wi->from);
                 if (c->kind[f] == K_OPERATION || c->kind[f] == K_DISPLAY || c->kind[f] == K_SESSION) {
-                    note(c, "fetch of \"%s\" (%s) dropped: not a tensor", wi->from,
+                    conv_note(c, "fetch of \"%s\" (%s) dropped: not a tensor", wi->from,
                          g->blocks[f].symbol);
                     continue;
                 }
+                if (c->kind[f] == K_ABSORBED) {
+                    conv_note(c, "fetch of \"%s\" (%s) dropped: it is %s", wi->from,
+                         g->blocks[f].symbol, g->blocks[f].absorbed);
+                    continue;
+                }
                 const char *src = source(c, w, ref, sizeof ref);
-                if (!src) return -1;
+                if (!src) {
+                    cJSON_Delete(targets);
+                    return -1;
+                }
                 bool dup = false;
                 cJSON *o;
                 cJSON_ArrayForEach(o, outputs) dup = dup || !strcmp(o->valuestring, src);
@@ -929,14 +768,13 @@ static int build(conv *c, cJSON *page) {
             } else if (!strcmp(wi->to_pin, "run_outputs")) {
                 cJSON_AddItemToArray(targets, cJSON_CreateString(wi->from));
             } else if (!strcmp(wi->to_pin, "inputs")) {
-                note(c, "ClientSession \"%s\": the feed from \"%s\" is not kept (feed it with "
+                conv_note(c, "ClientSession \"%s\": the feed from \"%s\" is not kept (feed it with "
                      "--feed)", b->id, wi->from);
             }
         }
         cJSON_AddItemToObject(s, "run_targets", targets);
-        cJSON_AddItemToArray(sessions, s);
     }
-    if (n_sessions > 1) note(c, "%d ClientSessions: their fetches are merged", n_sessions);
+    if (n_sessions > 1) conv_note(c, "%d ClientSessions: their fetches are merged", n_sessions);
     if (n_sessions == 0) {
         /* no session: every block nothing reads is an output */
         for (int i = 0; i < nb; i++) {
@@ -949,13 +787,16 @@ static int build(conv *c, cJSON *page) {
             }
             if (!read) cJSON_AddItemToArray(outputs, cJSON_CreateString(c->newid[i]));
         }
-        note(c, "no ClientSession: the blocks nothing reads are the outputs");
+        conv_note(c, "no ClientSession: the blocks nothing reads are the outputs");
     }
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddStringToObject(x, "source", g->is_json ? "task-json" : "svg");
-    if (*g->version) cJSON_AddStringToObject(x, "enuspace_version", g->version);
-    cJSON_AddItemToObject(x, "sessions", sessions);
-    cJSON_AddItemToObject(page, "x-enuspace", x);
+    if (cJSON_GetArraySize(c->r_symgrad))
+        cJSON_AddItemToObject(x, "symbolic_gradients", cJSON_Duplicate(c->r_symgrad, true));
+    cJSON *idmap = cJSON_CreateObject(); /* enuSpace ids blockflow could not keep */
+    for (int i = 0; i < nb; i++)
+        if (c->newid[i] && strcmp(c->newid[i], g->blocks[i].id))
+            cJSON_AddStringToObject(idmap, g->blocks[i].id, c->newid[i]);
+    if (cJSON_GetArraySize(idmap)) cJSON_AddItemToObject(x, "ids", idmap);
+    else cJSON_Delete(idmap);
     cJSON_AddItemToObject(c->report, "outputs", cJSON_Duplicate(outputs, true));
     cJSON_AddItemToObject(c->report, "sessions", cJSON_Duplicate(sessions, true));
     return 0;
@@ -1001,11 +842,13 @@ int enu_import(const unsigned char *page, size_t page_len, const unsigned char *
     c.r_lits = cJSON_CreateArray();
     c.r_notes = cJSON_CreateArray();
     c.r_placeholders = cJSON_CreateArray();
+    c.r_maps = cJSON_CreateArray();
+    c.r_symgrad = cJSON_CreateArray();
     int r = -1;
     bool attached = false;
     if (!pg || !c.blocks || !c.report || !c.r_mapped || !c.r_dropped || !c.r_unsup || !c.r_dat ||
-        !c.r_lits || !c.r_notes || !c.r_placeholders) {
-        oom(&c);
+        !c.r_lits || !c.r_notes || !c.r_placeholders || !c.r_maps || !c.r_symgrad) {
+        conv_oom(&c);
         goto done;
     }
     const char *name = o.page_name && *o.page_name ? o.page_name : "page";
@@ -1024,6 +867,7 @@ int enu_import(const unsigned char *page, size_t page_len, const unsigned char *
     cJSON_AddNumberToObject(c.report, "blocks_read", g.n_blocks);
     cJSON_AddNumberToObject(c.report, "wires_read", g.n_wires);
     cJSON_AddItemToObject(c.report, "mapped", c.r_mapped);
+    cJSON_AddItemToObject(c.report, "mappings", c.r_maps);
     cJSON_AddItemToObject(c.report, "literals", c.r_lits);
     cJSON_AddItemToObject(c.report, "dropped", c.r_dropped);
     cJSON_AddItemToObject(c.report, "unsupported", c.r_unsup);
@@ -1058,8 +902,10 @@ done:
         cJSON_Delete(c.r_lits);
         cJSON_Delete(c.r_notes);
         cJSON_Delete(c.r_placeholders);
+        cJSON_Delete(c.r_maps);
     }
     cJSON_Delete(pg);
+    cJSON_Delete(c.r_symgrad);
     cJSON_Delete(c.report);
     for (int i = 0; i < c.n_files; i++) {
         free(c.files[i].name);
@@ -1076,6 +922,7 @@ done:
     free(c.kind);
     free(c.why);
     free(c.vals);
+    free(c.init);
     free(c.op);
     free(c.in_first);
     free(c.in_last);

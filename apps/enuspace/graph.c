@@ -98,6 +98,7 @@ void enu_graph_free(enu_graph *g) {
             free(b->pins[k].value);
         }
         free(b->pins);
+        free(b->absorbed);
         free(b->id);
         free(b->symbol);
         free(b->task);

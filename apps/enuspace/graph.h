@@ -25,6 +25,8 @@ typedef struct enu_block {
     bool has_pos;
     enu_pin *pins;
     int n_pins, cap_pins;
+    char *absorbed;    /* set by pipeline.c: why the block is part of a mapping and not a
+                          block of its own (NULL: it is one) */
 } enu_block;
 
 typedef struct enu_wire {
@@ -39,6 +41,7 @@ typedef struct enu_graph {
     char *version;     /* enuspace-version of an SVG page, "" for Task JSON */
     bool is_json;
     const enu_options *opt;
+    const struct enu_idmap *index; /* id -> block, while pipeline.c rewrites the graph */
 } enu_graph;
 
 /* Append (copies of the strings); NULL / false on OOM. */
@@ -104,6 +107,18 @@ int enu_read_dat_value(const unsigned char *dat, size_t dat_len, const enu_pin *
 /* The value of a pin as stored (typed text or binary), its dtype from its var-type. */
 int enu_pin_value(const unsigned char *dat, size_t dat_len, const enu_pin *pin,
                   const enu_options *o, enu_value *v, char *err, size_t errsz);
+
+/* pipeline.c: recognise what has no one-to-one block (FORMAT.md 7.9) and rewrite the graph:
+ * the MNIST reader pipeline (FIFOQueue, QueueEnqueue, FixedLengthRecordReader, ReaderReadUpTo,
+ * DecodeRaw) becomes symbol "blockflow.Dataset" on the DecodeRaw (pins file, batch_size,
+ * record_bytes), the one-hot chain (TensorArray ... SparseToDense) symbol "blockflow.OneHot"
+ * on the SparseToDense (pins depth, on, off and a wire into "indices"), a Switch that gates an
+ * Assign is bypassed, Save chains are dropped, and what then only fed dropped blocks (the
+ * load and save counters) is dropped too. Each dropped block gets `absorbed` (why), each
+ * mapping a line in `mappings` (strings, a cJSON array). 0, or -1 on OOM with err set. */
+struct cJSON;
+int enu_rewrite_pipelines(enu_graph *g, const enu_options *o, struct cJSON *mappings, char *err,
+                          size_t errsz);
 
 /* npy.c: `v` as .npy bytes in its dtype. */
 int enu_npy_bytes(const enu_value *v, unsigned char **out, size_t *size);

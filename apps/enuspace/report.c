@@ -66,6 +66,7 @@ char *enu_report_text(const char *report_json) {
         put(&b, ";");
     }
     put(&b, "\n");
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(r, "mappings")) put(&b, "  mapping: %s\n", e->valuestring);
     cJSON_ArrayForEach(e, cJSON_GetObjectItem(r, "literals"))
         put(&b, "  literal %s.%s \"%s\" -> Const %s (%s)\n", s(e, "block"), s(e, "pin"),
             s(e, "text"), s(e, "const"), s(e, "dtype"));

@@ -67,6 +67,9 @@ typedef struct conn {
     /* WebSocket */
     bool is_ws, dropped;
     char ws_client[72];
+    srv_who who;            /* whose token opened it */
+    char view_space[64];    /* the page its editor shows ({"type": "view"}), for live edits */
+    char view_page[128];
     ws_msg *q_head, *q_tail;
     size_t q_bytes;
     char *rx;
@@ -295,7 +298,8 @@ static uint64_t event_key(const char *json, size_t len, bool *started) {
     const char *run = strstr(json, "\"run_id\":\""), *blk = strstr(json, "\"block\":\"");
     if (!run || !blk) return 0;
     uint64_t hsh = 1469598103934665603ull;
-    for (const char *p = run + 10; *p && *p != '"'; p++) hsh = (hsh ^ (unsigned char)*p) * 1099511628211ull;
+    for (const char *p = run + 10; *p && *p != '"'; p++)
+        hsh = (hsh ^ (unsigned char)*p) * 1099511628211ull;
     hsh = (hsh ^ ':') * 1099511628211ull;
     for (const char *p = blk + 9; *p && *p != '"'; p++) {
         if (*p == '\\' && p[1]) p++;
@@ -347,6 +351,8 @@ static void ws_push_keyed(srv_http *h, conn *c, const char *json, size_t len, ui
         if (!worst || !worst->q_bytes) break;
         ws_drop(h, worst);
     }
+    h->app->ws_queued = h->ws_bytes;
+    if (h->ws_bytes > h->app->ws_queued_peak) h->app->ws_queued_peak = h->ws_bytes;
 }
 
 static void ws_push(srv_http *h, conn *c, const char *json, size_t len) {
@@ -364,16 +370,32 @@ static void emit(void *user, const char *client, const char *json, size_t len) {
     srv_http *h = user;
     bool started;
     uint64_t key = event_key(json, len, &started);
+    for (conn *c = h->ws_list; c; c = c->next_ws) {
+        /* a run without a client id goes to every socket; in a classroom only to the
+           teacher's, never to another student */
+        bool to = client[0] ? !strcmp(client, c->ws_client)
+                            : !h->app->classroom || c->who.role == SRV_TEACHER;
+        if (to) ws_push_keyed(h, c, json, len, key, started);
+    }
+}
+
+static void emit_view(void *user, const char *space, const char *page, bool any_space,
+                      const char *json, size_t len) {
+    srv_http *h = user;
     for (conn *c = h->ws_list; c; c = c->next_ws)
-        if (!client[0] || !strcmp(client, c->ws_client))
-            ws_push_keyed(h, c, json, len, key, started);
+        if (c->view_page[0] && !strcmp(c->view_page, page) &&
+            (any_space || !strcmp(c->view_space, space)))
+            ws_push(h, c, json, len);
 }
 
 static void ws_reply_error(srv_http *h, conn *c, const char *code, const char *message) {
-    cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+    bf_error e = {0};
+    e.status = BF_EINVAL;
+    snprintf(e.code, sizeof(e.code), "%s", code);
+    snprintf(e.message, sizeof(e.message), "%s", message);
+    cJSON *o = cJSON_CreateObject(), *err = srv_error_object(&e);
     cJSON_AddStringToObject(o, "type", "error");
-    cJSON_AddStringToObject(e, "code", code);
-    cJSON_AddStringToObject(e, "message", message);
+    if (err) cJSON_AddItemToObject(o, "error", err);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (s) ws_push(h, c, s, strlen(s));
@@ -398,7 +420,29 @@ static void ws_message(srv_http *h, conn *c) {
         cJSON_Delete(o);
         if (s) ws_push(h, c, s, strlen(s));
         free(s);
-    } else ws_reply_error(h, c, "bad_request", "unknown message type (known: ping)");
+    } else if (cJSON_IsString(type) && !strcmp(type->valuestring, "view")) {
+        /* {"type": "view", "page": "x", "space": ""|"NAME"}: this socket shows page x of the
+           teacher's pages ("") or of a student's copies; its edits come here live. A student
+           may view the teacher's pages and their own copies; the teacher every space. */
+        const cJSON *page = cJSON_GetObjectItemCaseSensitive(j, "page");
+        const cJSON *space = cJSON_GetObjectItemCaseSensitive(j, "space");
+        const char *sp = cJSON_IsString(space) ? space->valuestring : "";
+        bool ok = cJSON_IsString(page) &&
+                  (srv_name_ok(page->valuestring) || !page->valuestring[0]) &&
+                  (!sp[0] || c->who.role == SRV_TEACHER ||
+                   (c->who.student && !strcmp(sp, srv_who_name(&c->who))));
+        if (!ok) {
+            ws_reply_error(h, c, "forbidden", "view takes a page name and a space you may read");
+        } else {
+            snprintf(c->view_page, sizeof(c->view_page), "%s", page->valuestring);
+            snprintf(c->view_space, sizeof(c->view_space), "%s", sp);
+            srv_class_viewing(h->app, &c->who, c->view_page);
+            char ack[300];
+            snprintf(ack, sizeof(ack), "{\"type\":\"viewing\",\"page\":\"%s\",\"space\":\"%s\"}",
+                     c->view_page, c->view_space);
+            ws_push(h, c, ack, strlen(ack));
+        }
+    } else ws_reply_error(h, c, "bad_request", "unknown message type (known: ping, view)");
     cJSON_Delete(j);
 }
 
@@ -411,7 +455,8 @@ static int ws_filter(struct lws *wsi, srv_http *h, conn *c) {
         return -1;
     }
     collect_headers(wsi, c, &req);
-    int rc = h->app->stopping ? -1 : srv_route_access(h->app, &req, true, &res);
+    srv_who who;
+    int rc = h->app->stopping ? -1 : srv_route_access(h->app, &req, true, &who, &res);
     conn_reset_http(c);
     if (rc) {
         lws_return_http_status(wsi, h->app->stopping ? 503 : (unsigned)res.status,
@@ -420,6 +465,7 @@ static int ws_filter(struct lws *wsi, srv_http *h, conn *c) {
         return -1;
     }
     set_authed(h, wsi);
+    c->who = who;
     return 0;
 }
 
@@ -541,7 +587,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         collect_headers(wsi, c, &req);
         bool open_path = srv_route_is_open(h->app, req.path);
         memset(&c->res, 0, sizeof(c->res));
-        if (srv_route_access(h->app, &req, !open_path, &c->res)) return refuse(wsi, c);
+        if (srv_route_access(h->app, &req, !open_path, NULL, &c->res)) return refuse(wsi, c);
         srv_response_free(&c->res);
         if (!open_path) set_authed(h, wsi);
         if (clen > 0 && open_path) {
@@ -614,6 +660,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         c->next_ws = h->ws_list;
         h->ws_list = c;
         h->app->ws_clients++;
+        srv_class_socket(h->app, &c->who, +1);
         char s[128];
         snprintf(s, sizeof(s), "{\"type\":\"hello\",\"client\":\"%s\"}", c->ws_client);
         ws_push(h, c, s, strlen(s));
@@ -664,6 +711,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             if (*pp == c) {
                 *pp = c->next_ws;
                 h->app->ws_clients--;
+                srv_class_socket(h->app, &c->who, -1);
                 break;
             }
         ws_free_queue(h, c);
@@ -687,6 +735,7 @@ srv_http *srv_http_start(srv_app *app, const char *iface, int port, bool ipv6, c
     }
     h->app = app;
     app->emit = emit;
+    app->emit_view = emit_view;
     app->client_known = client_known;
     app->emit_user = h;
     h->protocols[0] = (struct lws_protocols){
@@ -755,6 +804,6 @@ void srv_http_free(srv_http *h) {
     if (!h) return;
     stop_sweep(h);
     if (h->ctx) lws_context_destroy(h->ctx);
-    if (h->app) h->app->emit = NULL, h->app->client_known = NULL;
+    if (h->app) h->app->emit = NULL, h->app->emit_view = NULL, h->app->client_known = NULL;
     free(h);
 }

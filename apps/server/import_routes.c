@@ -15,9 +15,12 @@
  * safe name) and the page's large arrays as NAME.<block>.npy (the importer makes those names
  * safe), every file created exclusively (never over an existing one, never through a link)
  * and removed again when a later one fails, so a failed import leaves nothing behind.
+ * AddSymbolicGradients blocks are built by blockflow's gradient builder (symgrad.c) on the
+ * loop thread: shape inference and edits, no kernel runs.
  */
 #include "enuspace.h"
 #include "server.h"
+#include "symgrad.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -72,7 +75,7 @@ static unsigned char *decode(const cJSON *body, const char *key, size_t *left, s
     long got = buf ? srv_base64_decode(v->valuestring, n, buf, cap) : -1;
     if (got < 0 || (size_t)got > *left) {
         free(buf);
-        if (!buf) srv_error(res, 500, "no_memory", "out of memory");
+        if (!buf) srv_error(res, 500, "out_of_memory", "out of memory");
         else if (got < 0) srv_error(res, 400, "bad_request", "\"%s\" is not base64", key);
         else srv_error(res, 413, "limit", "the uploaded files exceed --max-upload");
         return NULL;
@@ -88,9 +91,9 @@ void srv_import(srv_app *app, const srv_request *req, srv_response *res) {
                   "\"dat\" (base64, optional), \"partial\"}");
         return;
     }
-    int depth = bf_context_config(app->ctx)->max_json_depth;
     bf_error jc = {0};
-    if (bf_json_check(req->body, req->body_len, depth, &jc)) {
+    if (bf_json_check(req->body, req->body_len, bf_context_config(app->ctx)->max_json_depth,
+                      &jc)) {
         srv_error_bf(res, 400, &jc);
         return;
     }
@@ -147,27 +150,8 @@ void srv_import(srv_app *app, const srv_request *req, srv_response *res) {
     }
     /* the library checks the page and writes its canonical form (the .npy files are not
        there yet: they are not read here) */
-    bf_diags *d = bf_diags_new();
-    bf_error e = {0};
-    bf_page *pg = NULL;
-    char fname[128], *canon = NULL;
-    snprintf(fname, sizeof fname, "%s.json", name);
-    bf_status bs = d ? bf_page_parse(app->ctx, r.page_json, strlen(r.page_json), fname,
-                                     app->store.dir, BF_LOAD_INCOMPLETE | BF_LOAD_SKIP_FILES,
-                                     &pg, d, &e)
-                     : BF_ENOMEM;
-    if (bs == BF_OK) bs = bf_page_to_json(pg, &canon, &e);
-    bf_page_free(pg);
-    if (bs) {
-        srv_problems(res, 422, &e, d);
-        bf_diags_free(d);
-        cJSON_Delete(report);
-        cJSON_Delete(out);
-        enu_result_free(&r);
-        return;
-    }
-    bf_diags_free(d);
-    /* the files, then the page; all or nothing */
+    /* the .npy files first (the symbolic gradients are built on the page with its files),
+       then the page; all or nothing */
     int rc = 0, made = 0;
     cJSON *files = cJSON_CreateArray();
     for (; made < r.n_files && !rc; made++) {
@@ -177,13 +161,45 @@ void srv_import(srv_app *app, const srv_request *req, srv_response *res) {
         if (!rc) cJSON_AddItemToArray(files, cJSON_CreateString(r.files[made].name));
     }
     if (rc) made--; /* the failed one was not created */
-    if (!rc) rc = srv_store_write(&app->store, name, canon, strlen(canon), true);
-    if (rc) {
+    char fname[128], *canon = NULL, *built = NULL, why[600] = "";
+    snprintf(fname, sizeof fname, "%s.json", name);
+    bf_diags *d = NULL;
+    bf_error e = {0};
+    int status = 0; /* an HTTP error answered below */
+    if (!rc && enu_build_symbolic_gradients(app->ctx, r.page_json, fname, app->store.dir, &built,
+                                            why, sizeof why)) {
+        status = 422;
+    } else if (!rc) {
+        /* the library checks the page and writes its canonical form */
+        const char *text = built ? built : r.page_json;
+        bf_page *pg = NULL;
+        d = bf_diags_new();
+        bf_status bs = d ? bf_page_parse(app->ctx, text, strlen(text), fname, app->store.dir,
+                                         BF_LOAD_INCOMPLETE | BF_LOAD_SKIP_FILES, &pg, d, &e)
+                         : BF_ENOMEM;
+        if (bs == BF_OK) bs = bf_page_to_json(pg, &canon, &e);
+        bf_page_free(pg);
+        if (bs) status = -1;
+        else rc = srv_store_write(&app->store, name, canon, strlen(canon), true);
+    }
+    if (rc || status) {
         for (int i = 0; i < made; i++) unlinkat(app->store.dirfd, r.files[i].name, 0);
-        if (rc == -EEXIST)
+        if (status == 422) {
+            cJSON *err = cJSON_CreateObject();
+            cJSON_AddStringToObject(err, "code", "import_failed");
+            cJSON_AddStringToObject(err, "message", why);
+            cJSON_AddItemToObject(out, "error", err);
+            if (report) cJSON_AddItemToObject(out, "report", report), report = NULL;
+            char *t = cJSON_PrintUnformatted(out);
+            srv_json(res, 422, t);
+        } else if (status) {
+            srv_problems(res, 422, &e, d);
+        } else if (rc == -EEXIST) {
             srv_error(res, 409, "exists", "a page or file of that name exists (\"%s\" or one "
                       "of its .npy files): choose another name", name);
-        else srv_error(res, 500, "io", "cannot write the imported page: %s", strerror(-rc));
+        } else {
+            srv_error(res, 500, "io_error", "cannot write the imported page: %s", strerror(-rc));
+        }
         cJSON_Delete(files);
         cJSON_Delete(report);
         cJSON_Delete(out);
@@ -198,6 +214,8 @@ void srv_import(srv_app *app, const srv_request *req, srv_response *res) {
         cJSON_Delete(out);
         srv_json(res, 201, t);
     }
+    bf_diags_free(d);
+    bf_string_free(built);
     bf_string_free(canon);
     enu_result_free(&r);
 }

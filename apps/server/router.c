@@ -6,15 +6,16 @@
  * that nothing is done for a request that fails one:
  *   1. Host must name the listening address (DNS rebinding), 403 otherwise;
  *   2. an Origin, when sent, must be the server's own (cross-site requests), 403 otherwise;
- *   3. everything but "/" needs the token (Authorization: Bearer, or the cookie "/" sets), 401;
- *   4. the body must be within --max-body and the JSON nesting within max_json_depth (413, 400);
- *   5. page names must pass srv_name_ok (400); then the endpoint.
- * Errors are {"error": {"code", "message", "block", "port", "attr", "pointer"}} with the
- * fields that apply, and a fitting status.
+ *   3. everything but the editor's files needs a token (Authorization: Bearer, or the cookie
+ *      "/?token=" sets), 401; the token says who asks (srv_identify: the teacher, a student, or
+ *      the class token that may only join); X-Blockflow-Client must be a connected socket's;
+ *   4. the body must be within --max-body and the JSON within max_json_depth, NUL-free (413,
+ *      400);
+ *   5. the API is a table (routes[]): the pattern (404) and the method (405), page names
+ *      (400), the roles (403), then the preamble its flags ask for (a student's copy made
+ *      before a write; the page open and idle), then the handler.
+ * Errors are {"error": bf_error_json's object} (reply.c), with a fitting status.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* memfd_create */
-#endif
 #include "server.h"
 
 #include <errno.h>
@@ -23,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -185,14 +185,14 @@ static void store_error(srv_response *res, int rc, const char *name) {
     else if (rc == -ELOOP || rc == -EINVAL)
         srv_error(res, 403, "forbidden", "\"%s\" is not a regular file in the pages folder",
                   name);
-    else srv_error(res, 500, "io", "page \"%s\": %s", name, strerror(-rc));
+    else srv_error(res, 500, "io_error", "page \"%s\": %s", name, strerror(-rc));
 }
 
-static void get_page(srv_app *app, const char *name, const srv_request *req,
+static void get_page(srv_app *app, srv_store *st, const char *name, const srv_request *req,
                      srv_response *res) {
     char *text;
     size_t len;
-    int rc = srv_store_read(&app->store, name, &text, &len);
+    int rc = srv_store_read(st, name, &text, &len);
     if (rc) {
         store_error(res, rc, name);
         return;
@@ -202,7 +202,8 @@ static void get_page(srv_app *app, const char *name, const srv_request *req,
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", name);
     cJSON_AddStringToObject(o, "revision", rev);
-    srv_page *p = srv_page_find(app, name);
+    cJSON_AddStringToObject(o, "space", st->label); /* "" the teacher's, else a student's copy */
+    srv_page *p = srv_page_find(app, st, name);
     cJSON_AddBoolToObject(o, "open", p != NULL);
     /* ?view=session: also the page as the open session holds it (edits not yet saved) */
     char view[16];
@@ -227,11 +228,11 @@ static void get_page(srv_app *app, const char *name, const srv_request *req,
 }
 
 /* The current revision of `name` into rev, or "" when there is no such page. */
-static int current_revision(srv_app *app, const char *name, char rev[17]) {
+static int current_revision(srv_app *app, srv_store *st, const char *name, char rev[17]) {
     char *text;
     size_t len;
     rev[0] = '\0';
-    int rc = srv_store_read(&app->store, name, &text, &len);
+    int rc = srv_store_read(st, name, &text, &len);
     if (rc == 0) {
         srv_revision(text, len, rev);
         free(text);
@@ -251,8 +252,8 @@ static void stale(srv_response *res, const char *name, const char *current) {
     srv_json(res, 409, print(o));
 }
 
-static bool page_busy(srv_app *app, const char *name, srv_response *res) {
-    srv_page *p = srv_page_find(app, name);
+static bool page_busy(srv_app *app, srv_store *st, const char *name, srv_response *res) {
+    srv_page *p = srv_page_find(app, st, name);
     if (p && srv_page_busy(p)) {
         srv_error(res, 409, "busy", "page \"%s\" is running; wait for run_finished or cancel it",
                   name);
@@ -293,7 +294,8 @@ static bool session_holds(srv_page *p, const char *text) {
     return same;
 }
 
-static void put_page(srv_app *app, const char *name, const srv_request *req, srv_response *res) {
+static void put_page(srv_app *app, srv_store *st, const char *name, const srv_request *req,
+                     srv_response *res) {
     cJSON *body = parse_body(app, req, res);
     if (!body) return;
     cJSON *page = cJSON_GetObjectItemCaseSensitive(body, "page");
@@ -305,7 +307,7 @@ static void put_page(srv_app *app, const char *name, const srv_request *req, srv
         return;
     }
     char cur[17];
-    int rc = current_revision(app, name, cur);
+    int rc = current_revision(app, st, name, cur);
     if (rc && rc != -ENOENT) {
         store_error(res, rc, name);
         cJSON_Delete(body);
@@ -317,7 +319,7 @@ static void put_page(srv_app *app, const char *name, const srv_request *req, srv
         cJSON_Delete(body);
         return;
     }
-    if (page_busy(app, name, res)) {
+    if (page_busy(app, st, name, res)) {
         cJSON_Delete(body);
         return;
     }
@@ -331,16 +333,16 @@ static void put_page(srv_app *app, const char *name, const srv_request *req, srv
     free(given);
     if (!text) return;
     size_t len = strlen(text);
-    rc = srv_store_write(&app->store, name, text, len, cur[0] == '\0');
+    rc = srv_store_write(st, name, text, len, cur[0] == '\0');
     char rev_new[17];
     srv_revision(text, len, rev_new);
     /* an open session that holds exactly this page stays open (its results stay cached);
        one that differs (another client saved other text) is closed, and reopens on use */
-    srv_page *p = srv_page_find(app, name);
+    srv_page *p = srv_page_find(app, st, name);
     if (rc == 0 && p && !session_holds(p, text)) srv_page_close(app, p);
     bf_string_free(text);
     if (rc == -EEXIST) { /* created by someone else meanwhile */
-        current_revision(app, name, cur);
+        current_revision(app, st, name, cur);
         stale(res, name, cur);
         return;
     }
@@ -348,17 +350,18 @@ static void put_page(srv_app *app, const char *name, const srv_request *req, srv
         store_error(res, rc, name);
         return;
     }
+    srv_file_event(app, st, name, rev_new, req->client);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", name);
     cJSON_AddStringToObject(o, "revision", rev_new);
-    cJSON_AddBoolToObject(o, "open", srv_page_find(app, name) != NULL);
+    cJSON_AddBoolToObject(o, "open", srv_page_find(app, st, name) != NULL);
     srv_json(res, cur[0] ? 200 : 201, print(o));
 }
 
-static void delete_page(srv_app *app, const char *name, const srv_request *req,
+static void delete_page(srv_app *app, srv_store *st, const char *name, const srv_request *req,
                         srv_response *res) {
     char want[64], cur[17];
-    int rc = current_revision(app, name, cur);
+    int rc = current_revision(app, st, name, cur);
     if (rc) {
         store_error(res, rc, name);
         return;
@@ -367,12 +370,12 @@ static void delete_page(srv_app *app, const char *name, const srv_request *req,
         stale(res, name, cur);
         return;
     }
-    if (page_busy(app, name, res)) return;
-    if ((rc = srv_store_delete(&app->store, name))) {
+    if (page_busy(app, st, name, res)) return;
+    if ((rc = srv_store_delete(st, name))) {
         store_error(res, rc, name);
         return;
     }
-    srv_page *p = srv_page_find(app, name);
+    srv_page *p = srv_page_find(app, st, name);
     if (p) srv_page_close(app, p);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "deleted", name);
@@ -380,8 +383,8 @@ static void delete_page(srv_app *app, const char *name, const srv_request *req,
 }
 
 /* rename and duplicate: {"to": "new-name"} */
-static void copy_page(srv_app *app, const char *name, bool move, const srv_request *req,
-                      srv_response *res) {
+static void copy_page(srv_app *app, srv_store *st, const char *name, bool move,
+                      const srv_request *req, srv_response *res) {
     cJSON *body = parse_body(app, req, res);
     if (!body) return;
     cJSON *to = cJSON_GetObjectItemCaseSensitive(body, "to");
@@ -397,14 +400,14 @@ static void copy_page(srv_app *app, const char *name, bool move, const srv_reque
     cJSON_Delete(body);
     int rc;
     if (move) {
-        if (page_busy(app, name, res)) return;
-        rc = srv_store_rename(&app->store, name, dst);
+        if (page_busy(app, st, name, res)) return;
+        rc = srv_store_rename(st, name, dst);
     } else {
         char *text;
         size_t len;
-        rc = srv_store_read(&app->store, name, &text, &len);
+        rc = srv_store_read(st, name, &text, &len);
         if (rc == 0) {
-            rc = srv_store_write(&app->store, dst, text, len, true);
+            rc = srv_store_write(st, dst, text, len, true);
             free(text);
         }
     }
@@ -412,10 +415,10 @@ static void copy_page(srv_app *app, const char *name, bool move, const srv_reque
         store_error(res, rc, rc == -EEXIST ? dst : name);
         return;
     }
-    srv_page *p = move ? srv_page_find(app, name) : NULL;
+    srv_page *p = move ? srv_page_find(app, st, name) : NULL;
     if (p) srv_page_rename(p, dst);
     char rev[17];
-    current_revision(app, dst, rev);
+    current_revision(app, st, dst, rev);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", dst);
     cJSON_AddStringToObject(o, "revision", rev);
@@ -423,19 +426,6 @@ static void copy_page(srv_app *app, const char *name, bool move, const srv_reque
 }
 
 /* ---- check --------------------------------------------------------------------------------- */
-
-cJSON *srv_problems_json(const bf_diags *d, const bf_error *e) {
-    cJSON *arr = cJSON_CreateArray();
-    size_t n = d ? bf_diags_count(d) : 0;
-    for (size_t i = 0; arr && i < n + (n == 0 && e && e->status); i++) {
-        char *text = NULL;
-        cJSON *o = bf_error_json(i < n ? bf_diags_at(d, i) : e, &text, NULL) ? NULL
-                                                                             : cJSON_Parse(text);
-        bf_string_free(text);
-        if (o) cJSON_AddItemToArray(arr, o);
-    }
-    return arr;
-}
 
 /*
  * The check answer: bf_session_check_json (every problem, every port's dtype, shape and label).
@@ -488,22 +478,13 @@ static void check_page(srv_app *app, const char *name, const srv_request *req,
 
 /* ---- edits -------------------------------------------------------------------------------- */
 
-static void edit_page(srv_app *app, const char *name, const char *client,
-                      const srv_request *req, srv_response *res) {
+static void edit_page(srv_app *app, srv_page *p, const char *client, const srv_request *req,
+                      srv_response *res) {
     cJSON *body = parse_body(app, req, res);
     if (!body) return;
     cJSON *edits = cJSON_IsArray(body) ? body : cJSON_GetObjectItemCaseSensitive(body, "edits");
     if (!cJSON_IsArray(edits)) {
         srv_error(res, 400, "bad_request", "edits takes a JSON array of edits");
-        cJSON_Delete(body);
-        return;
-    }
-    if (page_busy(app, name, res)) {
-        cJSON_Delete(body);
-        return;
-    }
-    srv_page *p = srv_page_open(app, name, client, res);
-    if (!p) {
         cJSON_Delete(body);
         return;
     }
@@ -514,24 +495,28 @@ static void edit_page(srv_app *app, const char *name, const char *client,
     bf_diags *d = bf_diags_new();
     bf_error e = {0};
     bf_session *s = srv_page_session(p);
-    bf_status st = d && (text || edits == body) ? bf_session_apply_edits(s, etext, elen, d, &e)
-                                                : BF_ENOMEM;
+    srv_page_changing(p, client); /* another client's results stay theirs to read */
+    bf_status bst = d && (text || edits == body) ? bf_session_apply_edits(s, etext, elen, d, &e)
+                                                 : BF_ENOMEM;
+    if (bst == BF_OK) { /* every socket viewing this page sees the edit, with its new revision */
+        srv_page_changed(p);
+        srv_page_event(app, p, "page_edited", etext, elen, client);
+    }
     free(text);
     cJSON_Delete(body);
-    if (st) {
-        if (st == BF_ENOMEM) srv_error(res, 500, "out_of_memory", "out of memory");
+    if (bst) {
+        if (bst == BF_ENOMEM) srv_error(res, 500, "out_of_memory", "out of memory");
         else srv_problems(res, 422, &e, d);
         bf_diags_free(d);
         return;
     }
-    srv_page_changed(p);
     srv_json(res, 200, check_json(s, BF_OK, d, &e));
     bf_diags_free(d);
 }
 
 /* ---- runs ---------------------------------------------------------------------------------- */
 
-/* Feed one base64 .npy: through a memfd, so the library's own strict reader parses it. */
+/* Feed one base64 .npy: the library's own strict reader parses the bytes (from memory). */
 static bf_status feed_one(srv_app *app, bf_session *s, const char *id, const char *b64,
                           size_t *budget, bf_error *e) {
     size_t n = strlen(b64), cap = n / 4 * 3 + 3;
@@ -557,36 +542,18 @@ static bf_status feed_one(srv_app *app, bf_session *s, const char *id, const cha
         return BF_EINVAL;
     }
     *budget -= (size_t)got;
-    int fd = memfd_create("blockflow-feed", MFD_CLOEXEC);
-    bf_status st = BF_EIO;
-    if (fd >= 0) {
-        size_t off = 0;
-        while (off < (size_t)got) {
-            ssize_t w = write(fd, buf + off, (size_t)got - off);
-            if (w <= 0) break;
-            off += (size_t)w;
-        }
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-        bf_tensor *t = NULL;
-        st = off == (size_t)got ? bf_tensor_load_npy(app->ctx, path, &t, e) : BF_EIO;
-        if (st == BF_OK) st = bf_session_feed(s, id, t, e);
-        bf_tensor_free(t);
-        close(fd);
-        if (st && !e->block_id[0]) snprintf(e->block_id, sizeof(e->block_id), "%.63s", id);
-        /* the memfd's name says nothing useful: the feed is named by its block */
-        if (st == BF_EPARSE || st == BF_EUNSUPPORTED || st == BF_EIO)
-            snprintf(e->page, sizeof(e->page), "feed %.63s", id);
-    } else {
-        bf_error_clear(e);
-        e->status = BF_EIO;
-        snprintf(e->message, sizeof(e->message), "cannot hold the feed: %s", strerror(errno));
-    }
+    char name[96];
+    snprintf(name, sizeof(name), "feed %.63s", id); /* the feed is named by its block */
+    bf_tensor *t = NULL;
+    bf_status st = bf_tensor_load_npy_mem(app->ctx, buf, (size_t)got, name, &t, e);
+    if (st == BF_OK) st = bf_session_feed(s, id, t, e);
+    bf_tensor_free(t);
+    if (st && !e->block_id[0]) snprintf(e->block_id, sizeof(e->block_id), "%.63s", id);
     free(buf);
     return st;
 }
 
-static void run_page(srv_app *app, const char *name, const char *client, const srv_request *req,
+static void run_page(srv_app *app, srv_page *p, const char *client, const srv_request *req,
                      srv_response *res) {
     cJSON *body = NULL;
     if (req->body_len && !(body = parse_body(app, req, res))) return;
@@ -619,15 +586,11 @@ static void run_page(srv_app *app, const char *name, const char *client, const s
         cJSON_Delete(body);
         return;
     }
-    if (page_busy(app, name, res)) {
+    if (!srv_app_room_for_run(app, p, res)) {
         cJSON_Delete(body);
         return;
     }
-    srv_page *p = srv_page_open(app, name, client, res);
-    if (!p || !srv_app_room_for_run(app, p, res)) {
-        cJSON_Delete(body);
-        return;
-    }
+    const char *name = srv_page_name(p);
     size_t budget = app->lim.max_upload;
     const cJSON *f;
     cJSON_ArrayForEach(f, feeds) {
@@ -637,9 +600,11 @@ static void run_page(srv_app *app, const char *name, const char *client, const s
             cJSON_Delete(body);
             return;
         }
-        bf_status st = feed_one(app, srv_page_session(p), f->string, f->valuestring, &budget, &e);
-        if (st) {
-            srv_error_bf(res, st == BF_ELIMIT ? 413 : st == BF_ENOMEM ? 500 : 422, &e);
+        srv_page_changing(p, client);
+        bf_status fst = feed_one(app, srv_page_session(p), f->string, f->valuestring, &budget,
+                                 &e);
+        if (fst) {
+            srv_error_bf(res, fst == BF_ELIMIT ? 413 : fst == BF_ENOMEM ? 500 : 422, &e);
             cJSON_Delete(body);
             return;
         }
@@ -673,37 +638,21 @@ static void run_page(srv_app *app, const char *name, const char *client, const s
 /* ---- tensors ------------------------------------------------------------------------------- */
 
 static void tensor_summary(const bf_tensor *t, cJSON *o) {
-    int64_t n = bf_tensor_numel(t), finite = 0, nans = 0, infs = 0;
-    double mn = INFINITY, mx = -INFINITY, sum = 0, sum2 = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double v = bf_tensor_get_f64(t, i);
-        if (isnan(v)) nans++;
-        else if (isinf(v)) infs++;
-        else {
-            finite++;
-            if (v < mn) mn = v;
-            if (v > mx) mx = v;
-            sum += v;
-        }
-    }
-    double mean = finite ? sum / (double)finite : 0;
-    for (int64_t i = 0; i < n && finite; i++) {
-        double v = bf_tensor_get_f64(t, i);
-        if (isfinite(v)) sum2 += (v - mean) * (v - mean);
-    }
-    if (finite) {
-        cJSON_AddNumberToObject(o, "min", mn);
-        cJSON_AddNumberToObject(o, "max", mx);
-        cJSON_AddNumberToObject(o, "mean", mean);
-        cJSON_AddNumberToObject(o, "std", sqrt(sum2 / (double)finite));
+    bf_tensor_stats st;
+    bf_tensor_stats_of(t, &st); /* the library's one summary, as the CLI prints it */
+    if (st.finite) {
+        cJSON_AddNumberToObject(o, "min", st.min);
+        cJSON_AddNumberToObject(o, "max", st.max);
+        cJSON_AddNumberToObject(o, "mean", st.mean);
+        cJSON_AddNumberToObject(o, "std", st.std);
     } else {
         cJSON_AddNullToObject(o, "min");
         cJSON_AddNullToObject(o, "max");
         cJSON_AddNullToObject(o, "mean");
         cJSON_AddNullToObject(o, "std");
     }
-    cJSON_AddNumberToObject(o, "nan", (double)nans);
-    cJSON_AddNumberToObject(o, "inf", (double)infs);
+    cJSON_AddNumberToObject(o, "nan", (double)st.nan);
+    cJSON_AddNumberToObject(o, "inf", (double)st.inf);
 }
 
 /*
@@ -905,8 +854,32 @@ static const char index_html[] =
     "<code>blockflow serve</code> printed: API calls need the token.</p>\n";
 
 /* teach_routes.c: explain, gradcheck and grad on open pages; false when `act` is none of them. */
-bool srv_teach_route(srv_app *app, const char *act, const char *name, const char *client,
-                     const srv_request *req, srv_response *res);
+bool srv_teach_route(srv_app *app, srv_store *st, const char *act, const char *name,
+                     const char *client, const srv_request *req, srv_response *res);
+
+/* POST /api/pages/{name}/update-copy (a student): the copy becomes the teacher's page now. */
+static void update_copy(srv_app *app, const srv_who *who, const char *name, srv_response *res) {
+    srv_store *mine = srv_student_store(who->student);
+    srv_page *p = srv_page_find(app, mine, name);
+    if (p && srv_page_busy(p)) {
+        srv_error(res, 409, "busy", "page \"%s\" is running; wait for run_finished or cancel it",
+                  name);
+        return;
+    }
+    int rc = srv_class_update_copy(app, who->student, name);
+    if (rc) {
+        store_error(res, rc, name);
+        return;
+    }
+    if (p) srv_page_close(app, p); /* reopens from the new copy on use */
+    char rev[17];
+    current_revision(app, mine, name, rev);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "revision", rev);
+    cJSON_AddStringToObject(o, "space", mine->label);
+    srv_json(res, 200, print(o));
+}
 
 /* Split path into at most 6 segments (no empty ones, at most 200 bytes each). */
 static int split_path(const char *path, char seg[6][208]) {
@@ -925,7 +898,359 @@ static int split_path(const char *path, char seg[6][208]) {
     return n;
 }
 
-int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_response *res) {
+/* ---- the API as a table ------------------------------------------------------------------- */
+
+/* What one matched request carries to its handler. */
+typedef struct route_ctx {
+    srv_app *app;
+    const srv_request *req;
+    const srv_who *who;
+    const char *client; /* a connected socket's id, or "" */
+    srv_store *st;      /* whose pages: the teacher's, or the student's copies */
+    const char *name;   /* {name}: a page (checked with srv_name_ok) */
+    const char *id;     /* {id}: a run */
+    const char *arg;    /* {spec} of a tensor, {student}, or the last segment ({act}) */
+    srv_page *page;     /* NEEDS_PAGE: the open page, idle */
+} route_ctx;
+
+typedef void (*route_fn)(route_ctx *c, srv_response *res);
+
+enum { /* who may: role bits */
+    R_TEACHER = 1 << SRV_TEACHER,
+    R_STUDENT = 1 << SRV_STUDENT,
+    R_JOINING = 1 << SRV_JOINING,
+    R_MEMBER = R_TEACHER | R_STUDENT,
+    R_ANYONE = R_TEACHER | R_STUDENT | R_JOINING,
+};
+enum { /* flags */
+    NEEDS_PAGE = 1,     /* the page opened (and not busy) before the handler: the preamble */
+    WRITES_PAGE = 2,    /* a student's request makes their copy first */
+    CLASSROOM = 4,      /* only with --classroom */
+};
+
+typedef struct route {
+    const char *method;
+    const char *pattern; /* segments after /api/; {name} {id} {spec} {student} {act} capture */
+    int roles;
+    int flags;
+    route_fn fn;
+} route;
+
+static void r_health(route_ctx *c, srv_response *res) {
+    srv_app *app = c->app;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "ok", true);
+    cJSON_AddStringToObject(o, "version", BF_VERSION_STRING);
+    cJSON_AddStringToObject(o, "devices", bf_context_devices(app->ctx));
+    cJSON_AddNumberToObject(o, "open_pages", app->n_pages);
+    cJSON_AddNumberToObject(o, "active_runs", app->n_active);
+    cJSON_AddNumberToObject(o, "ws_clients", app->ws_clients);
+    cJSON_AddNumberToObject(o, "ws_dropped", (double)app->ws_dropped);
+    cJSON_AddNumberToObject(o, "ws_queued", (double)app->ws_queued);
+    cJSON_AddNumberToObject(o, "ws_queued_peak", (double)app->ws_queued_peak);
+    cJSON_AddNumberToObject(o, "pages_evicted", (double)app->pages_evicted);
+    cJSON_AddNumberToObject(o, "workers", app->n_threads);
+    cJSON_AddNumberToObject(o, "connections", app->n_conns);
+    cJSON_AddNumberToObject(o, "unauthenticated", app->n_unauth);
+    cJSON_AddNumberToObject(o, "connections_refused", (double)app->conns_refused);
+    cJSON_AddNumberToObject(o, "connections_timed_out", (double)app->conns_timed_out);
+    srv_json(res, 200, print(o));
+}
+
+static void r_blocks(route_ctx *c, srv_response *res) {
+    (void)c;
+    char *text = NULL;
+    bf_error e = {0};
+    if (bf_block_catalog_json(NULL, &text, &e)) {
+        srv_error_bf(res, 500, &e);
+        return;
+    }
+    srv_json(res, 200, strdup(text));
+    bf_string_free(text);
+}
+
+/* {"KEY": LIST} around a JSON array text (taken). */
+static void list_answer(srv_response *res, const char *key, char *list, char *extra) {
+    if (!list) {
+        free(extra);
+        srv_error(res, 500, "io_error", "cannot list the pages folder");
+        return;
+    }
+    size_t len = strlen(list) + (extra ? strlen(extra) : 0) + 64;
+    char *o = malloc(len);
+    /* "copies": the pages a student has their own copy of (in a classroom) */
+    if (o && extra) snprintf(o, len, "{\"%s\":%s,\"copies\":%s}", key, list, extra);
+    else if (o) snprintf(o, len, "{\"%s\":%s}", key, list);
+    free(list);
+    free(extra);
+    srv_json(res, 200, o);
+}
+
+static void r_files(route_ctx *c, srv_response *res) { /* the .npy files a Const may name */
+    list_answer(res, "files", srv_store_list_files_json(&c->app->store, ".npy"), NULL);
+}
+
+static void r_import(route_ctx *c, srv_response *res) { srv_import(c->app, c->req, res); }
+
+static void r_pages(route_ctx *c, srv_response *res) {
+    char *copies = c->who->student ? srv_store_list_json(srv_student_store(c->who->student))
+                                   : strdup("[]");
+    list_answer(res, "pages", srv_store_list_json(&c->app->store), copies);
+}
+
+static void r_get(route_ctx *c, srv_response *res) {
+    get_page(c->app, c->st, c->name, c->req, res);
+}
+static void r_put(route_ctx *c, srv_response *res) {
+    put_page(c->app, c->st, c->name, c->req, res);
+}
+static void r_delete(route_ctx *c, srv_response *res) {
+    delete_page(c->app, c->st, c->name, c->req, res);
+}
+static void r_rename(route_ctx *c, srv_response *res) {
+    copy_page(c->app, c->st, c->name, true, c->req, res);
+}
+static void r_duplicate(route_ctx *c, srv_response *res) {
+    copy_page(c->app, c->st, c->name, false, c->req, res);
+}
+static void r_check(route_ctx *c, srv_response *res) {
+    check_page(c->app, c->name, c->req, res);
+}
+static void r_edits(route_ctx *c, srv_response *res) {
+    edit_page(c->app, c->page, c->client, c->req, res);
+}
+static void r_run(route_ctx *c, srv_response *res) {
+    run_page(c->app, c->page, c->client, c->req, res);
+}
+static void r_teach(route_ctx *c, srv_response *res) { /* explain, gradcheck, grad */
+    srv_teach_route(c->app, c->st, c->arg, c->name, c->client, c->req, res);
+}
+static void r_open(route_ctx *c, srv_response *res) {
+    srv_json(res, 200, check_json(srv_page_session(c->page), BF_OK, NULL, NULL));
+}
+static void r_close(route_ctx *c, srv_response *res) {
+    srv_page *p = srv_page_find(c->app, c->st, c->name);
+    if (p && page_busy(c->app, c->st, c->name, res)) return;
+    if (p) srv_page_close(c->app, p);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "closed", c->name);
+    cJSON_AddBoolToObject(o, "was_open", p != NULL);
+    srv_json(res, 200, print(o));
+}
+static void r_update_copy(route_ctx *c, srv_response *res) {
+    update_copy(c->app, c->who, c->name, res);
+}
+
+/* The run {id}, when this requester may see it (a student: only their own); else 404. */
+static srv_run *run_of(route_ctx *c, srv_response *res) {
+    srv_run *r = srv_run_find(c->app, c->id);
+    if (r && c->who->role == SRV_STUDENT &&
+        strcmp(srv_run_owner(r), srv_who_name(c->who)))
+        r = NULL;
+    if (!r) srv_error(res, 404, "not_found", "no run \"%s\" (finished runs are kept a while)",
+                      c->id);
+    return r;
+}
+
+static void r_cancel(route_ctx *c, srv_response *res) {
+    srv_run *r = run_of(c, res);
+    if (!r) return;
+    bool done = srv_run_cancel(r);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "run_id", c->id);
+    cJSON_AddBoolToObject(o, "cancelled", done);
+    srv_json(res, done ? 202 : 200, print(o));
+}
+
+static void r_result(route_ctx *c, srv_response *res) { /* the terminal event, result included */
+    srv_run *r = run_of(c, res);
+    if (!r) return;
+    size_t len = 0;
+    const char *why = NULL, *text = srv_run_result(r, &len, &why);
+    char *copy = text ? malloc(len + 1) : NULL;
+    if (copy) memcpy(copy, text, len + 1);
+    if (text) srv_json(res, 200, copy);
+    else if (!strcmp(why, "running")) srv_error(res, 409, "busy", "run %s has not finished", c->id);
+    else srv_error(res, 410, "gone", "the result of run %s is no longer kept", c->id);
+}
+
+static void r_tensor(route_ctx *c, srv_response *res) {
+    if (run_of(c, res)) get_tensor(c->app, c->id, c->arg, c->req, res);
+}
+
+/* Training jobs (train_jobs.c): GET/POST .../train, POST .../backward, .../check_backward. */
+static void r_train(route_ctx *c, srv_response *res) {
+    srv_train_route(c->app, c->st, c->arg, c->name, c->client, c->req, res);
+}
+
+static void r_me(route_ctx *c, srv_response *res) { srv_class_me(c->app, c->who, res); }
+
+static void r_join(route_ctx *c, srv_response *res) {
+    cJSON *body = parse_body(c->app, c->req, res);
+    if (!body) return;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "name");
+    if (!cJSON_IsString(name)) srv_error(res, 400, "bad_request", "join takes {\"name\"}");
+    else srv_class_join(c->app, name->valuestring, res);
+    cJSON_Delete(body);
+}
+
+static void r_roster(route_ctx *c, srv_response *res) { srv_class_roster(c->app, res); }
+
+/* The teacher looks over a student's shoulder: their copies, read-only. */
+static srv_student *student_of(route_ctx *c, srv_response *res) {
+    srv_student *s = srv_student_find(c->app, c->arg);
+    if (!s) srv_error(res, 404, "not_found", "no student named \"%s\"", c->arg);
+    return s;
+}
+static void r_student_pages(route_ctx *c, srv_response *res) {
+    srv_student *s = student_of(c, res);
+    if (s) list_answer(res, "pages", srv_store_list_json(srv_student_store(s)), NULL);
+}
+static void r_student_page(route_ctx *c, srv_response *res) {
+    srv_student *s = student_of(c, res);
+    if (s) get_page(c->app, srv_student_store(s), c->name, c->req, res);
+}
+
+/*
+ * The API. The access rules read `roles` (and 403 otherwise), the preamble reads `flags` (a
+ * student's copy made before a write; the page opened and idle before the handler), and the
+ * dispatcher finds the route by `pattern` (404) and `method` (405).
+ */
+static const route routes[] = {
+    {"GET", "health", R_ANYONE, 0, r_health},
+    {"GET", "blocks", R_ANYONE, 0, r_blocks},
+    {"GET", "files", R_MEMBER, 0, r_files},
+    {"POST", "import", R_TEACHER, 0, r_import},
+    {"GET", "pages", R_MEMBER, 0, r_pages},
+    {"GET", "pages/{name}", R_MEMBER, 0, r_get},
+    {"PUT", "pages/{name}", R_MEMBER, WRITES_PAGE, r_put},
+    {"DELETE", "pages/{name}", R_MEMBER, 0, r_delete},
+    {"POST", "pages/{name}/rename", R_TEACHER, 0, r_rename},
+    {"POST", "pages/{name}/duplicate", R_TEACHER, 0, r_duplicate},
+    {"POST", "pages/{name}/check", R_MEMBER, 0, r_check},
+    {"POST", "pages/{name}/edits", R_MEMBER, WRITES_PAGE | NEEDS_PAGE, r_edits},
+    {"POST", "pages/{name}/run", R_MEMBER, WRITES_PAGE | NEEDS_PAGE, r_run},
+    {"POST", "pages/{name}/explain", R_MEMBER, WRITES_PAGE, r_teach},
+    {"POST", "pages/{name}/gradcheck", R_MEMBER, WRITES_PAGE, r_teach},
+    {"POST", "pages/{name}/grad", R_MEMBER, WRITES_PAGE, r_teach},
+    {"POST", "pages/{name}/open", R_MEMBER, NEEDS_PAGE, r_open},
+    {"POST", "pages/{name}/close", R_MEMBER, 0, r_close},
+    {"POST", "pages/{name}/update-copy", R_STUDENT, CLASSROOM, r_update_copy},
+    {"GET", "pages/{name}/train", R_MEMBER, 0, r_train},
+    {"POST", "pages/{name}/train", R_MEMBER, WRITES_PAGE, r_train},
+    {"POST", "pages/{name}/backward", R_MEMBER, WRITES_PAGE, r_train},
+    {"POST", "pages/{name}/check_backward", R_MEMBER, WRITES_PAGE, r_train},
+    {"POST", "runs/{id}/cancel", R_MEMBER, 0, r_cancel},
+    {"GET", "runs/{id}/result", R_MEMBER, 0, r_result},
+    {"GET", "runs/{id}/tensors/{spec}", R_MEMBER, 0, r_tensor},
+    {"GET", "class/me", R_ANYONE, 0, r_me},
+    {"POST", "class/join", R_JOINING | R_TEACHER, CLASSROOM, r_join},
+    {"GET", "class/roster", R_TEACHER, CLASSROOM, r_roster},
+    {"GET", "class/students/{student}/pages", R_TEACHER, CLASSROOM, r_student_pages},
+    {"GET", "class/students/{student}/pages/{name}", R_TEACHER, CLASSROOM, r_student_page},
+};
+
+/* Whether the segments after /api/ match `pattern`; captures into c. */
+static bool match(const char *pattern, char seg[6][208], int n, route_ctx *c) {
+    route_ctx got = *c;
+    int i = 1; /* seg[0] is "api" */
+    for (const char *p = pattern; *p; i++) {
+        size_t len = strcspn(p, "/");
+        if (i >= n) return false;
+        if (p[0] == '{') {
+            if (!strncmp(p, "{name}", len)) got.name = seg[i];
+            else if (!strncmp(p, "{id}", len)) got.id = seg[i];
+            else got.arg = seg[i];
+        } else if (strlen(seg[i]) != len || strncmp(p, seg[i], len)) {
+            return false;
+        }
+        p += len + (p[len] == '/');
+    }
+    if (i != n) return false;
+    if (!got.arg) got.arg = seg[n - 1]; /* {act}: the last segment */
+    *c = got;
+    return true;
+}
+
+static void dispatch(srv_app *app, const srv_request *req, const srv_who *who,
+                     const char *client, srv_response *res) {
+    const char *m = req->method ? req->method : "";
+    char seg[6][208];
+    int n = split_path(req->path, seg);
+    if (n < 2 || strcmp(seg[0], "api")) {
+        srv_error(res, 404, "not_found", "no such endpoint");
+        return;
+    }
+    route_ctx c = {.app = app, .req = req, .who = who, .client = client, .st = &app->store};
+    const route *hit = NULL;
+    bool path_known = false;
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]) && !hit; i++) {
+        route_ctx t = c;
+        if (!match(routes[i].pattern, seg, n, &t)) continue;
+        path_known = true;
+        if (!strcmp(routes[i].method, m)) hit = &routes[i], c = t;
+        else if (!c.name) c.name = t.name;
+    }
+    if (c.name && !srv_name_ok(c.name)) {
+        srv_error(res, 400, "bad_name",
+                  "a page name is letters, digits, '.', '_' and '-', not starting with '.', at "
+                  "most 100 characters (\".json\" is implied)");
+        return;
+    }
+    if (!hit) {
+        if (path_known) srv_error(res, 405, "method_not_allowed", "%s is not allowed here", m);
+        else srv_error(res, 404, "not_found", "no such endpoint");
+        return;
+    }
+    if ((hit->flags & CLASSROOM) && !app->classroom) {
+        srv_error(res, 404, "not_found", "this server is not a classroom (blockflow serve "
+                  "--classroom)");
+        return;
+    }
+    if (!(hit->roles & (1 << who->role))) {
+        srv_error(res, 403, "forbidden", "%s",
+                  who->role == SRV_JOINING
+                      ? "join the class first (POST /api/class/join {\"name\": \"...\"}), "
+                        "then use the URL it gives"
+                  : who->role == SRV_STUDENT
+                      ? "students work on their own copies; only the teacher does this"
+                      : "only a student does this");
+        return;
+    }
+    /* a student reads the teacher's page until they have a copy; a write goes to their own
+       copy, made now when needed (a read, check or open never makes one) */
+    if (who->role == SRV_STUDENT && c.name && !strcmp(seg[1], "pages")) {
+        srv_store *mine = srv_student_store(who->student);
+        char *probe;
+        size_t plen;
+        bool have = srv_store_read(mine, c.name, &probe, &plen) == 0;
+        if (have) free(probe);
+        if (!have && (hit->flags & WRITES_PAGE)) {
+            int rc = srv_class_ensure_copy(app, who->student, c.name);
+            if (rc == -ENOENT && hit->fn == r_put) rc = 0; /* a new page of their own */
+            if (rc) {
+                store_error(res, rc, c.name);
+                return;
+            }
+            have = true;
+        }
+        if (have || hit->fn == r_delete) c.st = mine;
+    }
+    /* edits of a page that is training wait for the next step boundary (train_jobs.c) */
+    if (hit->fn == r_edits && srv_train_route(app, c.st, "edits", c.name, client, req, res))
+        return;
+    if (hit->flags & NEEDS_PAGE) { /* the preamble: the page open and idle */
+        if (page_busy(app, c.st, c.name, res)) return;
+        if (!(c.page = srv_page_open(app, c.st, c.name, client, res))) return;
+    }
+    hit->fn(&c, res);
+}
+
+int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_who *who,
+                     srv_response *res) {
+    srv_who nobody;
+    if (!who) who = &nobody;
+    memset(who, 0, sizeof(*who));
     if (!host_ok(app, req->host)) {
         srv_error(res, 403, "bad_host",
                   "the Host header must name this server's address (a guard against DNS "
@@ -937,16 +1262,15 @@ int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_
         return -1;
     }
     char tok[128];
-    if (need_token) {
-        bool have = request_token(app, req, tok, sizeof(tok));
-        if (!have && !strcmp(req->path ? srv_route_strip(app, req->path) : "", "/ws"))
-            have = query_get(req->query, "token", tok, sizeof(tok));
-        if (!have || !srv_secret_eq(tok, app->token)) {
-            srv_error(res, 401, "unauthorized",
-                      have ? "wrong token" : "this needs the token: open the URL that blockflow "
-                      "serve printed, or send Authorization: Bearer TOKEN");
-            return -1;
-        }
+    bool have = request_token(app, req, tok, sizeof(tok));
+    if (!have && !strcmp(req->path ? srv_route_strip(app, req->path) : "", "/ws"))
+        have = query_get(req->query, "token", tok, sizeof(tok));
+    bool known = have && srv_identify(app, tok, who);
+    if (need_token && !known) {
+        srv_error(res, 401, "unauthorized",
+                  have ? "wrong token" : "this needs the token: open the URL that blockflow "
+                  "serve printed, or send Authorization: Bearer TOKEN");
+        return -1;
     }
     return 0;
 }
@@ -957,11 +1281,11 @@ void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
     stripped.path = srv_route_strip(app, req_in->path);
     const srv_request *req = &stripped;
     const char *m = req->method ? req->method : "";
-    char seg[6][208];
     bool root = req->path && (!strcmp(req->path, "/") || !strcmp(req->path, "/index.html"));
     /* the editor's own files hold no data: they need no token (the API they call does) */
     bool asset = req->path && !strncmp(req->path, "/assets/", 8);
-    if (srv_route_access(app, req, !root && !asset, res)) return;
+    srv_who who;
+    if (srv_route_access(app, req, !root && !asset, &who, res)) return;
     /* X-Blockflow-Client must be the id the server gave a connected WebSocket: ids are random
        and known only to their socket, so nobody can take another's events or page quota */
     const char *client = "";
@@ -976,8 +1300,9 @@ void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
         client = req->client;
     }
     if (asset) {
-        if (strcmp(m, "GET") && strcmp(m, "HEAD")) goto method;
-        srv_static(app, req->path, res);
+        if (strcmp(m, "GET") && strcmp(m, "HEAD"))
+            srv_error(res, 405, "method_not_allowed", "%s is not allowed here", m);
+        else srv_static(app, req->path, res);
         return;
     }
     if (root) {
@@ -986,11 +1311,12 @@ void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
             srv_error(res, 405, "method_not_allowed", "%s / is not allowed", m);
             return;
         }
-        if (query_get(req->query, "token", tok, sizeof(tok)) && srv_secret_eq(tok, app->token)) {
+        srv_who by_url;
+        if (query_get(req->query, "token", tok, sizeof(tok)) && srv_identify(app, tok, &by_url)) {
             /* the cookie is named for this server and scoped to its random path, so a browser
                sends it to no other server, not even one on another port of this machine */
             snprintf(res->set_cookie, sizeof(res->set_cookie),
-                     "%s=%s; Path=%s/; HttpOnly; SameSite=Strict", app->cookie_name, app->token,
+                     "%s=%s; Path=%s/; HttpOnly; SameSite=Strict", app->cookie_name, tok,
                      app->prefix[0] ? app->prefix : "");
             if (app->prefix[0] && req->path == req_in->path) { /* "/?token=": to the prefix */
                 snprintf(res->location, sizeof(res->location), "%s/", app->prefix);
@@ -1017,158 +1343,5 @@ void srv_route(srv_app *app, const srv_request *req_in, srv_response *res) {
                   app->lim.max_body);
         return;
     }
-    int n = split_path(req->path, seg);
-    if (n < 2 || strcmp(seg[0], "api")) {
-        srv_error(res, 404, "not_found", "no such endpoint");
-        return;
-    }
-    bool get = !strcmp(m, "GET"), post = !strcmp(m, "POST"), put = !strcmp(m, "PUT"),
-         del = !strcmp(m, "DELETE");
-    const char *what = seg[1];
-    if (n == 2 && !strcmp(what, "health")) {
-        if (!get) goto method;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddBoolToObject(o, "ok", true);
-        cJSON_AddStringToObject(o, "version", BF_VERSION_STRING);
-        cJSON_AddStringToObject(o, "devices", bf_context_devices(app->ctx));
-        cJSON_AddNumberToObject(o, "open_pages", app->n_pages);
-        cJSON_AddNumberToObject(o, "active_runs", app->n_active);
-        cJSON_AddNumberToObject(o, "ws_clients", app->ws_clients);
-        cJSON_AddNumberToObject(o, "ws_dropped", (double)app->ws_dropped);
-        cJSON_AddNumberToObject(o, "pages_evicted", (double)app->pages_evicted);
-        cJSON_AddNumberToObject(o, "workers", app->n_threads);
-        cJSON_AddNumberToObject(o, "connections", app->n_conns);
-        cJSON_AddNumberToObject(o, "unauthenticated", app->n_unauth);
-        cJSON_AddNumberToObject(o, "connections_refused", (double)app->conns_refused);
-        cJSON_AddNumberToObject(o, "connections_timed_out", (double)app->conns_timed_out);
-        srv_json(res, 200, print(o));
-        return;
-    }
-    if (n == 2 && !strcmp(what, "import")) { /* an enuSpace page (import_routes.c) */
-        if (post) srv_import(app, req, res);
-        else goto method;
-        return;
-    }
-    if (n == 2 && !strcmp(what, "blocks")) {
-        if (!get) goto method;
-        char *text = NULL;
-        bf_error e = {0};
-        if (bf_block_catalog_json(NULL, &text, &e)) {
-            srv_error_bf(res, 500, &e);
-            return;
-        }
-        srv_json(res, 200, strdup(text));
-        bf_string_free(text);
-        return;
-    }
-    if (n == 2 && !strcmp(what, "files")) { /* the .npy files a Const may name */
-        if (!get) goto method;
-        char *list = srv_store_list_files_json(&app->store, ".npy");
-        if (!list) {
-            srv_error(res, 500, "io", "cannot list the pages folder");
-            return;
-        }
-        size_t len = strlen(list);
-        char *o = malloc(len + 16);
-        if (o) snprintf(o, len + 16, "{\"files\":%s}", list);
-        free(list);
-        srv_json(res, 200, o);
-        return;
-    }
-    if (!strcmp(what, "pages")) {
-        if (n == 2) {
-            if (!get) goto method;
-            char *list = srv_store_list_json(&app->store);
-            if (!list) {
-                srv_error(res, 500, "io", "cannot list the pages folder");
-                return;
-            }
-            size_t len = strlen(list);
-            char *o = malloc(len + 16);
-            if (o) snprintf(o, len + 16, "{\"pages\":%s}", list);
-            free(list);
-            srv_json(res, 200, o);
-            return;
-        }
-        const char *name = seg[2];
-        if (!srv_name_ok(name)) {
-            srv_error(res, 400, "bad_name",
-                      "a page name is letters, digits, '.', '_' and '-', not starting with '.', "
-                      "at most 100 characters (\".json\" is implied)");
-            return;
-        }
-        if (n == 3) {
-            if (get) get_page(app, name, req, res);
-            else if (put) put_page(app, name, req, res);
-            else if (del) delete_page(app, name, req, res);
-            else goto method;
-            return;
-        }
-        if (n != 4) goto notfound;
-        const char *act = seg[3];
-        if (!post) goto method;
-        if (!strcmp(act, "rename")) copy_page(app, name, true, req, res);
-        else if (!strcmp(act, "duplicate")) copy_page(app, name, false, req, res);
-        else if (!strcmp(act, "check")) check_page(app, name, req, res);
-        else if (!strcmp(act, "edits")) edit_page(app, name, client, req, res);
-        else if (!strcmp(act, "run")) run_page(app, name, client, req, res);
-        else if (srv_teach_route(app, act, name, client, req, res)) return; /* teach_routes.c */
-        else if (!strcmp(act, "open")) {
-            if (page_busy(app, name, res)) return;
-            srv_page *p = srv_page_open(app, name, client, res);
-            if (!p) return;
-            srv_json(res, 200, check_json(srv_page_session(p), BF_OK, NULL, NULL));
-        } else if (!strcmp(act, "close")) {
-            srv_page *p = srv_page_find(app, name);
-            if (p && page_busy(app, name, res)) return;
-            if (p) srv_page_close(app, p);
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "closed", name);
-            cJSON_AddBoolToObject(o, "was_open", p != NULL);
-            srv_json(res, 200, print(o));
-        } else goto notfound;
-        return;
-    }
-    if (!strcmp(what, "runs") && n >= 3) {
-        const char *id = seg[2];
-        if (n == 4 && !strcmp(seg[3], "cancel")) {
-            if (!post) goto method;
-            srv_run *r = srv_run_find(app, id);
-            if (!r) goto notfound;
-            bool c = srv_run_cancel(r);
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "run_id", id);
-            cJSON_AddBoolToObject(o, "cancelled", c);
-            srv_json(res, c ? 202 : 200, print(o));
-            return;
-        }
-        if (n == 4 && !strcmp(seg[3], "result")) { /* the terminal event, result included */
-            if (!get) goto method;
-            srv_run *r = srv_run_find(app, id);
-            if (!r) {
-                srv_error(res, 404, "not_found", "no run \"%s\" (finished runs are kept a "
-                          "while)", id);
-                return;
-            }
-            size_t len = 0;
-            const char *why = NULL, *text = srv_run_result(r, &len, &why);
-            char *copy = text ? malloc(len + 1) : NULL;
-            if (copy) memcpy(copy, text, len + 1);
-            if (text) srv_json(res, 200, copy);
-            else if (!strcmp(why, "running"))
-                srv_error(res, 409, "busy", "run %s has not finished", id);
-            else srv_error(res, 410, "gone", "the result of run %s is no longer kept", id);
-            return;
-        }
-        if (n == 5 && !strcmp(seg[3], "tensors")) {
-            if (!get) goto method;
-            get_tensor(app, id, seg[4], req, res);
-            return;
-        }
-    }
-notfound:
-    srv_error(res, 404, "not_found", "no such endpoint");
-    return;
-method:
-    srv_error(res, 405, "method_not_allowed", "%s is not allowed here", m);
+    dispatch(app, req, &who, client, res);
 }

@@ -38,6 +38,7 @@
 
 struct srv_page {
     char name[128];
+    srv_store *store;      /* the folder it was read from: the teacher's, or a student's */
     char owner[64];        /* client id that opened it ("" = anonymous) */
     bf_session *s;
     bool busy;             /* a run is queued or running: the session belongs to a worker */
@@ -51,6 +52,7 @@ enum { RUN_QUEUED, RUN_DONE }; /* queued covers running: the loop cannot tell */
 
 struct srv_run {
     char id[24];
+    char owner[64];        /* the student it belongs to ("" the teacher: classroom.c) */
     char page_name[128];
     char client[64];
     srv_app *app;
@@ -60,6 +62,9 @@ struct srv_run {
     int n_fetches;
     bf_device_kind device;
     srv_teach_job *job;    /* a teaching job (malloc'd), or NULL for a run */
+    srv_job_fn fn;         /* a job of another file (srv_job_start), or NULL */
+    void *fn_user;
+    srv_tensor_fn tensors; /* answers srv_run_tensor for such a job, or NULL */
     char *result;          /* the terminal event, kept for srv_run_result (NULL: not yet, or
                               dropped for the budget) */
     size_t result_len;
@@ -69,6 +74,11 @@ struct srv_run {
     bf_error err;
     bf_diags *diags;
     double ms;
+    /* its tensors, kept when another client's run or edit replaced them in the session, so
+       the requester reads them until their own next run (srv_keep_results) */
+    struct srv_kept *kept;
+    int n_kept;
+    size_t kept_bytes;
     srv_run *next;         /* app->runs */
     srv_run *next_job;     /* app->jobs_* */
 };
@@ -81,60 +91,11 @@ typedef struct srv_event {
     struct srv_event *next;
 } srv_event;
 
-/* ---- errors as JSON ------------------------------------------------------------------------ */
-
-void srv_response_free(srv_response *r) {
-    free(r->body);
-    r->body = NULL;
-}
-
-void srv_json(srv_response *res, int status, char *json) {
-    free(res->body);
-    res->status = json ? status : 500;
-    res->content_type = "application/json";
-    res->body = json ? json : strdup("{\"error\":{\"code\":\"out_of_memory\",\"message\":"
-                                     "\"out of memory\"}}");
-    res->body_len = res->body ? strlen(res->body) : 0;
-}
-
-static void error_with(srv_response *res, int status, const char *code, const char *message,
-                       const bf_error *e) {
-    cJSON *root = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(root, "error");
-    cJSON_AddStringToObject(err, "code", code);
-    cJSON_AddStringToObject(err, "message", message);
-    if (e) {
-        if (e->block_id[0]) cJSON_AddStringToObject(err, "block", e->block_id);
-        if (e->port[0]) cJSON_AddStringToObject(err, "port", e->port);
-        if (e->attr[0]) cJSON_AddStringToObject(err, "attr", e->attr);
-        if (e->pointer[0]) cJSON_AddStringToObject(err, "pointer", e->pointer);
-        if (e->line) cJSON_AddNumberToObject(err, "line", e->line);
-        if (e->column) cJSON_AddNumberToObject(err, "column", e->column);
-    }
-    char *text = err ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
-    srv_json(res, status, text);
-}
-
-void srv_error(srv_response *res, int status, const char *code, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    error_with(res, status, code, msg, NULL);
-}
-
-void srv_error_bf(srv_response *res, int status, const bf_error *e) {
-    char code[40];
-    snprintf(code, sizeof(code), "%s", e->code[0] ? e->code : bf_status_name(e->status));
-    error_with(res, status, code, e->message[0] ? e->message : bf_strerror(e->status), e);
-}
-
 /* ---- open pages ---------------------------------------------------------------------------- */
 
-srv_page *srv_page_find(srv_app *app, const char *name) {
+srv_page *srv_page_find(srv_app *app, const srv_store *st, const char *name) {
     for (srv_page *p = app->pages; p; p = p->next)
-        if (!strcmp(p->name, name)) return p;
+        if (p->store == st && !strcmp(p->name, name)) return p;
     return NULL;
 }
 
@@ -148,30 +109,48 @@ void srv_page_changed(srv_page *p) {
     p->last_run = NULL;
 }
 
+void srv_page_event(srv_app *app, srv_page *p, const char *type, const char *edits,
+                    size_t edits_len, const char *by) {
+    if (!app->emit_view) return;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", type);
+    cJSON_AddStringToObject(o, "page", p->name);
+    cJSON_AddStringToObject(o, "space", p->store ? p->store->label : "");
+    cJSON_AddNumberToObject(o, "revision", (double)p->gen);
+    cJSON *e = edits ? cJSON_ParseWithLength(edits, edits_len) : NULL;
+    if (e) cJSON_AddItemToObject(o, "edits", e);
+    cJSON_AddStringToObject(o, "by", by ? by : "");
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (text) app->emit_view(app->emit_user, p->store ? p->store->label : "", p->name, false,
+                             text, strlen(text));
+    free(text);
+}
+
+void srv_file_event(srv_app *app, const srv_store *st, const char *name, const char *revision,
+                    const char *by) {
+    if (!app->emit_view) return;
+    bool teacher = !st->label[0];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", teacher ? "teacher_page_saved" : "page_saved");
+    cJSON_AddStringToObject(o, "page", name);
+    cJSON_AddStringToObject(o, "space", st->label);
+    cJSON_AddStringToObject(o, "revision", revision);
+    cJSON_AddStringToObject(o, "by", by ? by : "");
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    /* the teacher's page saved: every student viewing that page, copy or not, is told (their
+       editor offers "update my copy") */
+    if (text) app->emit_view(app->emit_user, st->label, name, teacher, text, strlen(text));
+    free(text);
+}
+
 void srv_page_rename(srv_page *p, const char *to) { snprintf(p->name, sizeof(p->name), "%s", to); }
 
 static int pages_of(srv_app *app, const char *client) {
     int n = 0;
     for (srv_page *p = app->pages; p; p = p->next) n += !strcmp(p->owner, client);
     return n;
-}
-
-/* An HTTP status for a page that failed to load. */
-static int load_status(bf_status st) {
-    return st == BF_ENOMEM || st == BF_EINTERNAL ? 500 : st == BF_ELIMIT ? 413 : 422;
-}
-
-/*
- * Answer with every problem of a page that did not load: {"error": first, "problems": all}.
- */
-void srv_problems(srv_response *res, int status, const bf_error *first, const bf_diags *d) {
-    srv_error_bf(res, status ? status : load_status(first->status), first);
-    cJSON *root = res->body ? cJSON_Parse(res->body) : NULL;
-    if (!root) return;
-    cJSON_AddItemToObject(root, "problems", srv_problems_json(d, NULL));
-    int code = res->status;
-    srv_json(res, code, cJSON_PrintUnformatted(root));
-    cJSON_Delete(root);
 }
 
 /*
@@ -237,8 +216,9 @@ bool srv_app_room_for_run(srv_app *app, srv_page *p, srv_response *res) {
     return make_room(app, p, 0, res);
 }
 
-srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_response *res) {
-    srv_page *p = srv_page_find(app, name);
+srv_page *srv_page_open(srv_app *app, srv_store *st, const char *name, const char *client,
+                        srv_response *res) {
+    srv_page *p = srv_page_find(app, st, name);
     if (p) {
         p->last_used = uv_now(app->loop);
         return p;
@@ -253,7 +233,7 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
     if (!make_room(app, NULL, 1, res)) return NULL;
     char *text;
     size_t len;
-    int rc = srv_store_read(&app->store, name, &text, &len);
+    int rc = srv_store_read(st, name, &text, &len);
     if (rc) {
         if (rc == -ENOENT) srv_error(res, 404, "not_found", "no page named \"%s\"", name);
         else if (rc == -EFBIG)
@@ -261,15 +241,15 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
         else if (rc == -ELOOP || rc == -EINVAL)
             srv_error(res, 403, "forbidden", "\"%s\" is not a regular file in the pages folder",
                       name);
-        else srv_error(res, 500, "io", "cannot read page \"%s\": %s", name, strerror(-rc));
+        else srv_error(res, 500, "io_error", "cannot read page \"%s\": %s", name, strerror(-rc));
         return NULL;
     }
     bf_diags *diags = bf_diags_new();
     bf_error e = {0};
     bf_session *s = NULL;
-    bf_status st = diags ? load_session(app, name, text, len, &s, diags, &e) : BF_ENOMEM;
+    bf_status lst = diags ? load_session(app, name, text, len, &s, diags, &e) : BF_ENOMEM;
     free(text);
-    if (st) {
+    if (lst) {
         if (!diags) e.status = BF_ENOMEM;
         srv_problems(res, 0, &e, diags);
         bf_diags_free(diags);
@@ -284,6 +264,7 @@ srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_
     }
     snprintf(p->name, sizeof(p->name), "%s", name);
     snprintf(p->owner, sizeof(p->owner), "%s", client);
+    p->store = st;
     p->s = s;
     p->last_used = uv_now(app->loop);
     p->next = app->pages;
@@ -301,6 +282,7 @@ void srv_page_close(srv_app *app, srv_page *p) {
         }
     for (srv_run *r = app->runs; r; r = r->next)
         if (r->page == p) r->page = NULL;
+    srv_train_page_closed(app, p);
     app->n_pages--;
     bf_session_free(p->s);
     free(p);
@@ -320,6 +302,10 @@ static void idle_cb(uv_timer_t *t) {
 /* ---- runs ---------------------------------------------------------------------------------- */
 
 const char *srv_run_id(const srv_run *r) { return r->id; }
+void srv_run_set_owner(srv_run *r, const char *student) {
+    snprintf(r->owner, sizeof(r->owner), "%s", student ? student : "");
+}
+const char *srv_run_owner(const srv_run *r) { return r->owner; }
 
 srv_run *srv_run_find(srv_app *app, const char *id) {
     for (srv_run *r = app->runs; r; r = r->next)
@@ -327,7 +313,84 @@ srv_run *srv_run_find(srv_app *app, const char *id) {
     return NULL;
 }
 
+/* Tensors kept for their requesters after another client replaced them (keep_results). */
+enum { KEEP_TENSOR_BYTES = 64 << 20 };
+
+typedef struct srv_kept {
+    char block[128];
+    char port[64];
+    bf_tensor *t;
+} srv_kept;
+
+static void drop_kept(srv_run *r) {
+    for (int i = 0; i < r->n_kept; i++) bf_tensor_free(r->kept[i].t);
+    free(r->kept);
+    if (r->app) r->app->kept_bytes -= r->kept_bytes;
+    r->kept = NULL;
+    r->n_kept = 0;
+    r->kept_bytes = 0;
+}
+
+/* Whether the session of r's page still holds r's tensors. */
+static bool holds(const srv_run *r) {
+    return r->state == RUN_DONE && r->page && r->page->last_run == r && r->page->gen == r->gen &&
+           !r->page->busy;
+}
+
+/* Copy one tensor of r's session into r (false: not there, or past the budget). */
+static bool keep_one(srv_run *r, const char *ref) {
+    char block[128], port[64] = "";
+    snprintf(block, sizeof(block), "%s", ref);
+    char *colon = strchr(block, ':');
+    if (colon) {
+        *colon = '\0';
+        snprintf(port, sizeof(port), "%s", colon + 1);
+    }
+    const bf_tensor *t = bf_session_output(r->page->s, block, port[0] ? port : NULL);
+    if (!t) return false;
+    size_t bytes = bf_tensor_nbytes(t);
+    if (r->app->kept_bytes + bytes > KEEP_TENSOR_BYTES) return false;
+    srv_kept *grown = realloc(r->kept, (size_t)(r->n_kept + 1) * sizeof(*grown));
+    if (!grown) return false;
+    r->kept = grown;
+    bf_tensor *copy = NULL;
+    if (bf_tensor_copy(t, &copy, NULL) != BF_OK) return false;
+    srv_kept *k = &r->kept[r->n_kept++];
+    snprintf(k->block, sizeof(k->block), "%s", block);
+    snprintf(k->port, sizeof(k->port), "%s", port);
+    k->t = copy;
+    r->kept_bytes += bytes;
+    r->app->kept_bytes += bytes;
+    return true;
+}
+
+/*
+ * Before p's session changes for `client` (a run or an edit): when it holds the tensors of a
+ * run of another client, copy that run's fetched tensors (or the page's outputs) into the run,
+ * so its requester can still read them (no 410 because someone else ran), within
+ * KEEP_TENSOR_BYTES for the whole server.
+ */
+static void keep_results(srv_page *p, const char *client) {
+    srv_run *r = p->last_run;
+    if (!r || !holds(r) || r->n_kept || r->status != BF_OK || !strcmp(r->client, client ? client : ""))
+        return;
+    if (r->n_fetches)
+        for (int i = 0; i < r->n_fetches; i++) keep_one(r, r->fetches[i]);
+    else
+        for (int i = 0; i < bf_page_output_count(bf_session_page(p->s)); i++)
+            keep_one(r, bf_page_output(bf_session_page(p->s), i));
+}
+
+void srv_page_changing(srv_page *p, const char *client) { keep_results(p, client); }
+
+/* A new run of `client`: their older runs' kept tensors are no longer theirs to read. */
+static void forget_kept(srv_app *app, const char *client) {
+    for (srv_run *r = app->runs; r; r = r->next)
+        if (r->n_kept && !strcmp(r->client, client)) drop_kept(r);
+}
+
 static void run_free(srv_run *r) {
+    drop_kept(r);
     for (int i = 0; i < r->n_fetches; i++) free(r->fetches[i]);
     free(r->fetches);
     free(r->job);
@@ -335,6 +398,7 @@ static void run_free(srv_run *r) {
     bf_diags_free(r->diags);
     free(r);
 }
+
 
 /* Keep at most this many finished runs listed (for cancel answers and tensors). */
 enum { KEEP_FINISHED = 256 };
@@ -470,18 +534,12 @@ static void add_run_error(cJSON *o, const srv_run *r) {
     const bf_error *e = bf_diags_errors(r->diags) ? NULL : &r->err;
     for (size_t i = 0; !e && i < bf_diags_count(r->diags); i++)
         if (bf_diags_at(r->diags, i)->status) e = bf_diags_at(r->diags, i);
-    cJSON *err = cJSON_AddObjectToObject(o, "error");
+    bf_error copy = *e;
     /* one code per outcome, wherever the cancel landed (before the start, in a kernel, in
        the scheduler): "cancelled" */
-    cJSON_AddStringToObject(err, "code", r->status == BF_ECANCELED ? "cancelled"
-                                         : e->code[0]              ? e->code
-                                                                   : bf_status_name(e->status));
-    cJSON_AddStringToObject(err, "status", bf_status_name(e->status));
-    cJSON_AddStringToObject(err, "message", e->message);
-    if (e->block_id[0]) cJSON_AddStringToObject(err, "block", e->block_id);
-    if (e->port[0]) cJSON_AddStringToObject(err, "port", e->port);
-    if (e->attr[0]) cJSON_AddStringToObject(err, "attr", e->attr);
-    if (e->pointer[0]) cJSON_AddStringToObject(err, "pointer", e->pointer);
+    if (r->status == BF_ECANCELED) snprintf(copy.code, sizeof(copy.code), "cancelled");
+    cJSON *err = srv_error_object(&copy);
+    if (err) cJSON_AddItemToObject(o, "error", err);
 }
 
 /*
@@ -558,6 +616,10 @@ static void execute_teach(srv_run *r) {
 }
 
 static void execute(srv_run *r) {
+    if (r->fn) {
+        r->fn(r, r->fn_user);
+        return;
+    }
     if (r->job) {
         execute_teach(r);
         return;
@@ -590,19 +652,57 @@ static void execute(srv_run *r) {
     finish(r, o, NULL);
 }
 
+/*
+ * Fair scheduling (under app->mu): the next job is the queued one whose client was served
+ * least recently (a client never served first), earlier jobs first among equals. So one
+ * client's many or long jobs take turns with everybody else's instead of going first.
+ */
+static uint64_t last_served(const srv_app *app, const char *client) {
+    for (int i = 0; i < app->n_served; i++)
+        if (!strcmp(app->served[i].client, client)) return app->served[i].seq;
+    return 0;
+}
+
+static void mark_served(srv_app *app, const char *client) {
+    int at = -1, oldest = 0;
+    for (int i = 0; i < app->n_served && at < 0; i++)
+        if (!strcmp(app->served[i].client, client)) at = i;
+    if (at < 0 && app->n_served < SRV_SERVED_CAP) at = app->n_served++;
+    if (at < 0) { /* full: forget the client served longest ago */
+        for (int i = 1; i < app->n_served; i++)
+            if (app->served[i].seq < app->served[oldest].seq) oldest = i;
+        at = oldest;
+    }
+    snprintf(app->served[at].client, sizeof(app->served[at].client), "%s", client);
+    app->served[at].seq = ++app->serve_seq;
+}
+
+static srv_run *pick_job(srv_app *app) {
+    srv_run *best = NULL, *best_prev = NULL, *prev = NULL;
+    uint64_t best_seq = 0;
+    for (srv_run *r = app->jobs_head; r; prev = r, r = r->next_job) {
+        uint64_t seq = last_served(app, r->client);
+        if (!best || seq < best_seq) best = r, best_prev = prev, best_seq = seq;
+        if (seq == 0) break; /* nobody comes before a client never served */
+    }
+    if (!best) return NULL;
+    if (best_prev) best_prev->next_job = best->next_job;
+    else app->jobs_head = best->next_job;
+    if (app->jobs_tail == best) app->jobs_tail = best_prev;
+    best->next_job = NULL;
+    mark_served(app, best->client);
+    return best;
+}
+
 static void worker_main(void *arg) {
     srv_app *app = arg;
+    srv_worker_nice(); /* train_jobs.c: the loop thread first */
     for (;;) {
         uv_mutex_lock(&app->mu);
         while (!app->jobs_head && !app->quit) uv_cond_wait(&app->cv, &app->mu);
-        srv_run *r = app->jobs_head;
-        if (!r) {
-            uv_mutex_unlock(&app->mu);
-            return;
-        }
-        app->jobs_head = r->next_job;
-        if (!app->jobs_head) app->jobs_tail = NULL;
+        srv_run *r = pick_job(app);
         uv_mutex_unlock(&app->mu);
+        if (!r) return;
         execute(r);
     }
 }
@@ -632,6 +732,8 @@ static srv_run *run_new(srv_app *app, srv_page *p, const char *client, srv_respo
     snprintf(r->id, sizeof(r->id), "r%llu", (unsigned long long)++app->next_run);
     snprintf(r->page_name, sizeof(r->page_name), "%s", p->name);
     snprintf(r->client, sizeof(r->client), "%s", client);
+    /* a run belongs to whose page it runs: a student's copy, or the teacher's pages ("") */
+    snprintf(r->owner, sizeof(r->owner), "%s", p->store ? p->store->label : "");
     r->app = app;
     r->page = p;
     r->state = RUN_QUEUED;
@@ -641,6 +743,8 @@ static srv_run *run_new(srv_app *app, srv_page *p, const char *client, srv_respo
 
 /* Hand r to the workers: from now on the session is theirs until the run is over. */
 static void enqueue(srv_app *app, srv_page *p, srv_run *r) {
+    keep_results(p, r->client);
+    forget_kept(app, r->client);
     r->next = app->runs;
     app->runs = r;
     app->n_active++;
@@ -685,6 +789,43 @@ srv_run *srv_teach_start(srv_app *app, srv_page *p, const char *client,
     return r;
 }
 
+srv_run *srv_job_start(srv_app *app, srv_page *p, const char *client, srv_job_fn fn,
+                       void *user, srv_tensor_fn tensors, srv_response *res) {
+    srv_run *r = run_new(app, p, client, res);
+    if (!r) return NULL;
+    r->fn = fn;
+    r->fn_user = user;
+    r->tensors = tensors;
+    enqueue(app, p, r);
+    return r;
+}
+
+bf_session *srv_run_session(srv_run *r) { return r->page->s; }
+srv_page *srv_run_page(srv_run *r) { return r->page; }
+bool srv_run_over(const srv_run *r) { return r->state == RUN_DONE; }
+bool srv_run_cancelled(const srv_run *r) { return atomic_load(&r->cancel) != 0; }
+cJSON *srv_run_event(const srv_run *r, const char *type) { return event_new(r, type); }
+void srv_run_post(srv_run *r, cJSON *o) { post_event(r->app, r, event_text(o), false); }
+void srv_run_finish(srv_run *r, cJSON *o) { finish(r, o, NULL); }
+
+void srv_run_requeue(srv_run *r) {
+    srv_app *app = r->app;
+    r->next_job = NULL;
+    uv_mutex_lock(&app->mu);
+    if (app->jobs_tail) app->jobs_tail->next_job = r;
+    else app->jobs_head = r;
+    app->jobs_tail = r;
+    uv_cond_signal(&app->cv);
+    uv_mutex_unlock(&app->mu);
+}
+
+bool srv_jobs_waiting(srv_app *app) {
+    uv_mutex_lock(&app->mu);
+    bool any = app->jobs_head != NULL;
+    uv_mutex_unlock(&app->mu);
+    return any;
+}
+
 /*
  * On the loop, every few milliseconds while a cancelled run is not over: cancel its session
  * again. bf_session_run (also inside the teaching calls, which may run it twice) clears the
@@ -727,12 +868,21 @@ const char *srv_run_result(const srv_run *r, size_t *len, const char **why) {
 
 const bf_tensor *srv_run_tensor(srv_run *r, const char *block, const char *port,
                                 const char **why) {
+    if (r->tensors && !r->page) {
+        *why = "gone";
+        return NULL;
+    }
+    if (r->tensors) return r->tensors(r, r->fn_user, block, port, why);
     if (r->state != RUN_DONE) {
         *why = "running";
         return NULL;
     }
-    if (!r->page || r->page->last_run != r || r->page->gen != r->gen || r->page->busy) {
-        *why = "gone";
+    if (!holds(r)) {
+        for (int i = 0; i < r->n_kept; i++) /* kept for its requester (keep_results) */
+            if (!strcmp(r->kept[i].block, block) &&
+                (!strcmp(r->kept[i].port, port ? port : "") || !port || !port[0]))
+                return r->kept[i].t;
+        *why = r->n_kept ? "not_found" : "gone";
         return NULL;
     }
     const bf_tensor *t = bf_session_output(r->page->s, block, port && port[0] ? port : NULL);
@@ -752,6 +902,16 @@ static void async_cb(uv_async_t *a) {
         srv_run *r = ev->run;
         if (r) { /* the run is over: the session is the loop's again */
             r->state = RUN_DONE;
+            if (r->owner[0])
+                srv_class_run_done(app, r->owner, r->id, r->page_name,
+                                   r->status == BF_OK            ? "finished"
+                                   : r->status == BF_ECANCELED ? "cancelled"
+                                                               : "failed",
+                                   r->status ? (r->status == BF_ECANCELED ? "cancelled"
+                                                : r->err.code[0] ? r->err.code
+                                                                 : bf_status_name(r->status))
+                                             : NULL,
+                                   r->status ? r->err.message : NULL);
             app->n_active--;
             app->n_finished++;
             app->result_bytes += r->result_len;
@@ -794,12 +954,13 @@ void srv_limits_init(srv_limits *l) {
     unsigned cores = uv_available_parallelism();
     l->workers = cores < 1 ? 1 : cores > 64 ? 64 : (int)cores;
     l->max_connections = 512;
-    l->max_unauth = 64;
+    l->max_unauth = 256;
     l->header_timeout_s = 10;
     l->body_timeout_s = 30;
     l->max_pages_total = 256;
     uint64_t ram = uv_get_total_memory();
     l->max_memory = ram ? ram / 2 : (uint64_t)4 << 30;
+    l->max_students = 500;
 }
 
 int srv_app_init(srv_app *app, uv_loop_t *loop, const char *pages_dir, const bf_config *cfg,
@@ -884,8 +1045,10 @@ void srv_app_free(srv_app *app) {
         next = r->next;
         run_free(r);
     }
+    srv_train_free(app);
     uv_cond_destroy(&app->cv);
     uv_mutex_destroy(&app->mu);
     bf_context_free(app->ctx);
+    srv_class_free(app);
     srv_store_close(&app->store);
 }

@@ -33,6 +33,8 @@ static const char serve_usage[] =
     "  --web DIR            the built editor (default: web/dist of this source tree, else\n"
     "                       ../share/blockflow/web next to the program)\n"
     "  --open               open the URL in a browser\n"
+    "  --classroom          a class: a teacher URL (edits the pages) and a student URL (each\n"
+    "                       student joins by name and works on their own copies; see README)\n"
     "\n"
     "limits (each breach is a 4xx JSON error naming the flag):\n"
     "  --max-body BYTES        HTTP request body (default 1M)\n"
@@ -48,10 +50,11 @@ static const char serve_usage[] =
     "                          client furthest behind is dropped (default 64M)\n"
     "  --workers N             run threads (default: the CPU cores)\n"
     "  --max-connections N     open connections (default 512)\n"
-    "  --max-unauthenticated N connections that have not yet shown the token (default 64)\n"
+    "  --max-unauthenticated N connections that have not yet shown the token (default 256)\n"
     "  --header-timeout SECONDS a request's headers must arrive within this (default 10)\n"
     "  --body-timeout SECONDS  a request's whole body must arrive within this (default 30)\n"
     "  --max-open-pages-total N open pages of all clients together (default 256)\n"
+    "  --max-students N        students who may join a classroom (default 500)\n"
     "  --max-memory BYTES      tensor memory of all open pages together; idle pages are\n"
     "                          closed first (default: half of the RAM)\n"
     "  --mem-limit BYTES       tensor memory of one open page (default 1G)\n"
@@ -164,6 +167,7 @@ int bf_serve_main(int argc, char **argv) {
     const char *listen = "127.0.0.1:8470", *pages = ".", *token = NULL, *web = NULL;
     const char *allow[4];
     int n_allow = 0, open_url = 0;
+    bool classroom = false;
     bf_config cfg;
     bf_config_init(&cfg);
     cfg.max_session_bytes = (uint64_t)1 << 30;
@@ -176,6 +180,10 @@ int bf_serve_main(int argc, char **argv) {
         bool ok = true;
         if (!strcmp(a, "--open")) {
             open_url = 1;
+            continue;
+        }
+        if (!strcmp(a, "--classroom")) {
+            classroom = true;
             continue;
         }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -214,6 +222,8 @@ int bf_serve_main(int argc, char **argv) {
         else if (!strcmp(a, "--max-open-pages-total"))
             ok = parse_size(v, &u) && u < 100000, lim.max_pages_total = (int)u;
         else if (!strcmp(a, "--max-memory")) ok = parse_size(v, &u), lim.max_memory = u;
+        else if (!strcmp(a, "--max-students"))
+            ok = parse_size(v, &u) && u < 100000, lim.max_students = (int)u;
         else if (!strcmp(a, "--mem-limit")) ok = parse_size(v, &u), cfg.max_session_bytes = u;
         else if (!strcmp(a, "--max-page-bytes")) ok = parse_size(v, &u), cfg.max_page_bytes = u;
         else {
@@ -266,6 +276,8 @@ int bf_serve_main(int argc, char **argv) {
     open_web(&st->app, web);
     if (token) snprintf(st->app.token, sizeof(st->app.token), "%s", token);
     else srv_random_hex(st->app.token, 49);
+    st->app.classroom = classroom;
+    if (classroom) srv_random_hex(st->app.class_token, 49);
     st->http = srv_http_start(&st->app, iface, port, v6, why, sizeof(why));
     int rc = 0;
     if (!st->http || srv_http_port(st->http) < 0) {
@@ -307,7 +319,17 @@ int bf_serve_main(int argc, char **argv) {
             printf("blockflow serve: removed %u temporary files left by a stopped server\n",
                    st->app.store.swept);
         if (st->app.have_web) printf("blockflow serve: editor from %s\n", st->app.web_dir);
-        printf("blockflow serve: listening on port %d; open\n    %s\n", port, url);
+        if (classroom) {
+            char class_url[512];
+            snprintf(class_url, sizeof(class_url), "%.*s%s", (int)(strstr(url, "?token=") -
+                     url), url, "");
+            printf("blockflow serve: listening on port %d; classroom\n"
+                   "  teacher (edits the pages, sees the roster), open\n    %s\n"
+                   "  students (each joins with a name, works on a copy), open\n    %s?token=%s\n",
+                   port, url, class_url, st->app.class_token);
+        } else {
+            printf("blockflow serve: listening on port %d; open\n    %s\n", port, url);
+        }
         fflush(stdout);
         if (open_url) open_browser(url);
     }

@@ -11,8 +11,13 @@
  *              checks (token, Host, Origin), then the API. Runs on the loop thread, never blocks
  *              on a kernel.
  *   store.c    the pages folder: safe names, confined opens, atomic writes, revisions.
- *   runs.c     open pages (sessions), the run worker threads and the event queue that carries
- *              per-block events from the workers to the loop thread.
+ *   runs.c     open pages (sessions), the run worker threads (jobs taken round-robin across
+ *              clients) and the event queue that carries per-block events to the loop thread.
+ *   reply.c    answers as JSON, errors through bf_error_json: a leaf every other file uses.
+ *   classroom.c  --classroom: who a token is (teacher, class, student), the students' copies,
+ *              the roster.
+ *   teach_routes.c, import_routes.c, static.c  explain/gradcheck/grad jobs, the enuSpace
+ *              import, the editor's files.
  *
  * Everything here uses only include/blockflow.h from the library (plus cJSON and libuv).
  * Names are srv_ (the server program's own; the library keeps bf_).
@@ -45,12 +50,13 @@ typedef struct srv_limits {
     int workers;             /* --workers: run threads (default: the CPU cores) */
     int max_connections;     /* --max-connections: open TCP connections (512) */
     int max_unauth;          /* --max-unauthenticated: connections that have not yet shown
-                                the token (64) */
+                                the token (256) */
     double header_timeout_s; /* --header-timeout: seconds for a request's headers (10) */
     double body_timeout_s;   /* --body-timeout: seconds for a whole request body (30) */
     int max_pages_total;     /* --max-open-pages-total: open pages, all clients (256) */
     uint64_t max_memory;     /* --max-memory: tensor bytes held by all open pages together
                                 (idle pages are closed first; default 1/2 of the RAM) */
+    int max_students;        /* --max-students: students who may join a classroom (500) */
 } srv_limits;
 
 void srv_limits_init(srv_limits *l);
@@ -89,6 +95,7 @@ typedef struct srv_store {
     uint64_t max_bytes; /* largest page file read */
     unsigned n_temps;   /* temporary files made so far: part of the next one's name */
     unsigned swept;     /* temporary files of dead processes removed when it was opened */
+    char label[64];     /* whose pages: "" the teacher's (the folder), else a student's name */
 } srv_store;
 
 /* 1 when `name` is one safe path segment: [A-Za-z0-9._-]{1,100}, no leading dot. */
@@ -121,8 +128,40 @@ char *srv_store_list_files_json(srv_store *st, const char *ext);
 /* The revision of `len` bytes: 16 hex digits (FNV-1a 64) into rev[17]. */
 void srv_revision(const char *text, size_t len, char rev[17]);
 
-/* ---- open pages, runs and events (runs.c) -------------------------------------------------- */
+/* ---- who a request is (classroom.c) ------------------------------------------------------- */
 typedef struct srv_app srv_app;
+typedef struct srv_student srv_student;
+typedef enum srv_role {
+    SRV_NOBODY = 0,
+    SRV_TEACHER,   /* the server's token: everything (a plain server's only role) */
+    SRV_JOINING,   /* a classroom's class token: may only join */
+    SRV_STUDENT,   /* a student's own token: reads the teacher's pages, writes own copies */
+} srv_role;
+typedef struct srv_who {
+    srv_role role;
+    srv_student *student; /* SRV_STUDENT */
+} srv_who;
+
+/* Who `token` is; false when it is nobody's. */
+bool srv_identify(srv_app *app, const char *token, srv_who *who);
+const char *srv_who_name(const srv_who *who);
+srv_student *srv_student_find(srv_app *app, const char *name);
+srv_store *srv_student_store(srv_student *s);
+void srv_class_join(srv_app *app, const char *name, srv_response *res);
+void srv_class_me(srv_app *app, const srv_who *who, srv_response *res);
+void srv_class_roster(srv_app *app, srv_response *res);
+/* The student's copy of teacher page `name`, made when missing; 0 or -errno. */
+int srv_class_ensure_copy(srv_app *app, srv_student *s, const char *name);
+/* Replace the student's copy with the teacher's page now; 0 or -errno. */
+int srv_class_update_copy(srv_app *app, srv_student *s, const char *name);
+void srv_class_socket(srv_app *app, const srv_who *who, int delta);
+void srv_class_viewing(srv_app *app, const srv_who *who, const char *page);
+void srv_class_run_done(srv_app *app, const char *student, const char *run_id,
+                        const char *page, const char *status, const char *code,
+                        const char *message);
+void srv_class_free(srv_app *app);
+
+/* ---- open pages, runs and events (runs.c) -------------------------------------------------- */
 typedef struct srv_page srv_page;
 typedef struct srv_run srv_run;
 
@@ -130,6 +169,9 @@ typedef struct srv_run srv_run;
  * Where events go: called on the loop thread with one JSON text per event, for the WebSocket
  * clients whose client id is `client` ("" = every client). The text is borrowed.
  */
+/* Clients remembered by the fair scheduler (the one served longest ago is forgotten). */
+#define SRV_SERVED_CAP 512
+
 typedef void (*srv_emit_cb)(void *user, const char *client, const char *json, size_t len);
 
 struct srv_app {
@@ -139,10 +181,18 @@ struct srv_app {
     srv_limits lim;
     char token[80];
     char cookie_name[40];  /* "blockflow_PORT": one cookie per server */
+    bool classroom;        /* --classroom: teacher, class and student tokens (classroom.c) */
+    char class_token[80];  /* the students' URL: may only join */
+    srv_student **students;
+    int n_students;
     char prefix[40];       /* "/s/RANDOM": the editor's URL path; the cookie is scoped to it */
     char hosts[8][300];    /* accepted Host values ("127.0.0.1:8470", "localhost:8470") */
     int n_hosts;
     srv_emit_cb emit;
+    /* to every socket viewing page `page` of space `space` ("" the teacher's); with
+       any_space, to the viewers of that page name in every space */
+    void (*emit_view)(void *emit_user, const char *space, const char *page, bool any_space,
+                      const char *json, size_t len);
     bool (*client_known)(void *emit_user, const char *client); /* a connected socket's id */
     void *emit_user;
     /* open pages: a short list (bounded by clients x max_open_pages) */
@@ -157,6 +207,8 @@ struct srv_app {
     bool stopping;
     int ws_clients;        /* WebSocket clients connected (http.c) */
     uint64_t ws_dropped;   /* clients dropped for not reading (http.c) */
+    size_t ws_queued;      /* bytes queued for all WebSocket clients, after the last event */
+    size_t ws_queued_peak; /* the most they held after an event (--max-ws-total bounds it) */
     uint64_t pages_evicted; /* idle open pages closed to make room (--max-memory, ...) */
     int n_conns;           /* TCP connections open (http.c) */
     int n_unauth;          /* of which have not shown the token */
@@ -168,18 +220,24 @@ struct srv_app {
     uv_mutex_t mu;         /* guards jobs, events, quit */
     uv_cond_t cv;
     srv_run *jobs_head, *jobs_tail;
+    /* fair scheduling: when each client's job was last taken (runs.c, under mu) */
+    struct { char client[64]; uint64_t seq; } served[SRV_SERVED_CAP];
+    int n_served;
+    uint64_t serve_seq;
     struct srv_event *ev_head, *ev_tail;
     bool quit;
     uv_async_t async;      /* workers -> loop: events and finished runs */
     uv_timer_t idle_timer; /* closes idle open pages */
     uv_timer_t cancel_timer; /* repeats the cancel of runs not yet over (see srv_run_cancel) */
     size_t result_bytes;   /* bytes of the kept terminal events (srv_run_result) */
+    size_t kept_bytes;     /* bytes of tensors kept for their requesters (runs.c) */
     bool handles_open;
     void (*on_drained)(srv_app *app); /* called when stopping and no run is left */
     /* the built editor (static.c): web_fd is its folder when have_web */
     bool have_web;
     int web_fd;
     char web_dir[4096];
+    struct srv_train_hub *train; /* training jobs (train_jobs.c), made on first use */
 };
 
 /*
@@ -217,21 +275,36 @@ void srv_route(srv_app *app, const srv_request *req, srv_response *res);
  * "/ws" the token may also come as ?token=). 0 when allowed, else -1 with res filled (403, 401).
  * The WebSocket upgrade calls it alone.
  */
-int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_response *res);
+int srv_route_access(srv_app *app, const srv_request *req, bool need_token, srv_who *who,
+                     srv_response *res);
 
 /* What the router needs from runs.c. */
-srv_page *srv_page_find(srv_app *app, const char *name);
+srv_page *srv_page_find(srv_app *app, const srv_store *st, const char *name);
 /* Open `name` (load it into a session) for `client`, or return it when already open. On
  * failure fills res with the error answer and returns NULL. */
-srv_page *srv_page_open(srv_app *app, const char *name, const char *client, srv_response *res);
+srv_page *srv_page_open(srv_app *app, srv_store *st, const char *name, const char *client,
+                        srv_response *res);
 bool srv_page_busy(const srv_page *p);
 /* Room for a run of open page p under --max-memory (idle pages closed first); false with res
  * filled (503) when there is none. */
 bool srv_app_room_for_run(srv_app *app, srv_page *p, srv_response *res);
 bf_session *srv_page_session(srv_page *p);
 const char *srv_page_name(const srv_page *p);
+/* Before a change of the session by `client`: the tensors of another client's last run are
+ * kept for that client (until their next run). */
+void srv_page_changing(srv_page *p, const char *client);
 /* A change made to the session: tensors of earlier runs are gone. */
 void srv_page_changed(srv_page *p);
+/* Tell every socket viewing p: {"type", "page", "space", "revision" (p's edit count),
+ * "edits" (the batch, JSON text, may be NULL), "by" (the client id)}. */
+void srv_page_event(srv_app *app, srv_page *p, const char *type, const char *edits,
+                    size_t edits_len, const char *by);
+/* The same for a page file saved by PUT (open or not); the teacher's reach every space. */
+void srv_file_event(srv_app *app, const srv_store *st, const char *name, const char *revision,
+                    const char *by);
+/* The student (name, "" for the teacher) a run belongs to; set once after it starts. */
+void srv_run_set_owner(srv_run *r, const char *student);
+const char *srv_run_owner(const srv_run *r);
 /* Close an open page (not busy). */
 void srv_page_close(srv_app *app, srv_page *p);
 /* Follow a rename of the page file. */
@@ -287,10 +360,61 @@ bool srv_run_cancel(srv_run *r);
 const bf_tensor *srv_run_tensor(srv_run *r, const char *block, const char *port,
                                 const char **why);
 
+/*
+ * A job of another file on the run workers (train_jobs.c), with a run's rules: it counts
+ * against --max-runs, holds the page (busy) until it is over and is cancelled by
+ * srv_run_cancel. `fn` is called on a worker; it posts events with srv_run_post and ends with
+ * exactly one of srv_run_finish (the terminal event: the page is the loop's again) or
+ * srv_run_requeue (the job goes to the tail of the queue, so jobs of many pages take turns,
+ * and `fn` is called again later, perhaps on another worker). After either, `fn` must not
+ * touch r. `tensors`, when set, answers srv_run_tensor for the job's runs (on the loop).
+ */
+typedef void (*srv_job_fn)(srv_run *r, void *user);
+typedef const bf_tensor *(*srv_tensor_fn)(srv_run *r, void *user, const char *block,
+                                          const char *port, const char **why);
+srv_run *srv_job_start(srv_app *app, srv_page *p, const char *client, srv_job_fn fn,
+                       void *user, srv_tensor_fn tensors, srv_response *res);
+/* The session of a job's page (on the worker, while the job holds it). */
+bf_session *srv_run_session(srv_run *r);
+/* The page of a run; NULL once the page was closed. */
+srv_page *srv_run_page(srv_run *r);
+/* Whether the run is over (on the loop). */
+bool srv_run_over(const srv_run *r);
+/* Whether srv_run_cancel was called (any thread). */
+bool srv_run_cancelled(const srv_run *r);
+/* A new event object {"type", "run_id", "page"} of r. */
+struct cJSON *srv_run_event(const srv_run *r, const char *type);
+/* Send event `o` (taken) to r's client (worker). */
+void srv_run_post(srv_run *r, struct cJSON *o);
+/* Send the terminal event `o` (taken) and hand the run back to the loop (worker). */
+void srv_run_finish(srv_run *r, struct cJSON *o);
+/* Put r back at the tail of the job queue (worker). */
+void srv_run_requeue(srv_run *r);
+/* Whether some job waits in the queue (any thread). */
+bool srv_jobs_waiting(srv_app *app);
+
+/* ---- training jobs (train_jobs.c) --------------------------------------------------------- */
+/*
+ * The training routes on page `name` of pages folder `st`: POST/GET .../train, POST .../backward,
+ * .../check_backward, and .../edits while a training job holds the page. false when `act`
+ * is none of these (the router goes on).
+ */
+bool srv_train_route(srv_app *app, srv_store *st, const char *act, const char *name,
+                     const char *client, const srv_request *req, srv_response *res);
+/* Page p is closing (loop, p not busy): forget its training job. */
+void srv_train_page_closed(srv_app *app, srv_page *p);
+/* Free what train_jobs.c holds (after the workers have stopped). */
+void srv_train_free(srv_app *app);
+/* Lower the calling run worker's priority a little (Linux: per thread), so that the loop
+ * thread answers quickly while every worker trains. */
+void srv_worker_nice(void);
+
 /* import_routes.c: POST /api/import, an enuSpace page into the pages folder. */
 void srv_import(srv_app *app, const srv_request *req, srv_response *res);
 
-/* ---- JSON answers shared by router.c and runs.c -------------------------------------------- */
+/* ---- JSON answers (reply.c, a leaf: every other file uses it) ----------------------------- */
+/* `e` as bf_error_json's object (the one form of an error everywhere), or NULL (no memory). */
+struct cJSON *srv_error_object(const bf_error *e);
 /* res <- status with {"error": {"code", "message", and the fields of e that are set}}. */
 void srv_error(srv_response *res, int status, const char *code, const char *fmt, ...);
 void srv_error_bf(srv_response *res, int status, const bf_error *e);

@@ -105,7 +105,7 @@ void srv_static(srv_app *app, const char *path, srv_response *res) {
     close(fd);
     if (!buf || got != size) {
         free(buf);
-        srv_error(res, 500, "io", "cannot read the editor's file");
+        srv_error(res, 500, "io_error", "cannot read the editor's file");
         return;
     }
     free(res->body);

@@ -30,8 +30,8 @@
 
 #include <cjson/cJSON.h>
 
-bool srv_teach_route(srv_app *app, const char *act, const char *name, const char *client,
-                     const srv_request *req, srv_response *res);
+bool srv_teach_route(srv_app *app, srv_store *st, const char *act, const char *name,
+                     const char *client, const srv_request *req, srv_response *res);
 
 static cJSON *body_object(srv_app *app, const srv_request *req, srv_response *res,
                           const char *usage) {
@@ -63,15 +63,15 @@ static void fail(srv_response *res, const bf_error *e) {
 }
 
 /* The open page `name`, or NULL with res filled (busy, or cannot be opened). */
-static srv_page *open_idle(srv_app *app, const char *name, const char *client,
+static srv_page *open_idle(srv_app *app, srv_store *st, const char *name, const char *client,
                            srv_response *res) {
-    srv_page *p = srv_page_find(app, name);
+    srv_page *p = srv_page_find(app, st, name);
     if (p && srv_page_busy(p)) {
         srv_error(res, 409, "busy", "page \"%s\" is running; wait for run_finished or cancel it",
                   name);
         return NULL;
     }
-    return srv_page_open(app, name, client, res);
+    return srv_page_open(app, st, name, client, res);
 }
 
 /*
@@ -79,9 +79,10 @@ static srv_page *open_idle(srv_app *app, const char *name, const char *client,
  * "kind"}; or answer 409 (busy), 404 (no page or no block `j->block`), a load error, or a
  * limit of srv_teach_start.
  */
-static void start_job(srv_app *app, const char *name, const char *client, srv_teach_job *j,
+static void start_job(srv_app *app, srv_store *st, const char *name, const char *client,
+                      srv_teach_job *j,
                       srv_response *res) {
-    srv_page *p = open_idle(app, name, client, res);
+    srv_page *p = open_idle(app, st, name, client, res);
     if (!p) return;
     if (bf_page_find_block(bf_session_page(srv_page_session(p)), j->block) < 0) {
         srv_error(res, 404, "not_found", "no block \"%s\" on page \"%s\"", j->block, name);
@@ -110,8 +111,8 @@ static bool job_block(const cJSON *j, srv_teach_job *job, srv_response *res) {
     return true;
 }
 
-static void explain(srv_app *app, const char *name, const char *client, const srv_request *req,
-                    srv_response *res) {
+static void explain(srv_app *app, srv_store *st, const char *name, const char *client,
+                    const srv_request *req, srv_response *res) {
     cJSON *j = body_object(app, req, res, "explain takes {\"block\": ID, \"index\": [i, ...], "
                            "\"port\"?: NAME, \"max_terms\"?: N}");
     if (!j) return;
@@ -139,11 +140,11 @@ static void explain(srv_app *app, const char *name, const char *client, const sr
     if (port) snprintf(job.port, sizeof(job.port), "%s", port->valuestring);
     job.rank = rank;
     job.max_terms = max_terms > 100000 ? 100000 : (int64_t)max_terms;
-    if (job_block(j, &job, res)) start_job(app, name, client, &job, res);
+    if (job_block(j, &job, res)) start_job(app, st, name, client, &job, res);
     cJSON_Delete(j);
 }
 
-static void gradcheck(srv_app *app, const char *name, const char *client,
+static void gradcheck(srv_app *app, srv_store *st, const char *name, const char *client,
                       const srv_request *req, srv_response *res) {
     cJSON *j = body_object(app, req, res, "gradcheck takes {\"block\": ID, \"eps\"?, "
                            "\"tolerance\"?, \"samples\"?, \"seed\"?, \"gpu\"?: bool}");
@@ -163,12 +164,12 @@ static void gradcheck(srv_app *app, const char *name, const char *client,
         return;
     }
     job.gc = o; /* timeout_s: --run-timeout, set by runs.c */
-    if (job_block(j, &job, res)) start_job(app, name, client, &job, res);
+    if (job_block(j, &job, res)) start_job(app, st, name, client, &job, res);
     cJSON_Delete(j);
 }
 
-static void grad(srv_app *app, const char *name, const char *client, const srv_request *req,
-                 srv_response *res) {
+static void grad(srv_app *app, srv_store *st, const char *name, const char *client,
+                 const srv_request *req, srv_response *res) {
     cJSON *j = body_object(app, req, res, "grad takes {\"block\": ID, \"dy\"?: SOURCE}");
     if (!j) return;
     const cJSON *dy = cJSON_GetObjectItemCaseSensitive(j, "dy");
@@ -177,7 +178,7 @@ static void grad(srv_app *app, const char *name, const char *client, const srv_r
         cJSON_Delete(j);
         return;
     }
-    srv_page *p = open_idle(app, name, client, res);
+    srv_page *p = open_idle(app, st, name, client, res);
     if (!p) {
         cJSON_Delete(j);
         return;
@@ -185,11 +186,11 @@ static void grad(srv_app *app, const char *name, const char *client, const srv_r
     bf_session *s = srv_page_session(p);
     char *created = NULL, *check = NULL;
     bf_error e = {0};
-    bf_status st = bf_session_add_gradients(
+    bf_status gst = bf_session_add_gradients(
         s, cJSON_GetObjectItemCaseSensitive(j, "block")->valuestring,
         cJSON_IsString(dy) ? dy->valuestring : NULL, &created, &e);
     cJSON_Delete(j);
-    if (st) {
+    if (gst) {
         fail(res, &e);
         return;
     }
@@ -208,11 +209,11 @@ static void grad(srv_app *app, const char *name, const char *client, const srv_r
     else srv_json(res, 200, out);
 }
 
-bool srv_teach_route(srv_app *app, const char *act, const char *name, const char *client,
-                     const srv_request *req, srv_response *res) {
-    if (!strcmp(act, "explain")) explain(app, name, client, req, res);
-    else if (!strcmp(act, "gradcheck")) gradcheck(app, name, client, req, res);
-    else if (!strcmp(act, "grad")) grad(app, name, client, req, res);
+bool srv_teach_route(srv_app *app, srv_store *st, const char *act, const char *name,
+                     const char *client, const srv_request *req, srv_response *res) {
+    if (!strcmp(act, "explain")) explain(app, st, name, client, req, res);
+    else if (!strcmp(act, "gradcheck")) gradcheck(app, st, name, client, req, res);
+    else if (!strcmp(act, "grad")) grad(app, st, name, client, req, res);
     else return false;
     return true;
 }

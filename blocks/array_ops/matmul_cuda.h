@@ -1,6 +1,7 @@
 /*
- * matmul_cuda.h - MatMul's GPU entry point: cuda/matmul_cuda.cu in CUDA builds (cuBLAS), and
- * matmul_cuda_none.c, which refuses, in builds without CUDA.
+ * matmul_cuda.h - MatMul's GPU entry point: cuda/matmul_cuda.cu (cuBLAS) in the CUDA backend
+ * (libblockflow_cuda.so), reached from the core through matmul_cuda_glue.c, which refuses
+ * when no CUDA device is behind the exec (a build without CUDA, no backend).
  */
 #ifndef BF_MATMUL_CUDA_H
 #define BF_MATMUL_CUDA_H

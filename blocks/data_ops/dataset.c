@@ -39,6 +39,13 @@
  * so two runs with the same seed see the same batches, and every sample once per epoch.
  * Outputs `epoch` and `index` (int64 scalars) tell which batch this is.
  *
+ * Sharding. With shard "batch", in a job of several ranks (mpirun), each rank yields its part
+ * of every batch: rows bf_shard_rows(rows, rank, ranks) of the batch, in order, so the ranks'
+ * parts are disjoint and together the very batch one process yields, whatever the number of
+ * ranks (the order, the shuffle and the cursor are the whole job's). A batch that does not
+ * divide by the rank count (batch_size, or a short last batch) gives the first rows % ranks
+ * ranks one sample more (numpy.array_split's rule).
+ *
  * State. The cursor (epoch, batch index) is the state a checkpoint keeps (int64 [2]); loading
  * one recomputes that epoch's permutation. The outputs change from step to step, so no value
  * is known before running (unlike a Const's).
@@ -63,7 +70,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { A_FILE, A_KEY, A_FILE2, A_KEY2, A_BATCH, A_SHUFFLE, A_SEED, A_DROP, A_DTYPE, A_DTYPE2 };
+enum { A_FILE, A_KEY, A_FILE2, A_KEY2, A_BATCH, A_SHUFFLE, A_SEED, A_DROP, A_DTYPE, A_DTYPE2,
+       A_SHARD };
+static const char *const shards[] = {"none", "batch", NULL};
 static const bf_attr_desc attrs[] = {
     [A_FILE] = {"file", BF_ATTR_PATH, NULL, NULL, 0,
                 "the samples: a .npy, a .npz (with key) or an IDX file; the first dim counts "
@@ -84,6 +93,9 @@ static const bf_attr_desc attrs[] = {
                  "dtype of batch; default: the file's (IDX bytes: float32, int32 for 1-D)"},
     [A_DTYPE2] = {"dtype2", BF_ATTR_DTYPE, NULL, NULL, BF_ATTR_OPTIONAL,
                   "dtype of batch2; default: file2's (IDX bytes: float32, int32 for 1-D)"},
+    [A_SHARD] = {"shard", BF_ATTR_ENUM, "\"none\"", shards, 0,
+                 "batch: in a job of several ranks, each yields its part of every batch (the "
+                 "first batch % ranks ranks one sample more); none: the whole batch"},
 };
 enum { O_BATCH, O_BATCH2, O_EPOCH, O_INDEX };
 static const bf_port_desc outputs[] = {
@@ -464,10 +476,17 @@ static bf_status init(bf_node *node, bf_error *err) {
 
 /* ---- infer, run ------------------------------------------------------------------------------ */
 
-/* This step's batch: rows [*first, *first + *rows) of the epoch's order. */
-static void batch_rows(const dataset *d, int64_t *first, int64_t *rows) {
+/* This step's batch, as this rank yields it: rows [*first, *first + *rows) of the epoch's
+ * order (its part of the batch with shard "batch"). */
+static void batch_rows(const bf_node *node, const dataset *d, int64_t *first, int64_t *rows) {
     *first = d->index * d->batch;
     *rows = BF_MIN(d->batch, d->n - *first);
+    if (node->attrs[A_SHARD].i == 1 && node->ranks > 1) {
+        int64_t skip, count;
+        bf_shard_rows(*rows, node->rank, node->ranks, &skip, &count);
+        *first += skip;
+        *rows = count;
+    }
 }
 
 static void set_batch(const dataset *d, const source *s, int64_t rows, bf_port_info *p) {
@@ -489,7 +508,7 @@ static bf_status infer(const bf_node *node, const bf_port_info *in, bf_port_info
                       "%lld: the two are yielded in lockstep", (long long)d->src[1].dims[0],
                       (long long)d->src[0].dims[0]);
     }
-    batch_rows(d, &first, &rows);
+    batch_rows(node, d, &first, &rows);
     set_batch(d, &d->src[0], rows, &out[O_BATCH]);
     if (d->two) set_batch(d, &d->src[1], rows, &out[O_BATCH2]);
     else bf_port_set(&out[O_BATCH2], d->out2, 1, &zero);
@@ -551,7 +570,7 @@ static bf_status run_cpu(const bf_node *node, const bf_tensor *const *in, bf_ten
     (void)in;
     const dataset *d = node->state;
     int64_t first, rows;
-    batch_rows(d, &first, &rows);
+    batch_rows(node, d, &first, &rows);
     for (int k = 0; k < 1 + d->two; k++) {
         copy_job j = {d, &d->src[k], out[k], first};
         BF_ASSERT(out[k]->dims[0] == rows);

@@ -1,7 +1,8 @@
 /*
  * act_cuda.h - the GPU entry point of the activations and their gradients (Relu, Sigmoid,
- * Tanh, ReluGrad, SigmoidGrad, TanhGrad): cuda/act_cuda.cu in CUDA builds, act_cuda_none.c,
- * which refuses, in builds without CUDA. C and C++.
+ * Tanh, ReluGrad, SigmoidGrad, TanhGrad): cuda/act_cuda.cu in the CUDA backend
+ * (libblockflow_cuda.so), reached from the core through act_cuda_glue.c, which refuses when
+ * no CUDA device is behind the exec (a build without CUDA, no backend). C and C++.
  */
 #ifndef BF_ACT_CUDA_H
 #define BF_ACT_CUDA_H

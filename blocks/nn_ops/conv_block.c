@@ -109,7 +109,7 @@ bf_status bf_conv_block_run_cpu(const bf_node *node, const bf_conv_spec *spec,
     if (!ws) {
         own = bf_aligned_alloc(p.total ? p.total : 64, false);
         if (!own)
-            return bf_err(err, BF_ENOMEM, "oom", "out of memory for %zu bytes of workspace",
+            return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory for %zu bytes of workspace",
                           p.total);
         ws = own;
     }
@@ -146,7 +146,7 @@ bf_status bf_conv_block_run_cpu(const bf_node *node, const bf_conv_spec *spec,
                       bf_dtype_name(o->dtype));
     }
     bf_aligned_free(own);
-    if (bf_exec_cancelled(ex)) return bf_err(err, BF_ECANCELED, "canceled", "run was cancelled");
+    if (bf_exec_cancelled(ex)) return bf_err(err, BF_ECANCELED, "cancelled", "the run was cancelled");
     return BF_OK;
 }
 

@@ -151,7 +151,7 @@ bf_status bf_conv_desc_explain(const bf_node *node, const bf_port_info *in, int 
     bf_status st = bf_conv_parse_attrs(node, spec, &a, err);
     if (st || (st = bf_conv_infer(node, spec, in, &out, &g, &complete, err))) return st;
     if (!complete)
-        return bf_err(err, BF_EINVAL, "not_known", "the input shapes are not all known");
+        return bf_err(err, BF_EINVAL, "shape_unknown", "the input shapes are not all known");
     int64_t numel = bf_port_numel(&out);
     if (out_port != 0 || out_flat < 0 || out_flat >= numel)
         return bf_err(err, BF_EINVAL, "bad_index", "element %" PRId64 " is outside the output "

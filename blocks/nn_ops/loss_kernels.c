@@ -102,7 +102,7 @@ bf_status bf_loss_half_arrays(const bf_exec *ex, int count, const int64_t *n, fl
                       "smaller than the %zu this call needs", ex->workspace_size, total);
     if (!ws) {
         if (!(*own = bf_aligned_alloc(total ? total : 64, false)))
-            return bf_err(err, BF_ENOMEM, "oom", "out of memory for %zu bytes of workspace",
+            return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory for %zu bytes of workspace",
                           total);
         ws = *own;
     }

@@ -587,7 +587,7 @@ bf_status bf_pool_desc_run_cpu(const bf_node *node, const bf_tensor *const *in,
         if (!ws) {
             /* A caller driving the block directly (a test, a tool) may pass none. */
             if (!(own = bf_aligned_alloc(total ? total : 64, false)))
-                return bf_err(err, BF_ENOMEM, "oom", "out of memory for %zu bytes of workspace",
+                return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory for %zu bytes of workspace",
                               total);
             ws = own;
         }
@@ -603,7 +603,7 @@ bf_status bf_pool_desc_run_cpu(const bf_node *node, const bf_tensor *const *in,
         return bf_err(err, BF_EDTYPE, "bad_dtype", "no CPU kernel for dtype %s",
                       bf_dtype_name(o->dtype));
     }
-    if (bf_exec_cancelled(ex)) return bf_err(err, BF_ECANCELED, "canceled", "run was cancelled");
+    if (bf_exec_cancelled(ex)) return bf_err(err, BF_ECANCELED, "cancelled", "the run was cancelled");
     return BF_OK;
 }
 
@@ -626,14 +626,13 @@ const char *bf_pool_desc_gpu_unsupported(const bf_node *node, const bf_port_info
 
 size_t bf_pool_desc_workspace_cuda(const bf_node *node, const bf_port_info *in,
                                    const bf_port_info *out, const bf_exec *ex) {
-    (void)ex;
     const bf_pool_spec *spec = spec_of(node);
     bf_port_info oinfo;
     bf_pool_geom g;
     int complete = 0;
     if (bf_pool_infer(node, spec, in, &oinfo, &g, &complete, NULL) != BF_OK || !complete)
         return 0; /* the run reports the problem */
-    return bf_pool_cuda_workspace(spec->op, &g, out[0].dtype);
+    return bf_pool_cuda_workspace(spec->op, &g, out[0].dtype, ex);
 }
 
 bf_status bf_pool_desc_run_cuda(const bf_node *node, const bf_tensor *const *in,

@@ -1,7 +1,7 @@
 /*
  * pool_geom.h - what the pooling blocks' CPU glue (pool_common.c) and their GPU kernels
  * (cuda/pool_cuda.cu) share, in C that C++ also reads: the four ops, the window geometry, and
- * the GPU entry point (pool_cuda_none.c stands in for it in builds without CUDA).
+ * the GPU entry point (pool_cuda_glue.c in the core forwards it to the CUDA backend).
  */
 #ifndef BF_POOL_GEOM_H
 #define BF_POOL_GEOM_H
@@ -52,10 +52,11 @@ bf_status bf_pool_cuda(bf_pool_op op, const bf_pool_geom *g, bf_dtype dt, const 
 /*
  * Device scratch bytes bf_pool_cuda wants in ex->workspace for this case: AvgPoolGrad through
  * cuDNN hands it a buffer of the input's size as the forward input, which cuDNN's average
- * backward requires but does not read (TensorFlow does the same); 0 otherwise. With less,
- * bf_pool_cuda runs our own kernel instead.
+ * backward requires but does not read (TensorFlow does the same); 0 otherwise, and 0 when ex
+ * has no CUDA device. With less, bf_pool_cuda runs our own kernel instead.
  */
-size_t bf_pool_cuda_workspace(bf_pool_op op, const bf_pool_geom *g, bf_dtype dt);
+size_t bf_pool_cuda_workspace(bf_pool_op op, const bf_pool_geom *g, bf_dtype dt,
+                              const bf_exec *ex);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
     page.build_gradients("loss", optimizer="sgd:0.1")   # training (see _train.py)
     history = page.train(steps=100, callback=lambda step, m: print(step, m["loss"]))
     page.variables(); page.save_state("ckpt.npz"); page.reset()
+    blockflow.rank(), blockflow.size()          # under mpirun -np K: this rank, K
 
 A thin layer over libblockflow.so (include/blockflow.h) through ctypes: no compiler needed.
 Errors raise blockflow.Error subclasses carrying code, block, port, attr, message and every
@@ -21,9 +22,10 @@ from . import ops
 from ._errors import (AttrError, CancelledError, DeviceError, DtypeError, Error,
                       InternalError, InvalidArgumentError, IoError, LimitError, NotFoundError,
                       OutOfMemoryError, ParseError, Problem, SchemaError, ShapeError,
-                      TimedOutError, UnsupportedError)
+                      TimedOutError, UnsupportedError, error_codes)
 from ._lib import lib as _lib
-from ._page import CheckResult, Page, PortInfo, block, blocks, devices, load, loads
+from ._page import (CheckResult, Page, PortInfo, block, blocks, devices, job, load, loads,
+                    rank, size)
 from ._tensor import BFLOAT16 as bfloat16
 from ._train import History
 
@@ -34,7 +36,8 @@ __all__ = ["AttrError", "CancelledError", "CheckResult", "DeviceError", "DtypeEr
            "History", "InternalError", "InvalidArgumentError", "IoError", "LimitError",
            "NotFoundError", "OutOfMemoryError", "Page", "ParseError", "PortInfo", "Problem", "SchemaError",
            "ShapeError", "TimedOutError", "UnsupportedError", "block", "blocks", "bfloat16",
-           "devices", "library_path", "load", "loads", "ops"]
+           "devices", "error_codes", "job", "library_path", "load", "loads", "ops", "rank",
+           "size"]
 
 # Tracebacks and reprs say blockflow.ShapeError, not blockflow._errors.ShapeError.
 for _name in __all__:

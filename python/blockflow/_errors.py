@@ -122,6 +122,14 @@ _BY_STATUS = {cls.status: cls for cls in (
     NotFoundError, InternalError)}
 
 
+def error_codes():
+    """The stable error codes of blockflow (BF_ERROR_CODE_MAP), code -> meaning, in the
+    library's order: every `Error.code` and `Problem.code` is one of them."""
+    names = ctypes.POINTER(ctypes.c_char_p)()
+    n = lib.bf_error_codes(ctypes.byref(names))
+    return {text(names[i]): text(lib.bf_error_code_meaning(names[i])) for i in range(n)}
+
+
 def _format(e):
     buf = ctypes.create_string_buffer(1024)
     lib.bf_error_format(ctypes.byref(e), buf, len(buf))

@@ -7,7 +7,8 @@ long bf_session_run lets other Python threads go on.
 The library is looked for, first found wins:
   1. the file named by the environment variable BLOCKFLOW_LIBRARY;
   2. libblockflow.so inside this package (a `pip install ./python` made after a build bundles it);
-  3. the path recorded by CMake's install target (_install_paths.py, written at install time);
+  3. the library installed with this package by CMake's install target (_install_paths.py holds
+     its path relative to this folder, so an install under any --prefix finds its own copy);
   4. the repository's build tree, build/libblockflow.so next to python/ (PYTHONPATH=python);
   5. the system loader (LD_LIBRARY_PATH, ldconfig's cache).
 """
@@ -54,6 +55,17 @@ class BfConfig(Structure):
         ("cudnn_workspace_mb", c_int),
         ("max_cache_bytes", c_uint64),
         ("no_cache", c_int),
+        ("distributed", c_int),
+        ("deterministic_reduce", c_int),
+    ]
+
+
+class BfGradOptions(Structure):
+    """struct bf_grad_options."""
+    _fields_ = [
+        ("optimizer", c_char_p),
+        ("data_parallel", c_int),
+        ("ranks", c_int),
     ]
 
 
@@ -142,12 +154,27 @@ class BfStepOptions(Structure):
     ]
 
 
+class BfTensorStats(Structure):
+    """struct bf_tensor_stats (bf_tensor_stats_of)."""
+    _fields_ = [
+        ("count", c_int64),
+        ("finite", c_int64),
+        ("nan", c_int64),
+        ("inf", c_int64),
+        ("min", c_double),
+        ("max", c_double),
+        ("mean", c_double),
+        ("std", c_double),
+    ]
+
+
 # Every struct above is also declared in include/blockflow.h; tests/python/test_structs.py
 # parses the header and fails when a field list here no longer matches it.
 STRUCTS = {"bf_error": BfError, "bf_config": BfConfig, "bf_block_stats": BfBlockStats,
            "bf_run_options": BfRunOptions, "bf_port_shape": BfPortShape,
            "bf_explain_options": BfExplainOptions, "bf_gradcheck_options": BfGradcheckOptions,
-           "bf_step_options": BfStepOptions}
+           "bf_step_options": BfStepOptions, "bf_grad_options": BfGradOptions,
+           "bf_tensor_stats": BfTensorStats}
 
 DEVICE_KINDS = {"auto": 0, "cpu": 1, "gpu": 2}   # enum bf_device_kind
 
@@ -158,6 +185,10 @@ _PTR = POINTER(c_void_p)
 # bf_diags) are plain c_void_p; a status is c_int.
 _SIGNATURES = {
     "bf_status_name": (c_char_p, [c_int]),
+    "bf_error_codes": (c_size_t, [POINTER(POINTER(c_char_p))]),
+    "bf_error_code_meaning": (c_char_p, [c_char_p]),
+    "bf_tensor_stats_of": (None, [c_void_p, POINTER(BfTensorStats)]),
+    "bf_tensor_load_npy_mem": (c_int, [c_void_p, c_void_p, c_size_t, c_char_p, _PTR, _ERR]),
     "bf_strerror": (c_char_p, [c_int]),
     "bf_error_format": (c_int, [_ERR, c_char_p, c_size_t]),
     "bf_diags_new": (c_void_p, []),
@@ -185,6 +216,9 @@ _SIGNATURES = {
     "bf_context_config": (POINTER(BfConfig), [c_void_p]),
     "bf_context_has_gpu": (c_int, [c_void_p]),
     "bf_context_devices": (c_char_p, [c_void_p]),
+    "bf_context_rank": (c_int, [c_void_p]),
+    "bf_context_size": (c_int, [c_void_p]),
+    "bf_context_job": (c_char_p, [c_void_p]),
     "bf_block_catalog_json": (c_int, [c_char_p, POINTER(c_void_p), _ERR]),
     "bf_string_free": (None, [c_void_p]),
     "bf_page_load_file": (c_int, [c_void_p, c_char_p, _PTR, c_void_p, _ERR]),
@@ -250,6 +284,9 @@ _SIGNATURES = {
     "bf_session_load_state": (c_int, [c_void_p, c_char_p, _ERR]),
     "bf_session_build_gradients": (c_int, [c_void_p, c_char_p, POINTER(c_char_p), c_int,
                                            c_char_p, POINTER(c_void_p), _ERR]),
+    "bf_session_build_gradients_opts": (c_int, [c_void_p, c_char_p, POINTER(c_char_p), c_int,
+                                                POINTER(BfGradOptions), POINTER(c_void_p),
+                                                _ERR]),
     "bf_session_check_gradients": (c_int, [c_void_p, c_char_p, POINTER(BfGradcheckOptions),
                                            POINTER(c_void_p), _ERR]),
 }
@@ -264,7 +301,7 @@ def _candidates():
     paths = [here / "libblockflow.so"]
     try:
         from . import _install_paths  # written by CMake's install target only
-        paths.append(Path(_install_paths.LIBRARY))
+        paths.append(here / _install_paths.LIBRARY)  # relative to here (absolute stays so)
     except ImportError:
         pass
     paths.append(here.parent.parent / "build" / "libblockflow.so")

@@ -43,7 +43,7 @@ from ._lib import (BF_MAX_RANK, DEVICE_KINDS, LOAD_INCOMPLETE, BfConfig, BfExpla
 from ._train import Training, gradcheck_options
 
 _LIMITS = ("max_session_bytes", "max_tensor_elements", "max_page_bytes", "max_blocks",
-           "max_json_depth", "confine_files")
+           "max_json_depth", "confine_files", "deterministic_reduce")
 
 
 class _Context:
@@ -789,3 +789,20 @@ def _catalog(type_name):
 def devices():
     """A one-line description of the devices ("cpu: 2 threads, avx512; gpu: none ...")."""
     return text(lib.bf_context_devices(context().ptr))
+
+
+def rank():
+    """This process's rank in its MPI job (`mpirun -np K python3 script.py`); 0 in one process.
+    Every rank of a job must make the same calls (load, run, step, save_state) in the same order:
+    the library's collective calls pair them up. Rank 0 writes checkpoints."""
+    return lib.bf_context_rank(context().ptr)
+
+
+def size():
+    """The number of ranks in this process's MPI job; 1 in one process."""
+    return lib.bf_context_size(context().ptr)
+
+
+def job():
+    """A one-line description of the job ("one process", "Open MPI v4.1.4: rank 0 of 2")."""
+    return text(lib.bf_context_job(context().ptr))

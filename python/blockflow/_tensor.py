@@ -56,8 +56,24 @@ _NUMPY = {"float16": np.dtype(np.float16), "float32": np.dtype(np.float32),
           "int64": np.dtype(np.int64)}
 
 
+_DTYPE_OF = {}  # numpy dtype -> bf_dtype or None, filled as dtypes are met
+
+
 def bf_dtype_of(dtype):
     """The bf_dtype value for a numpy dtype (any byte order), or None when unsupported."""
+    try:
+        return _DTYPE_OF[dtype]
+    except (KeyError, TypeError):  # TypeError: unhashable (a dtype given as a list)
+        pass
+    found = _bf_dtype_of(dtype)
+    try:
+        _DTYPE_OF[dtype] = found
+    except TypeError:
+        pass
+    return found
+
+
+def _bf_dtype_of(dtype):
     dtype = np.dtype(dtype)
     if BFLOAT16 is not None and dtype == BFLOAT16:
         return BF_DTYPE["bfloat16"]
@@ -114,7 +130,7 @@ def _plan(arr, want, block, cast):
     """(bf_dtype, numpy dtype to fill, source array) to feed `arr` where bf_dtype `want` (None:
     unknown) is expected, converting as numpy's casting rule `cast` allows."""
     if cast not in _CASTS:
-        raise _errors.python_error(_errors.InvalidArgumentError, "bad_cast",
+        raise _errors.python_error(_errors.InvalidArgumentError, "bad_argument",
                                    f"cast must be one of {', '.join(_CASTS)}, got {cast!r}",
                                    block=block)
     have = bf_dtype_of(arr.dtype)
@@ -235,11 +251,12 @@ def adopt(t):
     return arr.view(BFLOAT16) if dt == "bfloat16" else arr
 
 
-def take(s, block, port):
+def take(s, block, port, err=None):
     """The result of output `port` (bytes or None) of `block` (bytes), handed over by the
-    session (bf_session_take_output) as a numpy array, without a copy."""
+    session (bf_session_take_output) as a numpy array, without a copy. `err`: a BfError to
+    reuse (None: a new one)."""
     t = ctypes.c_void_p()
-    err = _errors.new_error()
+    err = err if err is not None else _errors.new_error()
     _errors.check(lib.bf_session_take_output(s, block, port, ctypes.byref(t),
                                              ctypes.byref(err)), err)
     return adopt(t)

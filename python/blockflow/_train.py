@@ -38,8 +38,8 @@ import threading
 
 from . import _errors, _tensor
 from ._errors import InvalidArgumentError, NotFoundError, python_error
-from ._lib import (DEVICE_KINDS, STEP_CB, BfGradcheckOptions, BfStepOptions, cstr, lib, new,
-                   split_ref, take_string, text)
+from ._lib import (DEVICE_KINDS, STEP_CB, BfGradcheckOptions, BfGradOptions, BfStepOptions,
+                   cstr, lib, new, split_ref, take_string, text)
 
 _MAX_STEPS = 1 << 62  # "until the callback or the epoch count stops it"
 
@@ -417,7 +417,8 @@ class Training:
                                                     ctypes.byref(err)), err)
 
     # ---- gradients --------------------------------------------------------------------------
-    def build_gradients(self, loss, wrt=None, optimizer=None):
+    def build_gradients(self, loss, wrt=None, optimizer=None, *, data_parallel=False,
+                        ranks=None):
         """Add the backward pass of the whole page, as tf.gradients builds it, and optionally
         the optimizer's update blocks (one edit: all or nothing).
 
@@ -426,8 +427,12 @@ class Training:
                    depends on.
         optimizer: None (gradients only), "sgd:LR", "momentum:LR:MOMENTUM", "adam:LR" or
                    "adam:LR:BETA1:BETA2:EPSILON".
+        data_parallel: an AllReduce (mean) on every Variable's gradient, for a job of `ranks`
+                   ranks (None: this job's, blockflow.size()); the page's data blocks marked
+                   shard "batch" give each rank its part of the batch.
         Returns {"loss", "gradients": {variable: gradient ref}, "updates": {variable: update
-        block}, "blocks": [every new id]}. Raises NotFoundError, ShapeError, UnsupportedError
+        block}, "blocks": [every new id]} (and "all_reduce": {variable: block} when
+        data_parallel). Raises NotFoundError, ShapeError, UnsupportedError
         (a block on the way without a gradient, named), InvalidArgumentError (bad optimizer
         text, a loss that depends on no Variable).
         """
@@ -437,9 +442,10 @@ class Training:
             c_ids = (ctypes.c_char_p * max(len(ids), 1))(*[cstr(i) for i in ids])
         with self._lock:
             out, err = ctypes.c_void_p(), _errors.new_error()
-            status = lib.bf_session_build_gradients(
+            opts = BfGradOptions(cstr(optimizer), 1 if data_parallel else 0, int(ranks or 0))
+            status = lib.bf_session_build_gradients_opts(
                 self._session(True), cstr(loss), c_ids, len(ids) if ids is not None else 0,
-                cstr(optimizer), ctypes.byref(out), ctypes.byref(err))
+                ctypes.byref(opts), ctypes.byref(out), ctypes.byref(err))
             self._placeholder_dtypes = None
             with _naming([loss] + (ids or [])):
                 _errors.check(status, err)

@@ -16,6 +16,7 @@ lent, not copied) until the next call of its signature, or clear_cache().
                                               padding="SAME")
 
 Keyword-only extras: device ("auto", "cpu", "gpu") and threads (None: one per core).
+Ctrl-C cancels a call whose inputs total 64 MiB or more; a smaller call finishes first.
 Errors raise the same blockflow.Error subclasses as a page would, naming the op's block
 (its id is the op's TensorFlow name, e.g. "Conv2DBackpropFilter") and port.
 """
@@ -38,7 +39,11 @@ __all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input",
 
 _SIZES = ("filter_sizes", "input_sizes")  # int32 shape vectors: Const blocks
 CACHE_SIZE = 64          # op signatures whose session is kept
-_INTERRUPTIBLE = 1 << 22  # inputs of at least this many bytes run where Ctrl-C can cancel
+# Inputs of at least this many bytes run on a helper thread, where Ctrl-C can cancel them
+# (Page.run's way); smaller calls run on the calling thread: handing a run to another thread
+# and back costs two wake-ups, 4 ms on a loaded 2-core machine (bench/RESULTS.md), and a
+# Ctrl-C then waits for the call to end.
+_INTERRUPTIBLE = 64 << 20
 
 
 def _list(v):
@@ -59,7 +64,8 @@ class _Op:
         self.lock = threading.Lock()
         self.op = cstr(op)
         # (port name, C name, bf_dtype, numpy dtype) per tensor input
-        self.ports = [(p, cstr(p), _tensor.bf_dtype_of(d), d) for p, d in ports.items()]
+        self.ports = [(p, cstr(p), _tensor.bf_dtype_of(d), d.newbyteorder("="))
+                      for p, d in ports.items()]
         self.opts = new(BfRunOptions)
         lib.bf_run_options_init(ctypes.byref(self.opts))
         self.err = _errors.new_error()
@@ -79,6 +85,8 @@ class _Op:
         ctx = self.page._ctx.ptr
         err = self.err
         t = ctypes.c_void_p()
+        # Until every input is fed, the session may still read the last call's arrays too.
+        self.keep = (self.keep, arrays)
         for port, c_port, dt, np_dtype in self.ports:
             a = arrays[port]
             flags = a.flags
@@ -90,13 +98,16 @@ class _Op:
                 t = _tensor.feed_tensor(ctx, a, block=port, cast="no", copy=True)[0]
             # The session takes t, on failure too.
             _errors.check(lib.bf_session_feed_tensor(s, c_port, t, ctypes.byref(err)), err)
-        self.keep = arrays  # what the session's feeds read
-        if sum(a.nbytes for a in arrays.values()) >= _INTERRUPTIBLE:
+        self.keep = arrays  # what the session's feeds read from now on
+        nbytes = 0
+        for a in arrays.values():
+            nbytes += a.nbytes
+        if nbytes >= _INTERRUPTIBLE:
             status = Page._run_interruptible(s, self.opts, None, err)
         else:
             status = lib.bf_session_run(s, ctypes.byref(self.opts), None, ctypes.byref(err))
         _errors.check(status, err)
-        return _tensor.take(s, self.op, None)
+        return _tensor.take(s, self.op, None, err)
 
 
 _cache = OrderedDict()
@@ -129,9 +140,9 @@ def _run_op(op, inputs, attrs, device, threads):
                 _errors.DtypeError, "unsupported_dtype",
                 f"numpy dtype {arr.dtype} is not supported", block=op, port=port)
         arrays[port] = arr
-        ports[port] = arr.dtype.newbyteorder("=")
-    key = (op, tuple((k, _freeze(v)) for k, v in attrs.items()),
-           tuple((p, d.str) for p, d in ports.items()), tuple(sizes), device, threads)
+        ports[port] = arr.dtype
+    key = (op, tuple([(k, _freeze(v)) for k, v in attrs.items()]), tuple(ports.items()),
+           tuple(sizes), device, threads)
     with _cache_lock:
         entry = _cache.get(key)
         if entry is not None:

@@ -1,9 +1,10 @@
 /*
  * cuda.c - the CUDA device (STYLE R11): probing the GPUs, device memory, copies, and the
  * per-session state (a stream, a cuDNN handle, a cuBLAS handle made on first use and the
- * algorithm cache, see cuda_ctx.h).
+ * algorithm cache, see cuda_ctx.h). Part of the CUDA backend, libblockflow_cuda.so, which
+ * the core loads when present (cuda_api.h, cuda_loader.c).
  *
- * The library links the CUDA runtime and cuDNN (cuBLAS is loaded when a MatMul first runs on
+ * The backend links the CUDA runtime and cuDNN (cuBLAS is loaded when a MatMul first runs on
  * a GPU) but never assumes a GPU: on a machine with the toolkit and no driver or no device,
  * cudaGetDeviceCount fails (cudaErrorNoDevice, cudaErrorInsufficientDriver, ...) and the probe
  * returns 0 with that text, so everything runs on the CPU. Every CUDA, cuDNN and cuBLAS call is
@@ -117,11 +118,11 @@ static bf_status cuda_session_init(bf_device *dev, const bf_config *cfg, void **
     *device_ctx = NULL;
     CUDA_TRY(cudaSetDevice(dev->ordinal), "cudaSetDevice");
     bf_cuda_ctx *c = bf_calloc(1, sizeof *c);
-    if (!c) return bf_err(err, BF_ENOMEM, "oom", "out of memory for the CUDA session state");
+    if (!c) return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory for the CUDA session state");
     c->ordinal = dev->ordinal;
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
         bf_free(c);
-        return bf_err(err, BF_EINTERNAL, "mutex", "pthread_mutex_init failed");
+        return bf_err(err, BF_EINTERNAL, "thread_error", "pthread_mutex_init failed");
     }
     c->autotune = cfg && cfg->cudnn_autotune;
     c->any_algo = cfg && cfg->cudnn_nondeterministic;
@@ -229,7 +230,7 @@ static const bf_device_ops cuda_ops = {
     .session_free = cuda_session_free,
 };
 
-int bf_cuda_probe(bf_device *devs, int cap, char *why, size_t why_size) {
+int bf_cuda_dev_probe(bf_device *devs, int cap, char *why, size_t why_size) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
@@ -273,7 +274,7 @@ int bf_cuda_probe(bf_device *devs, int cap, char *why, size_t why_size) {
     return n;
 }
 
-void bf_cuda_release(bf_device *devs, int n) {
+void bf_cuda_dev_release(bf_device *devs, int n) {
     /* The probe keeps no per-device state (impl stays NULL); sessions own their streams. */
     for (int i = 0; i < n; i++)
         devs[i].impl = NULL;

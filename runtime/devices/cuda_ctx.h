@@ -3,8 +3,8 @@
  * in devices/cuda.c makes one bf_cuda_ctx per session and hands it out as bf_exec.device_ctx;
  * the kernels in blocks/{nn,array,math}_ops/cuda/ read it. It owns the session's cuDNN
  * handle, its cuBLAS handle (made on first use) and the cache of convolution algorithms
- * chosen per shape. Plain C so that both cuda.c and the .cu files include it; only CUDA builds
- * see it.
+ * chosen per shape. Plain C so that both cuda.c and the .cu files include it; only the CUDA
+ * backend (libblockflow_cuda.so) sees it.
  */
 #ifndef BF_CUDA_CTX_H
 #define BF_CUDA_CTX_H
@@ -88,6 +88,15 @@ typedef struct bf_cuda_ctx {
  * Errors: BF_EDEVICE (the library or a function missing, cublasCreate failing), with why.
  */
 bf_status bf_cuda_ctx_cublas(bf_cuda_ctx *c, bf_error *err);
+
+/*
+ * The backend's device probe and release (devices/cuda.c), behind the table's probe and
+ * release (cuda_api.h): bf_cuda_probe in the core loads the backend and calls these. Fill
+ * `devs` with the GPUs found (sm_80 or newer, cuDNN 9 or newer) and return their number, or
+ * 0 with the reason in `why` (no driver, no device...).
+ */
+int bf_cuda_dev_probe(struct bf_device *devs, int cap, char *why, size_t why_size);
+void bf_cuda_dev_release(struct bf_device *devs, int n);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,8 @@
  * timed for a fraction of a second with --dtype f64 and an explicit --isa, its JSON rows read
  * back (dtype, isa, a finite positive median, no oneDNN figure or mode), the text header naming
  * the dtype and ISA, the defaults (f32, the best ISA this CPU runs), and the usage errors of
- * the new flags (an unknown or unsupported --isa, an unknown --dtype: exit 2 with a message).
+ * the new flags (an unknown or unsupported --isa, an unknown --dtype: exit 2 with a message),
+ * and --clock cpu (process CPU time per call, named in the rows and the header).
  * The run with peers is test_bench_peer.c (skipped where the oneDNN peer is not built).
  */
 #include "cli_harness.h"
@@ -118,11 +119,46 @@ START_TEST(bad_isa_and_dtype_exit_2) {
 }
 END_TEST
 
+/* --clock cpu times calls in process CPU time and says so in every JSON row and the header;
+   the default is wall time; another clock name is a usage error. */
+START_TEST(clock_cpu_in_rows_and_header) {
+    bf_write_file(bf_sp("cases.json"), tiny_case);
+    static const char *const clocks[] = {"cpu", "wall"};
+    for (int i = 0; i < 2; i++) {
+        bf_result r = RUN("bench", "--clock", clocks[i], "--no-peers", "--json", "--threads",
+                          "1", "--rounds", "2", "--time", "0.03", "--ops", "fwd", "--cases",
+                          bf_sp("cases.json"));
+        ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+        cJSON *j = cJSON_Parse(r.out);
+        ck_assert_msg(j != NULL, "not JSON: %s", r.out);
+        ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "clock")), clocks[i]);
+        const cJSON *lo = cJSON_GetObjectItem(j, "min_ms"), *med = cJSON_GetObjectItem(j, "median_ms");
+        ck_assert(cJSON_IsNumber(lo) && cJSON_IsNumber(med) && lo->valuedouble > 0 &&
+                  lo->valuedouble <= med->valuedouble);
+        cJSON_Delete(j);
+        bf_result_free(&r);
+    }
+    bf_result r = RUN("bench", "--clock", "cpu", "--no-peers", "--threads", "1", "--rounds", "1",
+                      "--time", "0.02", "--ops", "fwd", "--cases", bf_sp("cases.json"));
+    ck_assert_msg(r.status == 0 && strstr(r.out, ", CPU time, peers:"), "%s", r.out);
+    bf_result_free(&r);
+    r = RUN("bench", "--json", "--no-peers", "--threads", "1", "--rounds", "1", "--time", "0.02",
+            "--ops", "fwd", "--cases", bf_sp("cases.json"));
+    ck_assert_msg(r.status == 0 && strstr(r.out, "\"clock\":\"wall\""), "%s", r.out);
+    bf_result_free(&r);
+    r = RUN("bench", "--clock", "tsc", "--no-peers", "--cases", bf_sp("cases.json"));
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "usage: blockflow bench"));
+    bf_result_free(&r);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("bench");
     TCase *tc = tcase_create("cpu");
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, bf_scratch_setup, bf_scratch_teardown);
+    tcase_add_test(tc, clock_cpu_in_rows_and_header);
     tcase_add_test(tc, f64_and_isa_in_json_rows);
     tcase_add_test(tc, defaults_are_f32_and_best_isa);
     tcase_add_test(tc, bad_isa_and_dtype_exit_2);

@@ -21,11 +21,13 @@
 #include "bf_test.h"
 #include "cli_harness.h"
 #include "graph.h"
+#include "symgrad.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* UTF-8 -> UTF-16LE with a BOM, as enuSpace writes its files. */
 static unsigned char *utf16(const char *s, size_t *len) {
@@ -424,37 +426,82 @@ START_TEST(task_json_and_svg_agree) {
 }
 END_TEST
 
-/* An unsupported block and a wire from its indexed output. */
-static const char *grads_page =
+/* An unsupported block (Unstack) and a wire from its indexed output. */
+static const char *unstack_page =
     SVG_HEAD
-    USE("x", "Const") PIN("val", "[2]", "float", "1;2") "</use>\n"
-    USE("g", "AddSymbolicGradients") PIN("outputs", "", "string", "") PIN("inputs", "", "string", "") "</use>\n"
-    LINK("x", "output", "g", "outputs") LINK("x", "output", "g", "inputs")
+    USE("x", "Const") PIN("val", "[4][2]", "float", "1;2;3;4;5;6;7;8") "</use>\n"
+    USE("u", "Unstack") PIN("num", "", "string", "4") "</use>\n"
+    LINK("x", "output", "u", "value")
     USE("n", "Negate") PIN("x", "", "string", "") "</use>\n"
-    LINK("g", "grad_outputs[3]", "n", "x")
+    LINK("u", "output[3]", "n", "x")
     USE("S", "ClientSession") "</use>\n" LINK("n", "y", "S", "fetch_outputs")
     "</svg>\n";
 
 START_TEST(unsupported_blocks_listed_or_placeholders) {
     enu_result r;
-    ck_assert(import(grads_page, true, NULL, 0, false, &r) != 0);
-    ck_assert_msg(strstr(r.error, "\"g\" (AddSymbolicGradients)") && strstr(r.error, "--partial"),
-                  "%s", r.error);
+    ck_assert(import(unstack_page, true, NULL, 0, false, &r) != 0);
+    ck_assert_msg(strstr(r.error, "\"u\" (Unstack)") && strstr(r.error, "partial import"), "%s", r.error);
     cJSON *rep = cJSON_Parse(r.report_json);
     cJSON *u = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "unsupported"), 0);
-    ck_assert_str_eq(cJSON_GetObjectItem(u, "id")->valuestring, "g");
+    ck_assert_str_eq(cJSON_GetObjectItem(u, "id")->valuestring, "u");
     ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(u, "feeds"), 0)->valuestring,
-                     "n:x <- grad_outputs[3]");
+                     "n:x <- output[3]");
     cJSON_Delete(rep);
     enu_result_free(&r);
 
-    ck_assert_msg(!import(grads_page, true, NULL, 0, true, &r), "%s", r.error);
+    ck_assert_msg(!import(unstack_page, true, NULL, 0, true, &r), "%s", r.error);
     cJSON *p = cJSON_Parse(r.page_json);
-    ck_assert_str_eq(cJSON_GetObjectItem(block(p, "g"), "type")->valuestring, "Placeholder");
-    ck_assert_str_eq(input(block(p, "n"), "x"), "g");
-    ck_assert_ptr_nonnull(strstr(r.report_json, "\"placeholder\":\"g\""));
+    ck_assert_str_eq(cJSON_GetObjectItem(block(p, "u"), "type")->valuestring, "Placeholder");
+    ck_assert_str_eq(input(block(p, "n"), "x"), "u");
+    ck_assert_ptr_nonnull(strstr(r.report_json, "\"placeholder\":\"u\""));
     cJSON_Delete(p);
     enu_result_free(&r);
+}
+END_TEST
+
+/* AddSymbolicGradients: grad_outputs[k] is the gradient of its output with respect to its
+ * k-th input, built by blockflow's gradient builder; here d(sum(w^2))/dw = 2w, negated. */
+static const char *symgrad_page =
+    SVG_HEAD
+    USE("w", "Variable") PIN("dtype", "", "string", "") PIN("initvalues", "[3]", "double", "1;-2;0.5") "</use>\n"
+    USE("v", "Variable") PIN("dtype", "", "string", "") PIN("initvalues", "[3]", "double", "3;3;3") "</use>\n"
+    USE("sq", "Square") "</use>\n" LINK("w", "ref", "sq", "x")
+    USE("m", "Multiply") "</use>\n" LINK("sq", "y", "m", "x") LINK("v", "ref", "m", "y")
+    USE("loss", "Sum") PIN("axis", "", "string", "0") "</use>\n" LINK("m", "z", "loss", "input")
+    USE("g", "AddSymbolicGradients") "</use>\n"
+    LINK("loss", "output", "g", "outputs") LINK("v", "ref", "g", "inputs") LINK("w", "ref", "g", "inputs")
+    USE("n", "Negate") "</use>\n" LINK("g", "grad_outputs[1]", "n", "x")
+    USE("n0", "Negate") "</use>\n" LINK("g", "grad_outputs[0]", "n0", "x")
+    USE("S", "ClientSession") "</use>\n" LINK("n", "y", "S", "fetch_outputs") LINK("n0", "y", "S", "fetch_outputs")
+    "</svg>\n";
+
+START_TEST(add_symbolic_gradients_built) {
+    enu_result r;
+    ck_assert_msg(!import(symgrad_page, true, NULL, 0, false, &r), "%s", r.error);
+    ck_assert_ptr_nonnull(strstr(r.page_json, "symbolic_gradients"));
+    bf_context *ctx = NULL;
+    ck_assert_int_eq(bf_context_new(NULL, &ctx, NULL), BF_OK);
+    char *built = NULL, why[600];
+    ck_assert_msg(!enu_build_symbolic_gradients(ctx, r.page_json, "t", NULL, &built, why,
+                                                sizeof why), "%s", why);
+    ck_assert_ptr_nonnull(built);
+    ck_assert_ptr_null(strstr(built, "Placeholder"));
+    /* -d/dw sum(v w^2) = -2 v w; -d/dv = -w^2 */
+    double w[3] = {1, -2, 0.5};
+    for (int k = 0; k < 3; k++) {
+        ck_assert_double_eq_tol(run_first(built, "n", k), -2 * 3 * w[k], 1e-12);
+        ck_assert_double_eq_tol(run_first(built, "n0", k), -w[k] * w[k], 1e-12);
+    }
+    bf_string_free(built);
+    /* one output is needed: an AddSymbolicGradients without any is a clean error */
+    enu_result_free(&r);
+    const char *bad = SVG_HEAD USE("g", "AddSymbolicGradients") "</use>\n"
+        USE("n", "Negate") "</use>\n" LINK("g", "grad_outputs[0]", "n", "x") "</svg>\n";
+    ck_assert_msg(!import(bad, true, NULL, 0, false, &r), "%s", r.error);
+    ck_assert(enu_build_symbolic_gradients(ctx, r.page_json, "t", NULL, &built, why, sizeof why));
+    ck_assert_msg(strstr(why, "\"g\"") && strstr(why, "0 outputs"), "%s", why);
+    enu_result_free(&r);
+    bf_context_free(ctx);
 }
 END_TEST
 
@@ -508,8 +555,8 @@ START_TEST(hostile_input) {
                  "\"c\"", "twice");
     expect_error(SVG_HEAD USE("n", "Negate") PIN("x", "", "string", "") "</use>" LINK("nope", "output", "n", "x") "</svg>",
                  NULL, 0, "\"nope\"", NULL);
-    expect_error(SVG_HEAD USE("n", "Negate") PIN("x", "", "string", "") "</use></svg>", NULL, 0,
-                 "\"n\"", "\"x\"");
+    expect_error(SVG_HEAD USE("n", "Negate") PIN("x", "", "string", "") "</use>" SESSION("n") "</svg>",
+                 NULL, 0, "\"n\"", "\"x\"");
     /* not a page at all */
     expect_error("hello", NULL, 0, "neither", NULL);
     expect_error("{\"objects\": []}", NULL, 0, "\"object\"", NULL);
@@ -530,6 +577,9 @@ START_TEST(ids_made_valid) {
     ck_assert_str_eq(input(n, "x"), "a_b_c");
     ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "x-enuspace"), "id")->valuestring,
                      ".hidden");
+    cJSON *ids = cJSON_GetObjectItem(cJSON_GetObjectItem(p, "x-enuspace"), "ids");
+    ck_assert_str_eq(cJSON_GetObjectItem(ids, "a/b:c")->valuestring, "a_b_c");
+    ck_assert_str_eq(cJSON_GetObjectItem(ids, ".hidden")->valuestring, "b.hidden");
     cJSON_Delete(p);
     enu_result_free(&r);
 }
@@ -563,15 +613,153 @@ START_TEST(cli_import) {
     char bad[4096], bad_out[4096];
     snprintf(bad, sizeof bad, "%s", bf_sp("bad.svg"));
     snprintf(bad_out, sizeof bad_out, "%s", bf_sp("bad.json"));
-    bf_write_file(bad, SVG_HEAD USE("g", "AddSymbolicGradients") "</use></svg>");
+    bf_write_file(bad, SVG_HEAD USE("g", "Unstack") "</use>" USE("n", "Negate") "</use>" LINK("g", "output[1]", "n", "x") SESSION("n") "</svg>");
     r = bf_run(NULL, (const char *[]){"import", bad, "-o", bad_out, NULL});
     ck_assert_int_eq(r.status, 3);
-    ck_assert_ptr_nonnull(strstr(r.err, "AddSymbolicGradients"));
+    ck_assert_ptr_nonnull(strstr(r.err, "Unstack"));
     ck_assert(!bf_exists(bad_out));
     bf_result_free(&r);
     r = bf_run(NULL, (const char *[]){"import", NULL});
     ck_assert_int_eq(r.status, 2);
     bf_result_free(&r);
+}
+END_TEST
+
+
+/* The MNIST reader pipeline, the one-hot chain, a Switch-gated Assign, a Save chain and the
+ * counters that only schedule them (FORMAT.md 7.9), on IDX files of 4 "images" of 2x2. */
+#define CONSTEX(id, val, shape, type, dt) USE(id, "Const_ex") PIN("val", shape, type, val) PIN("dtype", "", "string", dt) "</use>\n"
+static const char *pipeline_page =
+    SVG_HEAD
+    /* images */
+    USE("q1", "FIFOQueue") PIN("component_types", "", "string", "DT_STRING") "</use>\n"
+    USE("rd1", "FixedLengthRecordReader") PIN("record_bytes", "", "string", "4") PIN("attrs", "", "string", "header_bytes_ = 16;footer_bytes_ = 0;") "</use>\n"
+    USE("rr1", "ReaderReadUpTo") PIN("num_records", "", "string", "2") "</use>\n"
+    LINK("rd1", "reader_handle", "rr1", "reader_handle") LINK("q1", "handle", "rr1", "queue_handle")
+    USE("qs", "QueueSize") "</use>\n" LINK("q1", "handle", "qs", "handle")
+    USE("empty", "Equal") PIN("y", "", "string", "0") "</use>\n" LINK("qs", "size", "empty", "x")
+    CONSTEX("path1", "C:\\\\data\\\\dataset\\\\imgs.idx", "", "string", "DT_STRING")
+    USE("sw1", "Switch") "</use>\n" LINK("path1", "output", "sw1", "data") LINK("empty", "z", "sw1", "pred")
+    USE("il1", "InputList") "</use>\n" LINK("sw1", "output_true", "il1", "outputlist")
+    USE("enq1", "QueueEnqueue") "</use>\n" LINK("q1", "handle", "enq1", "handle") LINK("il1", "output", "enq1", "components")
+    USE("dec1", "DecodeRaw") PIN("out_type", "", "string", "DT_UINT8") "</use>\n" LINK("rr1", "values", "dec1", "bytes")
+    USE("castx", "Cast") PIN("DstT", "", "string", "DT_FLOAT") "</use>\n" LINK("dec1", "output", "castx", "x")
+    USE("div", "Div") PIN("y", "", "string", "255.0f") "</use>\n" LINK("castx", "y", "div", "x")
+    /* labels */
+    USE("q2", "FIFOQueue") PIN("component_types", "", "string", "DT_STRING") "</use>\n"
+    USE("rd2", "FixedLengthRecordReader") PIN("record_bytes", "", "string", "1") PIN("attrs", "", "string", "header_bytes_ = 8;") "</use>\n"
+    USE("rr2", "ReaderReadUpTo") PIN("num_records", "", "string", "2") "</use>\n"
+    LINK("rd2", "reader_handle", "rr2", "reader_handle") LINK("q2", "handle", "rr2", "queue_handle")
+    CONSTEX("path2", "C:\\\\data\\\\dataset\\\\labels.idx", "", "string", "DT_STRING")
+    USE("sw2", "Switch") "</use>\n" LINK("path2", "output", "sw2", "data") LINK("empty", "z", "sw2", "pred")
+    USE("il2", "InputList") "</use>\n" LINK("sw2", "output_true", "il2", "outputlist")
+    USE("enq2", "QueueEnqueue") "</use>\n" LINK("q2", "handle", "enq2", "handle") LINK("il2", "output", "enq2", "components")
+    USE("dec2", "DecodeRaw") PIN("out_type", "", "string", "DT_UINT8") "</use>\n" LINK("rr2", "values", "dec2", "bytes")
+    USE("lab", "Cast") PIN("DstT", "", "string", "DT_INT32") "</use>\n" LINK("dec2", "output", "lab", "x")
+    /* the one-hot chain */
+    USE("ta", "TensorArray") PIN("size", "", "string", "2") PIN("dtype", "", "string", "DT_INT32") "</use>\n"
+    CONSTEX("rows", "0;1", "[2][1]", "float", "DT_INT32")
+    USE("tw1", "TensorArrayWrite") PIN("index", "", "string", "1") PIN("flow_in", "", "string", "0.5") "</use>\n"
+    LINK("ta", "handle", "tw1", "handle") LINK("lab", "y", "tw1", "value")
+    USE("tw0", "TensorArrayWrite") PIN("index", "", "string", "0") "</use>\n"
+    LINK("ta", "handle", "tw0", "handle") LINK("rows", "output", "tw0", "value") LINK("tw1", "flow_out", "tw0", "flow_in")
+    USE("tg", "TensorArrayGather") PIN("indices", "", "string", "{0,1}") PIN("dtype", "", "string", "DT_INT32") "</use>\n"
+    LINK("ta", "handle", "tg", "handle") LINK("tw0", "flow_out", "tg", "flow_in")
+    USE("trs", "Reshape") PIN("shape", "", "string", "{2,2}") "</use>\n" LINK("tg", "value", "trs", "tensor")
+    USE("c64", "Cast") PIN("DstT", "", "string", "DT_INT64") "</use>\n" LINK("trs", "output", "c64", "x")
+    CONSTEX("perm", "1;0", "[2]", "float", "DT_INT32")
+    USE("tp", "Transpose") "</use>\n" LINK("c64", "y", "tp", "x") LINK("perm", "output", "tp", "perm")
+    CONSTEX("oshape", "2;3", "[2]", "float", "DT_INT64")
+    CONSTEX("ones", "1;1", "[2]", "float", "DT_INT32")
+    CONSTEX("zero", "0", "", "string", "DT_INT32")
+    USE("std", "SparseToDense") "</use>\n"
+    LINK("tp", "y", "std", "sparse_indices") LINK("oshape", "output", "std", "output_shape")
+    LINK("ones", "output", "std", "sparse_values") LINK("zero", "output", "std", "default_value")
+    USE("yf", "Cast") PIN("DstT", "", "string", "DT_FLOAT") "</use>\n" LINK("std", "dense", "yf", "x")
+    /* the load schedule: counter, Mod 2, Equal 0, Switches gating the Assigns */
+    USE("cnt", "Variable") PIN("shape", "", "string", "{}") PIN("dtype", "", "string", "DT_INT32") PIN("initvalues", "", "string", "1") "</use>\n"
+    USE("inc", "Add") PIN("y", "", "string", "1") "</use>\n" LINK("cnt", "ref", "inc", "x")
+    USE("acnt", "Assign") "</use>\n" LINK("cnt", "ref", "acnt", "ref") LINK("inc", "z", "acnt", "value")
+    USE("mod", "Mod") PIN("y", "", "string", "2") "</use>\n" LINK("acnt", "output_ref", "mod", "x")
+    USE("load", "Equal") PIN("y", "", "string", "0") "</use>\n" LINK("mod", "z", "load", "x")
+    USE("X", "Variable") PIN("shape", "", "string", "{2,2}") PIN("dtype", "", "string", "") PIN("initvalues", "[2][4]", "float", "0;0;0;0;0;0;0;0") "</use>\n"
+    USE("Y", "Variable") PIN("dtype", "", "string", "") PIN("initvalues", "[2][3]", "float", "0;0;0;0;0;0") "</use>\n"
+    USE("gx", "Switch") "</use>\n" LINK("div", "z", "gx", "data") LINK("load", "z", "gx", "pred")
+    USE("gy", "Switch") "</use>\n" LINK("yf", "y", "gy", "data") LINK("load", "z", "gy", "pred")
+    USE("ax", "Assign") "</use>\n" LINK("X", "ref", "ax", "ref") LINK("gx", "output_true", "ax", "value")
+    USE("ay", "Assign") "</use>\n" LINK("Y", "ref", "ay", "ref") LINK("gy", "output_true", "ay", "value")
+    USE("opx", "Operation") "</use>\n" LINK("ax", "output_ref", "opx", "operation")
+    USE("opy", "Operation") "</use>\n" LINK("ay", "output_ref", "opy", "operation")
+    /* a Save of X, and an OneHot nothing feeds */
+    USE("gs", "Switch") "</use>\n" LINK("X", "ref", "gs", "data") LINK("load", "z", "gs", "pred")
+    USE("ils", "InputList") "</use>\n" LINK("gs", "output_true", "ils", "outputlist")
+    USE("save", "Save") PIN("filename", "", "string", "C:\\\\out\\\\trainX.t") PIN("tensor_names", "", "string", "{X}") "</use>\n"
+    LINK("ils", "output", "save", "data")
+    USE("stray", "OneHot") PIN("depth", "", "string", "10") PIN("on_value", "", "string", "1") PIN("off_value", "", "string", "0") "</use>\n"
+    USE("S", "ClientSession") "</use>\n"
+    LINK("X", "ref", "S", "fetch_outputs") LINK("Y", "ref", "S", "fetch_outputs") LINK("cnt", "ref", "S", "fetch_outputs")
+    LINK("enq1", "operation", "S", "run_outputs") LINK("enq2", "operation", "S", "run_outputs")
+    LINK("opx", "output", "S", "run_outputs") LINK("opy", "output", "S", "run_outputs") LINK("save", "operation", "S", "run_outputs")
+    "</svg>\n";
+
+START_TEST(mnist_pipeline_and_one_hot) {
+    /* 4 images of 2x2 and their labels, as IDX */
+    unsigned char imgs[16 + 16] = {0, 0, 8, 3, 0, 0, 0, 4, 0, 0, 0, 2, 0, 0, 0, 2};
+    for (int k = 0; k < 16; k++) imgs[16 + k] = (unsigned char)(10 * k + 5);
+    unsigned char labels[8 + 4] = {0, 0, 8, 1, 0, 0, 0, 4, 2, 0, 1, 2};
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/dataset", bf_scratch());
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    bf_write_bytes(bf_sp("dataset/imgs.idx"), imgs, sizeof imgs);
+    bf_write_bytes(bf_sp("dataset/labels.idx"), labels, sizeof labels);
+    enu_result r;
+    ck_assert_msg(!import(pipeline_page, true, NULL, 0, false, &r), "%s", r.error);
+    cJSON *p = cJSON_Parse(r.page_json), *rep = cJSON_Parse(r.report_json);
+    /* every mapping is in the report */
+    char *maps = cJSON_PrintUnformatted(cJSON_GetObjectItem(rep, "mappings"));
+    ck_assert_msg(strstr(maps, "reader pipeline dec1") && strstr(maps, "reader pipeline dec2") &&
+                  strstr(maps, "one-hot chain") && strstr(maps, "Assign ax of X through Switch gx") &&
+                  strstr(maps, "Save save of {X}"), "%s", maps);
+    free(maps);
+    ck_assert_str_eq(cJSON_GetObjectItem(block(p, "dec1_data"), "type")->valuestring, "Dataset");
+    ck_assert_str_eq(attr_str(block(p, "dec1_data"), "file"), "dataset/imgs.idx");
+    ck_assert_str_eq(cJSON_GetObjectItem(block(p, "std"), "type")->valuestring, "OneHot");
+    cJSON *b;
+    cJSON_ArrayForEach(b, cJSON_GetObjectItem(p, "blocks")) {
+        const char *id = cJSON_GetObjectItem(b, "id")->valuestring;
+        ck_assert_msg(strcmp(id, "cnt") && strcmp(id, "mod") && strcmp(id, "save") &&
+                      strcmp(id, "stray") && strcmp(id, "ta") && strcmp(id, "q1"),
+                      "%s should be dropped", id);
+    }
+    ck_assert_ptr_nonnull(strstr(r.report_json, "fetch of \\\"cnt\\\" (Variable) dropped"));
+    cJSON_Delete(p);
+    cJSON_Delete(rep);
+    /* step k assigns batch k-1 (read at step k+1): images / 255 and the labels one-hot */
+    bf_write_file(bf_sp("p.json"), r.page_json);
+    bf_context *ctx = NULL;
+    ck_assert_int_eq(bf_context_new(NULL, &ctx, NULL), BF_OK);
+    bf_page *pg = NULL;
+    bf_error e = {0};
+    ck_assert_msg(!bf_page_load_file(ctx, bf_sp("p.json"), &pg, NULL, &e), "%s", e.message);
+    bf_session *s = NULL;
+    ck_assert_int_eq(bf_session_new(ctx, pg, &s, &e), BF_OK);
+    for (int step = 1; step <= 3; step++) {
+        ck_assert_msg(bf_session_step(s, 1, NULL, NULL, &e) == BF_OK, "%s", e.message);
+        bf_tensor *x = NULL, *y = NULL;
+        ck_assert_int_eq(bf_session_read_state(s, "X", &x, &e), BF_OK);
+        ck_assert_int_eq(bf_session_read_state(s, "Y", &y, &e), BF_OK);
+        int batch = (step - 1) % 2; /* 4 records, batches of 2 */
+        for (int k = 0; k < 8; k++)
+            ck_assert_double_eq_tol(bf_tensor_get_f64(x, k), (10.0 * (8 * batch + k) + 5) / 255, 1e-6);
+        for (int row = 0; row < 2; row++)
+            for (int c = 0; c < 3; c++)
+                ck_assert(bf_tensor_get_f64(y, row * 3 + c) == (labels[8 + 2 * batch + row] == c));
+        bf_tensor_free(x);
+        bf_tensor_free(y);
+    }
+    bf_session_free(s);
+    bf_context_free(ctx);
+    enu_result_free(&r);
 }
 END_TEST
 
@@ -585,9 +773,11 @@ Suite *suite(void) {
     tcase_add_test(tc, binary_values_from_the_dat);
     tcase_add_test(tc, task_json_and_svg_agree);
     tcase_add_test(tc, unsupported_blocks_listed_or_placeholders);
+    tcase_add_test(tc, add_symbolic_gradients_built);
     tcase_add_test(tc, hostile_input);
     tcase_add_test(tc, ids_made_valid);
     tcase_add_test(tc, cli_import);
+    tcase_add_test(tc, mnist_pipeline_and_one_hot);
     suite_add_tcase(s, tc);
     return s;
 }

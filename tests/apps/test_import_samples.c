@@ -12,6 +12,7 @@
  */
 #include "bf_test.h"
 #include "graph.h"
+#include "symgrad.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -67,6 +68,14 @@ static bf_session *session_of(bf_context *ctx, sample *sm) {
     bf_page *page = NULL;
     bf_error e = {0};
     bf_diags *d = bf_diags_new();
+    char *built = NULL, why[600];
+    ck_assert_msg(!enu_build_symbolic_gradients(ctx, sm->r.page_json, "imported", bf_scratch(),
+                                                &built, why, sizeof why), "%s", why);
+    if (built) { /* AddSymbolicGradients, built as blockflow import builds it */
+        free(sm->r.page_json);
+        sm->r.page_json = strdup(built);
+        bf_string_free(built);
+    }
     if (bf_page_load_string(ctx, sm->r.page_json, strlen(sm->r.page_json), "imported",
                             bf_scratch(), &page, d, &e))
         ck_abort_msg("the imported page does not load: %s (%s)", e.message, e.block_id);
@@ -302,6 +311,50 @@ START_TEST(xor) { reproduce(data("1.5/Xor.svg"), 4, 30); }
 END_TEST
 START_TEST(xor2) { reproduce(data("1.5/Xor2.svg"), 4, 20); }
 END_TEST
+/* AddSymbolicGradients, its gradients built by blockflow's grad builder: the six
+ * ApplyGradientDescent results and everything else the page cached */
+START_TEST(add_symbolic_gradients) { reproduce(data("1.5/addsymbolicgradients.svg"), 6, 20); }
+END_TEST
+
+/* The 2.0 SVG page and the 2.0.1 Task JSON export of gradient_descent_xnwn_b describe the
+ * 1.5 page's graph (their caches were re-saved with one element each, so they are not
+ * compared): from the same initial values, 20 steps give the 1.5 page's W, b and cost. */
+START_TEST(gradient_descent_versions_agree) {
+    const char *pages[3] = {"1.5/gradient_descent_xnwn_b.svg", "2.0/gradient_descent_xnwn_b.svg",
+                            "2.0.1/gradient_descent_xnwn_b.json"};
+    const char *ids[3] = {"ID_COST", "ID_W", "ID_B"};
+    double got[3][3][3];
+    bf_context *ctx = ctx_new();
+    for (int p = 0; p < 3; p++) {
+        sample sm;
+        sample_open(&sm, data(pages[p]), false);
+        bf_session *s = session_of(ctx, &sm);
+        bf_error e = {0};
+        ck_assert_msg(bf_session_step(s, 20, NULL, NULL, &e) == BF_OK, "%s: %s", pages[p], e.message);
+        for (int v = 0; v < 3; v++) {
+            bf_tensor *t = NULL;
+            if (v == 0) {
+                const bf_tensor *c = bf_session_output(s, "ID_COST", NULL);
+                ck_assert_ptr_nonnull(c);
+                for (int k = 0; k < 3; k++) got[p][v][k] = bf_tensor_get_f64(c, k < bf_tensor_numel(c) ? k : 0);
+                continue;
+            }
+            ck_assert_msg(bf_session_read_state(s, ids[v], &t, &e) == BF_OK, "%s %s: %s", pages[p],
+                          ids[v], e.message);
+            for (int k = 0; k < 3; k++) got[p][v][k] = bf_tensor_get_f64(t, k < bf_tensor_numel(t) ? k : 0);
+            bf_tensor_free(t);
+        }
+        bf_session_free(s);
+        sample_close(&sm);
+    }
+    for (int p = 1; p < 3; p++)
+        for (int v = 0; v < 3; v++)
+            for (int k = 0; k < 3; k++)
+                ck_assert_msg(got[p][v][k] == got[0][v][k], "%s: %s[%d] = %.17g, the 1.5 page's %.17g",
+                              pages[p], v ? ids[v] : "ID_COST", k, got[p][v][k], got[0][v][k]);
+    bf_context_free(ctx);
+}
+END_TEST
 
 Suite *suite(void);
 Suite *suite(void) {
@@ -316,6 +369,8 @@ Suite *suite(void) {
     tcase_add_test(tc, gradient_descent_xnwn_b);
     tcase_add_test(tc, xor);
     tcase_add_test(tc, xor2);
+    tcase_add_test(tc, add_symbolic_gradients);
+    tcase_add_test(tc, gradient_descent_versions_agree);
     suite_add_tcase(s, tc);
     return s;
 }

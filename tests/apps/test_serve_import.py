@@ -40,14 +40,14 @@ BIG = svg('<use id="w" type="tensorflow" xlink:href="#Const"><pg-set-pin variabl
           '<polyline><pg-link from-id="w" param-from="output" to-id="n" param-to="x"></pg-link>'
           '</polyline>\n')
 BIG_DAT = struct.pack("<400f", *[i / 4 for i in range(400)])
-GRADS = svg('<use id="g" type="tensorflow" xlink:href="#AddSymbolicGradients"></use>\n'
+GRADS = svg('<use id="g" type="tensorflow" xlink:href="#Unstack"></use>\n'
             '<use id="n" type="tensorflow" xlink:href="#Negate"></use>\n'
-            '<polyline><pg-link from-id="g" param-from="grad_outputs[3]" to-id="n" param-to="x">'
+            '<polyline><pg-link from-id="g" param-from="output[3]" to-id="n" param-to="x">'
             '</pg-link></polyline>\n')
 
 
 class TestImport(ServeCase):
-    extra = ("--max-body", "200000", "--max-upload", "120000")
+    extra = ("--max-body", "300000", "--max-upload", "200000")
 
     def files(self):
         return sorted(os.listdir(self.pages))
@@ -97,12 +97,24 @@ class TestImport(ServeCase):
         with open(os.path.join(self.pages, "big3.w.npy"), "rb") as f:
             self.assertEqual(f.read(), b"keep")
 
+    def test_symbolic_gradients_are_built(self):
+        with open(os.path.join(DATA, "1.5", "addsymbolicgradients.svg"), "rb") as f:
+            page = f.read()
+        st, j, _ = self.api("POST", "/api/import", {"name": "asg", "page": b64(page)})
+        self.assertEqual(st, 201, j)
+        st, j, _ = self.api("GET", "/api/pages/asg")
+        types = [b["type"] for b in j["page"]["blocks"]]
+        self.assertNotIn("Placeholder", types)
+        self.assertIn("TanhGrad", types)
+        apply = next(b for b in j["page"]["blocks"] if b["id"] == "ID_1eYR9T0")
+        self.assertTrue(apply["inputs"]["delta"].startswith("ID_W1"), apply)
+
     def test_unsupported_and_partial(self):
         before = self.files()
         st, j, _ = self.api("POST", "/api/import", {"name": "grads", "page": b64(GRADS)})
         self.assertEqual(st, 422, j)
         self.assertEqual(j["report"]["unsupported"][0]["id"], "g")
-        self.assertEqual(j["report"]["unsupported"][0]["feeds"], ["n:x <- grad_outputs[3]"])
+        self.assertEqual(j["report"]["unsupported"][0]["feeds"], ["n:x <- output[3]"])
         self.assertEqual(self.files(), before)
         st, j, _ = self.api("POST", "/api/import",
                             {"name": "grads", "page": b64(GRADS), "partial": True})
@@ -122,10 +134,10 @@ class TestImport(ServeCase):
         st, j, _ = self.api("GET", "/api/import")
         self.assertEqual(st, 405, j)
         # past --max-upload (decoded) and past --max-body (the request)
-        st, j, _ = self.api("POST", "/api/import", {"name": "p", "page": b64(b"<" * 130000)})
+        st, j, _ = self.api("POST", "/api/import", {"name": "p", "page": b64(b"<" * 210000)})
         self.assertEqual(st, 413, j)
         self.assertIn("--max-upload", j["error"]["message"])
-        st, j, _ = self.api("POST", "/api/import", {"name": "p", "page": "A" * 300000})
+        st, j, _ = self.api("POST", "/api/import", {"name": "p", "page": "A" * 400000})
         self.assertEqual(st, 413, j)
         # an entity bomb and malformed UTF-16
         bomb = b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaa">]><svg>&a;</svg>'

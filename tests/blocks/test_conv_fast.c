@@ -284,6 +284,27 @@ START_TEST(depthwise_small_rows) {
 }
 END_TEST
 
+/* Depthwise FWD and BWD_INPUT at unit column stride through the two-vector passes of the
+   row kernel (bf_dw_row_pair, where a vector is half a line: AVX2): rows wide enough for
+   several four-position interior blocks, borders on both sides, dilations, row strides; an
+   even number of channel vectors, an odd one (the last vector takes the one-vector pass) and
+   scalar tails; multipliers 1-2; aligned and misaligned outputs (the pair pass streams aligned
+   whole lines). */
+START_TEST(depthwise_row_pairs) {
+    bf_rng r = {0xd9a1e000u + (uint64_t)_i};
+    int64_t c = _i % 3 == 0   ? 16 * bf_rng_int(&r, 1, 4)
+                : _i % 3 == 1 ? 16 * bf_rng_int(&r, 1, 3) + 8
+                              : bf_rng_int(&r, 17, 60);
+    int64_t m = _i % 4 == 3 ? 2 : 1, kh = bf_rng_int(&r, 1, 3), kw = bf_rng_int(&r, 1, 3);
+    bf_conv_geom g = make_geom(bf_rng_int(&r, 1, 2), bf_rng_int(&r, 3, 12),
+                               bf_rng_int(&r, 9, 40), c, kh, kw, c * m, c,
+                               bf_rng_int(&r, 1, 2), 1, bf_rng_int(&r, 1, 2),
+                               bf_rng_int(&r, 1, 2), bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2),
+                               bf_rng_int(&r, 0, 2), bf_rng_int(&r, 0, 2), 0);
+    check_geom(&g, r.s, "dw-row-pairs", true);
+}
+END_TEST
+
 /* Depthwise without a multiplier over many rows and up to 150 channels: the filter
    gradient's pixel-order kernel (unit stride, >= 8 channel vectors) and the per-tap loops,
    channel vectors plus a scalar tail, borders, strides, dilations. */
@@ -488,6 +509,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, direct_filter_grad, 0, 8);
     tcase_add_loop_test(tc, depthwise_multiplier_rows, 0, 6);
     tcase_add_loop_test(tc, depthwise_small_rows, 0, 12);
+    tcase_add_loop_test(tc, depthwise_row_pairs, 0, 12);
     tcase_add_loop_test(tc, depthwise_filter_rows, 0, 12);
     tcase_add_loop_test(tc, depthwise_3x3_filter_bands, 0, 16);
     tcase_add_loop_test(tc, depthwise_3x3_filter_strips, 0, 6);

@@ -209,3 +209,35 @@ def test_op_error_names_block_and_attr():
     with pytest.raises(blockflow.DtypeError) as e:
         blockflow.ops.conv2d(x.astype(np.uint8), np.zeros((3, 3, 1, 1)), [1] * 4, "VALID")
     assert e.value.port == "input"
+
+
+def test_sessions_are_cached_per_signature_and_results_handed_over():
+    """A second call of a signature reuses its session (shapes may change between calls);
+    another attribute or dtype is another session; the result is a writeable array over the
+    library's memory, not touched by later calls; clear_cache() frees the sessions."""
+    from blockflow import _tensor, ops
+    ops.clear_cache()
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 6, 6, 2)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 2, 4)).astype(np.float32)
+    a = ops.conv2d(x, w, [1, 1, 1, 1], "VALID")
+    entry = next(iter(ops._cache.values()))
+    x2 = rng.standard_normal((2, 9, 7, 2)).astype(np.float32)
+    b = ops.conv2d(x2, w, [1, 1, 1, 1], "VALID")
+    assert len(ops._cache) == 1 and next(iter(ops._cache.values())) is entry
+    assert isinstance(a.base, _tensor.Result) and a.flags.writeable and b.shape == (2, 7, 5, 4)
+    want = lambda x: ref.conv2d(x.astype(np.float64), w.astype(np.float64), [1, 1, 1, 1],
+                                "VALID", [], "NHWC", [1, 1, 1, 1])  # noqa: E731
+    np.testing.assert_allclose(a, want(x), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(b, want(x2), rtol=1e-5, atol=1e-5)
+    ops.conv2d(x, w, [1, 1, 1, 1], "SAME")
+    ops.conv2d(x.astype(np.float64), w.astype(np.float64), [1, 1, 1, 1], "VALID")
+    assert len(ops._cache) == 3
+    a[...] = 0  # the caller's own memory: the next call is not affected
+    np.testing.assert_allclose(ops.conv2d(x, w, [1, 1, 1, 1], "VALID"), want(x), rtol=1e-5,
+                               atol=1e-5)
+    xs = x[:, ::-1]  # a view that is not C-contiguous: copied once, same answer
+    np.testing.assert_allclose(ops.conv2d(xs, w, [1, 1, 1, 1], "VALID"), want(xs), rtol=1e-5,
+                               atol=1e-5)
+    ops.clear_cache()
+    assert not ops._cache

@@ -102,7 +102,7 @@ def test_mirror_matches_header(name):
 
 def test_the_parser_notices_a_grown_struct():
     """The check above really fails when the header changes and the mirror does not."""
-    grown = HEADER.read_text().replace("int no_cache;", "int no_cache;\n    int new_field;")
+    grown = HEADER.read_text().replace("} bf_config;", "    int new_field;\n} bf_config;")
     fields = header_structs(grown)["bf_config"]
     assert fields[-1][0] == "new_field"
     assert [f[0] for f in fields] != [f[0] for f in _lib.BfConfig._fields_]

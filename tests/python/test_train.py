@@ -562,3 +562,26 @@ def test_feeds_for_steps():
     with pytest.raises(blockflow.DtypeError):
         page.step(feeds={"x": x1 > 0})  # bool: no dtype of the library
     assert page.step_count == 3
+
+
+def test_one_process_job_and_data_parallel_build():
+    """In one process the job is rank 0 of 1; a data-parallel build adds an AllReduce (mean)
+    per Variable gradient, the identity here, so training gives the same numbers as without."""
+    assert blockflow.rank() == 0 and blockflow.size() == 1
+    assert blockflow.job() == "one process"
+    page, x, w0 = conv_loss_page()
+    plain, _, _ = conv_loss_page()
+    made = page.build_gradients("loss", optimizer="sgd:0.01", data_parallel=True)
+    plain.build_gradients("loss", optimizer="sgd:0.01")
+    assert made["all_reduce"] == {"w": "w_grad_allreduce"}
+    doc = json.loads(page.to_json())
+    ar = [b for b in doc["blocks"] if b["type"] == "AllReduce"]
+    assert len(ar) == 1 and ar[0]["attrs"] == {"op": "mean", "ranks": 1}
+    page.train(steps=3)
+    plain.train(steps=3)
+    np.testing.assert_array_equal(page.variables()["w"], plain.variables()["w"])
+    with pytest.raises(blockflow.InvalidArgumentError) as e:  # built for 2: refused here
+        other, _, _ = conv_loss_page()
+        other.build_gradients("loss", optimizer="sgd:0.01", data_parallel=True, ranks=2)
+        other.step()
+    assert e.value.code == "wrong_rank_count"

@@ -102,6 +102,33 @@ static const char *const PAGE =
     "{\"id\":\"o\",\"type\":\"Add\",\"inputs\":{\"x\":\"x\",\"y\":\"x\"}}],"
     "\"outputs\":[\"z\",\"o\"]}";
 
+/* bf_session_set_attr validates the value as the block does (issue 26: "strides": [1,2,2]
+ * was accepted and failed only at the next run); a value that only upsets another block is
+ * still allowed (an editor's page passes through such states). */
+START_TEST(set_attr_validates_what_it_touches) {
+    bf_context *ctx = context();
+    bf_session *s = open_json(ctx, PAGE, NULL);
+    char *before = text_of(s);
+    bf_error e = {0};
+    ck_assert_int_eq(bf_session_set_attr(s, "y", "strides", "[1,2,2]", &e), BF_EATTR);
+    ck_assert_str_eq(e.block_id, "y");
+    ck_assert_str_eq(e.attr, "strides");
+    ck_assert_msg(strstr(e.message, "4 dimensions"), "%s", e.message);
+    ck_assert_int_eq(bf_session_set_attr(s, "y", "strides", "[2,1,1,1]", &e), BF_EATTR);
+    ck_assert_int_eq(bf_session_set_attr(s, "y", "dilations", "[1,0,1,1]", &e), BF_EATTR);
+    char *after = text_of(s);
+    ck_assert_str_eq(after, before); /* nothing changed */
+    ck_assert_int_eq(run(s, NULL, &e), BF_OK);
+    /* a good value still goes through, and the block still runs */
+    ck_assert_int_eq(bf_session_set_attr(s, "y", "strides", "[1,2,2,1]", &e), BF_OK);
+    ck_assert_int_eq(run(s, NULL, &e), BF_OK);
+    free(before);
+    free(after);
+    bf_session_free(s);
+    bf_context_free(ctx);
+}
+END_TEST
+
 /* ---- every editing call ------------------------------------------------------------------- */
 
 START_TEST(every_edit_call) {
@@ -769,6 +796,7 @@ static Suite *suite(void) {
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, every_edit_call);
+    tcase_add_test(tc, set_attr_validates_what_it_touches);
     tcase_add_test(tc, failing_edits_change_nothing);
     tcase_add_test(tc, invalidation_per_edit);
     tcase_add_test(tc, batch_is_all_or_nothing);

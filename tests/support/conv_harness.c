@@ -91,7 +91,7 @@ bf_status ct_run(const bf_block_desc *d, const char *attrs_json, bf_tensor *cons
     bf_exec ex = {.pool = pool, .n_threads = threads};
     size_t wsz = d->workspace_cpu ? d->workspace_cpu(node, info, oinfo, &ex) : 0;
     if (wsz && !(ws = bf_aligned_alloc(wsz, false))) {
-        st = bf_err(err, BF_ENOMEM, "oom", "workspace");
+        st = bf_err(err, BF_ENOMEM, "out_of_memory", "workspace");
         goto done;
     }
     ex.workspace = ws;
@@ -113,6 +113,12 @@ done:
 /* ---- the GPU --------------------------------------------------------------------------- */
 
 bool ct_gpu_present(char *why, size_t why_size) {
+#ifdef BF_TEST_CUDA_BACKEND
+    /* The test programs live in tests/, away from the CUDA backend in the build folder: point
+     * the core at it, unless the environment names one (ctest does too), so that a test run
+     * by hand (CK_FORK=no, compute-sanitizer) finds it. Before any thread exists. */
+    setenv("BLOCKFLOW_CUDA_BACKEND", BF_TEST_CUDA_BACKEND, 0);
+#endif
     int fd[2];
     snprintf(why, why_size, "cannot probe: pipe or fork failed");
     if (pipe(fd) != 0) return false;
@@ -171,7 +177,7 @@ static bf_status dev_tensor(ct_gpu *g, bf_dtype dt, int rank, const int64_t *dim
                             const void *host, bf_tensor **out, bf_error *err) {
     *out = NULL;
     bf_tensor *t = calloc(1, sizeof *t);
-    if (!t) return bf_err(err, BF_ENOMEM, "oom", "out of memory for a tensor");
+    if (!t) return bf_err(err, BF_ENOMEM, "out_of_memory", "out of memory for a tensor");
     bf_status st = bf_shape_size(dt, rank, dims, 0, &t->numel, &t->nbytes, err);
     if (st == BF_OK && !(t->data = g->dev.ops->alloc(&g->dev, t->nbytes, err)))
         st = err->status ? err->status : BF_EDEVICE;

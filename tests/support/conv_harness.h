@@ -51,7 +51,9 @@ typedef struct ct_gpu {
 /*
  * True when a GPU can be used; `why` then gets its description, else the reason none can. The
  * probe runs in a child process, so that a test program never initialises CUDA before Check
- * forks its tests (CUDA does not survive a fork).
+ * forks its tests (CUDA does not survive a fork). In a CUDA build it first points
+ * BLOCKFLOW_CUDA_BACKEND at the build's libblockflow_cuda.so when the environment names none:
+ * call it at the start of main.
  */
 bool ct_gpu_present(char *why, size_t why_size);
 

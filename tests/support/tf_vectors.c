@@ -318,7 +318,7 @@ static bf_status run_vector(const cJSON *c, const tv_target *t, bf_tensor **out,
     int n_in = separable ? 2 : d->n_inputs;
     for (int i = 0; i < n_in; i++)
         if (!in[i]) {
-            st = bf_err(err, BF_ENOMEM, "oom", "cannot build input %d (out of memory, or "
+            st = bf_err(err, BF_ENOMEM, "out_of_memory", "cannot build input %d (out of memory, or "
                         "fewer literal values than the shape needs)", i);
             goto done;
         }
@@ -330,7 +330,7 @@ static bf_status run_vector(const cJSON *c, const tv_target *t, bf_tensor **out,
         bf_tensor *pw = filt(dt, pws, pv), *mid = NULL;
         free(pv);
         if (!pw) {
-            st = bf_err(err, BF_ENOMEM, "oom", "cannot build the pointwise filter");
+            st = bf_err(err, BF_ENOMEM, "out_of_memory", "cannot build the pointwise filter");
             goto done;
         }
         st = run_block(t, "depthwise", &bf_block_depthwise_conv2d_native, attrs, in, &mid,

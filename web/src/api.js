@@ -76,6 +76,14 @@ export class Api {
     return this.req('POST', this.page(name) + '/run', body);
   }
   cancel(runId) { return this.req('POST', `/api/runs/${runId}/cancel`); }
+  /* the classroom (blockflow serve --classroom) */
+  me() { return this.req('GET', '/api/class/me'); }
+  join(name) { return this.req('POST', '/api/class/join', {name}); }
+  roster() { return this.req('GET', '/api/class/roster'); }
+  studentPage(student, name) {
+    return this.req('GET', `/api/class/students/${encodeURIComponent(student)}/pages/${encodeURIComponent(name)}`);
+  }
+  updateCopy(name) { return this.req('POST', this.page(name) + '/update-copy'); }
   tensorUrl(runId, spec, view, slice) {
     let u = `/api/runs/${runId}/tensors/${encodeURIComponent(spec)}?view=${view}`;
     if (slice !== undefined) u += `&slice=${encodeURIComponent(slice)}`;
@@ -109,5 +117,12 @@ export function connectEvents({onHello, onEvent, onState}) {
     };
   };
   open();
-  return () => { stopped = true; if (ws) ws.close(); };
+  const stop = () => { stopped = true; if (ws) ws.close(); };
+  /* send a message on the socket when it is open ({"type": "view", ...}); false otherwise */
+  stop.send = (msg) => {
+    if (!ws || ws.readyState !== 1) return false;
+    ws.send(JSON.stringify(msg));
+    return true;
+  };
+  return stop;
 }

@@ -587,6 +587,7 @@ try {
   assert.ok(existsSync(file('edits')));
 
   /* the only failed requests are the three conflicting saves, which the browser logs */
+  /* (the editor is served under the server's random path /s/RANDOM/: left out here) */
   assert.deepEqual(badResponses.map((r) => r.replace(/http:\/\/[^/]+(\/s\/[0-9a-f]+)?/, '')),
                    Array(3).fill('409 PUT /api/pages/conflict'));
   const expected409 = /Failed to load resource: .* status of 409 \(Conflict\)/;

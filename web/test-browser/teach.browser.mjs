@@ -51,10 +51,10 @@ async function select(id) {
   assert.equal(await page.getByTestId('block-id').inputValue(), id, `${id} is selected`);
 }
 
+let home = `http://127.0.0.1:${port}/`;
+
 async function openTeach(pageName, block) {
-  /* the welcome screen: the editor's folder (the server serves it under a path of its own)
-   * without ?page= (which would reopen the page open now) */
-  await page.goto(new URL('./', page.url()).href);
+  await page.goto(home); /* the editor's own address (the login cookie is scoped to it) */
   await page.getByRole('button', {name: pageName}).click();
   await page.getByTestId(`block-${block}`).waitFor();
   await select(block);
@@ -108,6 +108,7 @@ let failed = false;
 try {
   /* 1. open with the token */
   await page.goto(`http://127.0.0.1:${port}/?token=${token}`);
+  home = page.url();
   await page.getByRole('button', {name: 'stride2_odd_input'}).waitFor();
 
   /* 2. BackpropFilter: click dW[1,0,0,0]; its input and out_backprop elements light up */

@@ -3,8 +3,8 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {readFileSync} from 'node:fs';
 import {fileURLToPath} from 'node:url';
-import {attrWidgets, formatAttrValue, freshId, indexCatalog, initialAttrs, parseAttrInput,
-        searchBlocks} from '../src/model/catalog.js';
+import {attrWidgets, categoryTitle, formatAttrValue, freshId, indexCatalog, initialAttrs,
+        parseAttrInput, searchBlocks} from '../src/model/catalog.js';
 
 const catalog = JSON.parse(readFileSync(fileURLToPath(
   new URL('../../graph_schemas/block_catalog.json', import.meta.url)), 'utf8'));
@@ -93,6 +93,14 @@ test('a data file (path attribute) is typed as text; training categories have ti
   const titles = index.groups.map((g) => g.title);
   for (const t of ['Elementwise math', 'Arrays, MatMul and reductions', 'Variables and updates',
                    'Data']) assert.ok(titles.includes(t), t);
+});
+
+test('the AllReduce category comes after Data, with its own title', () => {
+  assert.equal(categoryTitle('distributed'), 'Across machines (MPI)');
+  const cat = {blocks: [{type: 'AllReduce', category: 'distributed'},
+                        {type: 'Const', category: 'generic'}, {type: 'Dataset', category: 'data'}]};
+  assert.deepEqual(indexCatalog(cat).groups.map((g) => g.category),
+                   ['data', 'distributed', 'generic']);
 });
 
 test('fresh ids are snake case and unique', () => {

@@ -11,24 +11,33 @@
 #include <string.h>
 
 #define BF_VEC_BYTES 32 /* channel vectors of the depthwise loops */
-/* No BF_VSTREAM here: the depthwise row kernel writes one vector per pixel per pass, so a
-   32-byte streaming store is half a line, and half-line streaming stores scattered over
-   rows made the AVX2 depthwise FWD and BWD_INPUT rows 1.8-1.9x slower (c32@112, c576@14,
-   multiplier 2). The AVX-512 file streams whole 64-byte lines. */
+/* BF_VSTREAM (below) is a 32-byte streaming store, half a line: the depthwise row kernel
+   uses it only in its two-vector passes, which write whole lines (bf_dw_row_pair), and the
+   other families not at all (their `BF_VEC_BYTES >= 64` tests). Half-line streaming stores
+   scattered over rows, one vector per pixel per pass, made the AVX2 depthwise FWD and
+   BWD_INPUT rows 1.8-1.9x slower (c32@112, c576@14, multiplier 2). */
 
 #include <immintrin.h>
 
-/* Store/add the register tile c[MR][2] to crow[i] + coff for i < mr, j < nr. The row loop
-   runs to the constant MR, unrolled, so that c is only ever indexed by constants: indexed by
-   the run-time mr, c lived on the stack, and where the microkernel is inlined (the filter
-   GEMM) every FMA read and wrote its accumulator there. */
-#define BF_STORE_TILE(LOADU, STOREU, VADD, LANES)                                              \
+/* Store/add the register tile c[MR][2] to crow[i] + coff for i < mr, j < nr: acc 0 stores,
+   acc 1 adds, acc 2 stores final values, with streaming stores where a row of the tile is a
+   whole 64-byte-aligned line (its two vectors back to back, so the write-combining buffer
+   fills at once; the caller fences before anyone reads them). The row loop runs to the
+   constant MR, unrolled, so that c is only ever indexed by constants: indexed by the
+   run-time mr, c lived on the stack, and where the microkernel is inlined (the filter GEMM)
+   every FMA read and wrote its accumulator there. */
+#define BF_STORE_TILE(LOADU, STOREU, VADD, LANES, STREAM)                                      \
     do {                                                                                       \
         if (nr == 2 * LANES) {                                                                 \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                             \
                 if (i >= mr) break;                                                            \
                 T *p = crow[i] + coff;                                                         \
-                if (acc) {                                                                     \
+                if (acc == 2 && ((uintptr_t)p & 63) == 0) {                                    \
+                    STREAM(p, c[i][0]);                                                        \
+                    STREAM(p + LANES, c[i][1]);                                                \
+                    continue;                                                                  \
+                }                                                                              \
+                if (acc == 1) {                                                                \
                     c[i][0] = VADD(c[i][0], LOADU(p));                                         \
                     c[i][1] = VADD(c[i][1], LOADU(p + LANES));                                 \
                 }                                                                              \
@@ -43,7 +52,7 @@
             }                                                                                  \
             for (int i = 0; i < mr; i++)                                                       \
                 for (int j = 0; j < nr; j++)                                                   \
-                    crow[i][coff + j] = acc ? crow[i][coff + j] + tile[i][j] : tile[i][j];     \
+                    crow[i][coff + j] = acc == 1 ? crow[i][coff + j] + tile[i][j] : tile[i][j]; \
         }                                                                                      \
     } while (0)
 
@@ -73,7 +82,7 @@ ukr_avx2_f32(const int KB, int64_t kc, const float *restrict a, const float *res
             }
         }
     }
-    BF_STORE_TILE(_mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, 8);
+    BF_STORE_TILE(_mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, 8, _mm256_stream_ps);
 }
 static void ukr1_avx2_f32(int64_t kc, const float *a, const float *b, float *const *crow,
                           int64_t coff, int mr, int nr, int acc) {
@@ -87,8 +96,8 @@ static void ukrb_avx2_f32(int64_t kc, const float *a, const float *b, float *con
 /* A read in place (UKRI, see conv_gemm_impl.h): kc / run runs of run values; row i of run t
    is rows[t * MR + i], rows[t * MR] NULL for a run of padding. The AVX-512 file's kernel in
    this file's 6 x 16 shape: eight steps per pass with constant displacements, the next
-   block's rows prefetched every 16 steps. acc 2 (final values, streaming wanted) stores like
-   acc 0: a 32-byte streaming store is half a line (see BF_VSTREAM above). */
+   block's rows prefetched every 16 steps. acc 2 (final values, streaming wanted): a row of
+   the 6 x 16 tile is one line, streamed whole where aligned (BF_STORE_TILE). */
 static __attribute__((noinline)) void
 ukri_avx2_f32(int64_t kc, int64_t run, const float *const *rows, const float *const *next,
               const float *b, float *const *crow, int64_t coff, int mr, int nr, int acc) {
@@ -132,8 +141,7 @@ ukri_avx2_f32(int64_t kc, int64_t run, const float *const *rows, const float *co
             }
         }
     }
-    if (acc == 2) acc = 0;
-    BF_STORE_TILE(_mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, 8);
+    BF_STORE_TILE(_mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, 8, _mm256_stream_ps);
 }
 
 #define UKR ukr1_avx2_f32
@@ -144,7 +152,11 @@ ukri_avx2_f32(int64_t kc, int64_t run, const float *const *rows, const float *co
 #define BF_VFMA(a, b, c) \
     ((bf_vec)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #define BF_VSPLAT _mm256_set1_ps
+#define BF_VSTREAM(p, v) _mm256_stream_ps((p), (__m256)(v)) /* p 32-byte aligned */
+#define BF_VSTREAM_FENCE _mm_sfence
 #include "conv_gemm_impl.h"
+#undef BF_VSTREAM
+#undef BF_VSTREAM_FENCE
 #undef BF_VFMA
 #undef BF_VSPLAT
 #undef UKR
@@ -182,7 +194,7 @@ ukr_avx2_f64(const int KB, int64_t kc, const double *restrict a, const double *r
             }
         }
     }
-    BF_STORE_TILE(_mm256_loadu_pd, _mm256_storeu_pd, _mm256_add_pd, 4);
+    BF_STORE_TILE(_mm256_loadu_pd, _mm256_storeu_pd, _mm256_add_pd, 4, _mm256_stream_pd);
 }
 static void ukr1_avx2_f64(int64_t kc, const double *a, const double *b, double *const *crow,
                           int64_t coff, int mr, int nr, int acc) {
@@ -200,7 +212,11 @@ static void ukrb_avx2_f64(int64_t kc, const double *a, const double *b, double *
 #define BF_VFMA(a, b, c) \
     ((bf_vec)_mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
 #define BF_VSPLAT _mm256_set1_pd
+#define BF_VSTREAM(p, v) _mm256_stream_pd((p), (__m256d)(v)) /* p 32-byte aligned */
+#define BF_VSTREAM_FENCE _mm_sfence
 #include "conv_gemm_impl.h"
+#undef BF_VSTREAM
+#undef BF_VSTREAM_FENCE
 #undef BF_VFMA
 #undef BF_VSPLAT
 #undef UKR

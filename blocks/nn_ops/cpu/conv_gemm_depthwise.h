@@ -22,6 +22,7 @@
 #define bf_dw_expand             BF_KFN(bf_dw_expand)
 #define bf_dw_interior           BF_KFN(bf_dw_interior)
 #define bf_dw_row_taps           BF_KFN(bf_dw_row_taps)
+#define bf_dw_row_pair           BF_KFN(bf_dw_row_pair)
 #define bf_dw_fwd_task           BF_KFN(bf_dw_fwd_task)
 #define bf_dw_bwd_input_task     BF_KFN(bf_dw_bwd_input_task)
 #define bf_dw_bwd_row_taps       BF_KFN(bf_dw_bwd_row_taps)
@@ -121,6 +122,78 @@ static int64_t bf_dw_interior(T *restrict out, const T *const *rows, const int64
  * prefetch ahead: the caller names the input the next row will read first ([pf, pf + npf),
  * or NULL), and the passes prefetch it in address order, a slice each.
  */
+#if BF_VEC_BYTES == 32
+/*
+ * Where a vector is half a cache line (AVX2): one pass over two adjacent channel vectors, so
+ * that the pass reads each input pixel's line whole and writes each output line whole, with
+ * streaming stores when `stream` (the line 64-byte aligned; no read for ownership of the
+ * output). One vector a pass read each line in two passes and wrote it in two, and a 32-byte
+ * streaming store is half a line (1.8-1.9x slower, see conv_gemm_avx2.c). The 18 filter
+ * vectors of a pair do not fit AVX2's 16 registers with the sums, so each tap's two are
+ * loaded once per four output positions (18 loads per 72 multiply-adds, the input read
+ * straight from memory by the FMAs). Same arguments as bf_dw_row_taps, for channels [c, c +
+ * 2 * BF_VL).
+ */
+static inline __attribute__((always_inline)) void
+bf_dw_row_pair(T *restrict out, const T *const *tp, const T *const *tw, const int64_t *toff,
+               int64_t nt, int64_t step, int64_t O, int64_t lo, int64_t hi, int64_t out_w,
+               int64_t in_w, int64_t ms, int64_t c, bool stream) {
+    const int64_t L = BF_VL;
+#define STP(p_, v0_, v1_)                                                                    \
+    do {                                                                                     \
+        if (stream) BF_VSTREAM((p_), (v0_)), BF_VSTREAM((p_) + L, (v1_));                    \
+        else bf_stv((p_), (v0_)), bf_stv((p_) + L, (v1_));                                   \
+    } while (0)
+    for (int64_t o = 0; o < lo; o++) {
+        bf_vec a0 = {0}, a1 = {0};
+#pragma GCC unroll 9
+        for (int t = 0; t < 9; t++) {
+            if (t >= nt) break;
+            int64_t iw = o * ms + toff[t];
+            if (iw < 0 || iw >= in_w) continue;
+            const T *x = tp[t] + o * step + c;
+            a0 = BF_VFMA_(bf_ldv(x), bf_ldv(tw[t] + c), a0);
+            a1 = BF_VFMA_(bf_ldv(x + L), bf_ldv(tw[t] + c + L), a1);
+        }
+        STP(out + o * O + c, a0, a1);
+    }
+    int64_t o = lo;
+    for (; o + 4 <= hi; o += 4) {
+        bf_vec a[4][2];
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) a[q][0] = a[q][1] = (bf_vec){0};
+#pragma GCC unroll 9
+        for (int t = 0; t < 9; t++) {
+            if (t >= nt) break;
+            bf_vec w0 = bf_ldv(tw[t] + c), w1 = bf_ldv(tw[t] + c + L);
+            const T *x = tp[t] + o * step + c;
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                a[q][0] = BF_VFMA_(bf_ldv(x + q * step), w0, a[q][0]);
+                a[q][1] = BF_VFMA_(bf_ldv(x + q * step + L), w1, a[q][1]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) STP(out + (o + q) * O + c, a[q][0], a[q][1]);
+    }
+    for (; o < out_w; o++) {
+        bf_vec a0 = {0}, a1 = {0};
+        bool in = o < hi;
+#pragma GCC unroll 9
+        for (int t = 0; t < 9; t++) {
+            if (t >= nt) break;
+            int64_t iw = o * ms + toff[t];
+            if (!in && (iw < 0 || iw >= in_w)) continue;
+            const T *x = tp[t] + o * step + c;
+            a0 = BF_VFMA_(bf_ldv(x), bf_ldv(tw[t] + c), a0);
+            a1 = BF_VFMA_(bf_ldv(x + L), bf_ldv(tw[t] + c + L), a1);
+        }
+        STP(out + o * O + c, a0, a1);
+    }
+#undef STP
+}
+#endif
+
 static bool bf_dw_row_taps(T *restrict out, const T *const *rows, const int64_t *khv,
                            int64_t nk, const int64_t *off, int64_t kwn, int64_t ms,
                            const T *w, int64_t kw_total, int64_t O, int64_t lo, int64_t hi,
@@ -137,14 +210,33 @@ static bool bf_dw_row_taps(T *restrict out, const T *const *rows, const int64_t 
         toff[t] = off[kw];
     }
     const int64_t step = ms * O;
-#ifdef BF_VSTREAM
+    int64_t c = 0;
+#if BF_VEC_BYTES == 32
+    /* pairs of vectors, whole lines (bf_dw_row_pair), streamed where the lines are aligned;
+       a last odd vector takes the one-vector pass below. Unit stride only: interleaved A/B,
+       1 thread, CPU time, against one vector a pass: c32@112 FWD 0.84x and BWD_INPUT 0.74x,
+       c576@14 0.69x and 0.67x, c960@7 FWD 0.72x, multiplier 2 FWD 0.85x; but the stride-2
+       c144@56 FWD 1.20x (1.31x without the streaming stores), so it keeps single vectors. */
+    {
+        bool line_ok = (uintptr_t)out % 64 == 0 && O * (int64_t)sizeof(T) % 64 == 0;
+        for (; ms == 1 && c + 2 * BF_VL <= cv; c += 2 * BF_VL) {
+            if (pf) {
+                bf_pf_part(pf, npf, c / BF_VL, cv / BF_VL);
+                bf_pf_part(pf, npf, c / BF_VL + 1, cv / BF_VL);
+            }
+            bf_dw_row_pair(out, tp, tw, toff, nt, step, O, lo, hi, out_w, in_w, ms, c,
+                           line_ok);
+        }
+    }
+#endif
+#if defined(BF_VSTREAM) && BF_VEC_BYTES >= 64
     /* whole aligned rows: streaming stores (no read of the output lines before writing) */
     bool nt_ok = (uintptr_t)out % BF_VEC_BYTES == 0 && O * (int64_t)sizeof(T) % BF_VEC_BYTES == 0;
 #define STV(p_, v_) (nt_ok ? BF_VSTREAM((p_), (v_)) : bf_stv((p_), (v_)))
 #else
 #define STV(p_, v_) bf_stv((p_), (v_))
 #endif
-    for (int64_t c = 0; c < cv; c += BF_VL) {
+    for (; c < cv; c += BF_VL) {
         if (pf) bf_pf_part(pf, npf, c / BF_VL, cv / BF_VL);
         bf_vec wv[DW_TAPS];
 #pragma GCC unroll 16
@@ -191,7 +283,7 @@ static bool bf_dw_row_taps(T *restrict out, const T *const *rows, const int64_t 
             STV(out + o * O + c, a0);
         }
     }
-    for (int64_t c = cv; c < O; c++)
+    for (c = cv; c < O; c++)
         for (int64_t o = 0; o < out_w; o++) {
             T acc = 0;
             for (int64_t t = 0; t < nt; t++) {

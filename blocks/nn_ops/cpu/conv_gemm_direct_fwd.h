@@ -50,9 +50,16 @@ typedef struct bf_sd_plan {
    14.5 -> 13.6 ms; the stride-2 3x3/256 (10.7 -> 12.3 ms) and the 1x1 256->64 (6.0 -> 6.5 ms)
    lose, so they stay on the GEMM. Against the GEMM that reads A in place (UKRI), FWD and
    BWD_INPUT: atrous 3x3/256 0.95x and 0.94x of this kernel's time, rn50 3x3/64 1.07x, vgg
-   3x3/128 1.08x. With AVX2's 6 x 16 in-place microkernel the direct kernel keeps up to 256
-   channels: on the GEMM, atrous 3x3/256 FWD took 1.10x and BWD_INPUT 1.08x (1 thread). */
-#if defined(UKRI) && BF_VEC_BYTES >= 64
+   3x3/128 1.08x. AVX2 (6 x 16 in-place microkernel) draws it lower, at 64: on a Zen 5 the
+   GEMM took atrous 3x3/256 1.10x (FWD) and 1.08x (BWD_INPUT) of the direct kernel's time, but
+   on a Zen 3 (32 KiB L1; the direct kernel reads a 9 * C * 16-float filter block per 16
+   output channels, 147 KiB for 256 channels, 73 KiB for 128) the GEMM takes atrous 0.90x and
+   0.95x, vgg 3x3/128 0.91x and 0.87x (minima of 5-6 interleaved runs, 1 thread, CPU time;
+   medians 0.75-0.85x), and rn50 3x3/64 1.01x and 0.99x (medians 0.89x, 0.80x), so 64 stays
+   direct. (The Zen 5 runs AVX-512 anyway.) */
+#if defined(UKRI) && BF_VEC_BYTES < 64
+#define SD_C_MAX 64
+#elif defined(UKRI)
 #define SD_C_MAX 128
 #else
 #define SD_C_MAX 256
@@ -133,7 +140,7 @@ bf_sd_block(int rb, const bf_sd_plan *p, const T *const *xb, const int64_t *khv,
             for (int v = 0; v < SD_NV; v++) {
                 int64_t oc = o0 + v * BF_VL;
                 if (oc + BF_VL <= O) {
-#ifdef BF_VSTREAM
+#if defined(BF_VSTREAM) && BF_VEC_BYTES >= 64
                     if (p->stream) {
                         BF_VSTREAM(yp + v * BF_VL, acc[i][v]);
                         continue;
@@ -197,7 +204,7 @@ static void bf_sd_task(void *arg, int64_t row, int slot) {
         default: bf_sd_block(SD_RB, p, xb, khv, nk, xoff, ps, yrow + q0 * O); break;
         }
     }
-#ifdef BF_VSTREAM
+#if defined(BF_VSTREAM) && BF_VEC_BYTES >= 64
     if (p->stream) BF_VSTREAM_FENCE(); /* drain the streaming stores before the join */
 #endif
 }
@@ -222,7 +229,7 @@ static void bf_sd_run(const bf_conv_geom *g, const T *x, const T *w, T *y, bool 
     p.win = p.wpack + bf_cc_round_up(p.nob * p.K * nvl + 16, 16);
     p.win_per = bf_cc_round_up(p.winw * g->in_c * g->k_h + 16, 16);
     if (g->n * g->out_h * g->out_w == 0) return;
-#ifdef BF_VSTREAM
+#if defined(BF_VSTREAM) && BF_VEC_BYTES >= 64
     /* As in the row GEMM: an output this large leaves the cache before anyone reads it, so
        skip the read for ownership of its lines. Whole vectors are aligned when y and a
        pixel's O values are (O a multiple of the vector). Interleaved A/B: rn50 stem 7x7/s2

@@ -588,7 +588,7 @@ bf_status bf_conv_own_run(bf_conv_op op, const bf_conv_geom *g, bf_dtype dt, con
                           const void *b, void *out, void *ws, size_t ws_size, cudaStream_t stream,
                           int sm_count, char *note, size_t note_size, bf_error *err) {
     if (dt != BF_DTYPE_F32 && dt != BF_DTYPE_F64 && dt != BF_DTYPE_F16 && dt != BF_DTYPE_BF16)
-        return bf_err(err, BF_EUNSUPPORTED, "dtype", "dtype %s has no CUDA convolution kernel",
+        return bf_err(err, BF_EUNSUPPORTED, "gpu_unsupported", "dtype %s has no CUDA convolution kernel",
                       bf_dtype_name(dt));
     if (bf_dw_nhwc_takes(op, g))
         bf_dw_nhwc_run(op, g, dt, a, b, out, ws, ws_size, stream, sm_count, note, note_size);

@@ -299,7 +299,9 @@ static const char *cudnn_declines(bf_pool_op op, const bf_pool_geom *g, bf_dtype
     return NULL;
 }
 
-extern "C" size_t bf_pool_cuda_workspace(bf_pool_op op, const bf_pool_geom *g, bf_dtype dt) {
+extern "C" size_t bf_pool_cuda_workspace(bf_pool_op op, const bf_pool_geom *g, bf_dtype dt,
+                                         const bf_exec *ex) {
+    (void)ex;
     if (op != BF_POOL_AVG_GRAD || cudnn_declines(op, g, dt)) return 0;
     return (size_t)(g->n * g->h * g->w * g->c) * bf_dtype_size(dt);
 }
@@ -391,7 +393,7 @@ extern "C" bf_status bf_pool_cuda(bf_pool_op op, const bf_pool_geom *g, bf_dtype
         if (!stream) stream = c->stream;
     }
     const char *why = c ? cudnn_declines(op, g, dt) : "no cuDNN handle";
-    const size_t scratch = why ? 0 : bf_pool_cuda_workspace(op, g, dt);
+    const size_t scratch = why ? 0 : bf_pool_cuda_workspace(op, g, dt, ex);
     if (!why && scratch && (!ex->workspace || ex->workspace_size < scratch))
         why = "workspace smaller than planned";
     if (!why) {

@@ -14,7 +14,7 @@
  */
 import {ApiError} from '../api.js';
 
-const TERMINAL = new Set(['explain_finished', 'gradcheck_finished', 'run_finished', 'run_failed',
+const TERMINAL = new Set(['explain_finished', 'gradcheck_finished', 'backward_checked', 'run_finished', 'run_failed',
                           'run_cancelled']);
 
 /** The terminal events of teaching jobs, by run id: push() every WebSocket event here. */

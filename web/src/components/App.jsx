@@ -17,12 +17,19 @@ import Canvas from './Canvas.jsx';
 import Inspector from './Inspector.jsx';
 import BottomPanel from './BottomPanel.jsx';
 import Dialog from './Dialog.jsx';
+import ImportDialog from './ImportDialog.jsx';
 import Welcome from './Welcome.jsx';
 import Toast from './Toast.jsx';
 import ContextMenu from './ContextMenu.jsx';
+import TrainBar from './TrainBar.jsx';
+import {trainables} from '../model/training.js';
+import ClassBar from './ClassBar.jsx';
+import {Classroom} from '../model/classroom.js';
 
 /** The one editor of this tab (exported for components that need it outside props). */
 export const editor = new Editor(new Api());
+/** The classroom side of this tab (model/classroom.js): nothing shows without --classroom. */
+export const classroom = new Classroom(editor);
 
 /* The open page is in the address bar (?page=NAME): a reload, a bookmark or a link opens it
  * again; Back and Forward move between the pages opened. */
@@ -75,9 +82,11 @@ function useActionKeys(ed) {
 export default function App() {
   const ed = editor;
   const state = useStore(ed.store);
-  const {index, pages, files, doc, page, check, dirty, selected, run, message, dialog} = state;
+  const {index, pages, files, doc, page, check, dirty, selected, run, message, dialog,
+         marks} = state;
 
   useEffect(() => ed.start(connectEvents), [ed]);
+  useEffect(() => { classroom.start(); return () => classroom.close(); }, []);
   useActionKeys(ed);
   useUrlPage(ed);
 
@@ -102,13 +111,15 @@ export default function App() {
   return (
     <div className="app">
       <TopBar editor={ed} state={state} />
+      <ClassBar classroom={classroom} state={state} />
+      {page && trainables(page).length > 0 && <TrainBar training={ed.training} />}
       <div className="main">
         <Palette index={index} disabled={!page} onAdd={(type) => ed.addBlock(type, null)} />
         <div className="centre">
           {page && index ? (
             <ReactFlowProvider key={doc ? doc.name : ''}>
               <Canvas
-                page={page} index={index} check={check} run={run} selected={selected}
+                page={page} index={index} check={check} run={run} selected={selected} marks={marks}
                 onSelect={(ids) => ed.select(ids)} onConnect={(c) => ed.connect(c)}
                 onRemoveBlocks={(ids, wires) => ed.removeBlocks(ids, wires)}
                 onDisconnect={(w) => ed.disconnect(w)}
@@ -127,6 +138,8 @@ export default function App() {
             onRunTo={(id) => ed.startRun(id)} events={ed.jobEvents} gate={ed.gate}
             docName={doc && doc.name} check={check} onAddGradients={(id) => ed.addGradients(id)}
             tab={state.tab} setTab={setTab}
+            training={ed.training} onBackwardBuilt={(res) => ed.backwardBuilt(res)}
+            onMarks={(m) => ed.setMarks(m)}
           />
         </div>
         <Inspector
@@ -137,11 +150,19 @@ export default function App() {
           onWire={(t, p, s) => ed.wireFrom(t, p, s)} feeds={state.feeds}
           onFeed={(id, bytes, info) => ed.setFeed(id, bytes, info)}
           selection={selection} editor={ed} state={state} renaming={state.renaming}
+          onPlot={(ref) => {
+            const m = ed.training.getSnapshot().metrics;
+            if (!m.includes(ref)) ed.training.configure({metrics: [...m, ref]});
+          }}
         />
       </div>
       <Toast message={message} onDismiss={dismiss} />
       {state.menu && <ContextMenu editor={ed} state={state} menu={state.menu} />}
-      {dialog && (
+      {dialog && dialog.kind === 'importEnuspace' && (
+        <ImportDialog api={ed.api} onClose={() => ed.setDialog(null)}
+                      onImported={() => ed.refreshLists()} onOpen={(n) => ed.openPage(n)} />
+      )}
+      {dialog && dialog.kind !== 'importEnuspace' && (
         <Dialog dialog={dialog} doc={doc} pages={pages} onClose={() => ed.setDialog(null)}
                 onPageAction={(a, n, to) => ed.pageAction(a, n, to)} />
       )}

@@ -35,13 +35,14 @@ function FarBlock({block, inputs, outputs, cls, status}) {
 }
 
 function BlockNode({data, selected}) {
-  const {block, entry, problems, ports, status, isOutput} = data;
+  const {block, entry, problems, ports, status, isOutput, mark} = data;
   const far = useStore(farSelector);
   const inputs = entry ? entry.inputs : [];
   const outputs = entry ? entry.outputs : [{name: 'output'}];
   const portProblem = (port) => problems.find((p) => p.port === port);
   const cls = ['block', selected ? 'selected' : '', problems.length ? 'has-problem' : '',
-               status ? `st-${status.state}` : ''].join(' ');
+               status ? `st-${status.state}` : '',
+               mark ? (mark.ok ? 'mark-ok' : 'mark-bad') : ''].join(' ');
   if (far) return <FarBlock block={block} inputs={inputs} outputs={outputs} cls={cls} status={status} />;
   return (
     <div className={cls} data-testid={`block-${block.id}`} data-state={status ? status.state : ''}>
@@ -91,6 +92,11 @@ function BlockNode({data, selected}) {
           })}
         </div>
       </div>
+      {mark && (
+        <div className={`block-mark ${mark.ok ? 'ok' : 'bad'}`} data-testid={`mark-${block.id}`}>
+          {mark.ok ? '✓' : '✗'} gradient check · {mark.text}
+        </div>
+      )}
       {status && (
         <div className="block-run" data-testid={`run-${block.id}`}
              title={status.message || STATE_TEXT[status.state] || status.state}>

@@ -7,13 +7,14 @@ import ProblemsPanel from './ProblemsPanel.jsx';
 import Splitter from './Splitter.jsx';
 import TensorView from './TensorView.jsx';
 import TeachPanel from './TeachPanel.jsx';
+import TrainPanel from './TrainPanel.jsx';
 import {isTeachable} from '../model/teach.js';
 
 const storage = () => { try { return window.localStorage; } catch { return null; } };
 
 export default function BottomPanel({api, page, problems, run, selectedBlock, index, onSelect,
                                      onRunTo, events, gate, docName, check, onAddGradients,
-                                     tab, setTab}) {
+                                     tab, setTab, training, onBackwardBuilt, onMarks}) {
   const teachable = selectedBlock && isTeachable(selectedBlock.type);
   const shown = tab === 'teach' && !teachable ? 'output' : tab;
   const errors = problems.filter((p) => p.severity !== 'warning').length;
@@ -31,7 +32,7 @@ export default function BottomPanel({api, page, problems, run, selectedBlock, in
     saveHeights(storage(), next);
   };
   useEffect(() => {
-    if (run && run.state === 'finished' && selectedBlock && tab !== 'teach') setTab('output');
+    if (run && run.state === 'finished' && selectedBlock && tab !== 'teach' && tab !== 'training') setTab('output');
   // eslint-disable-next-line react-hooks/exhaustive-deps -- deps by value, on purpose
   }, [run && run.state, selectedBlock && selectedBlock.id]);
   if (!page) return null;
@@ -48,6 +49,12 @@ export default function BottomPanel({api, page, problems, run, selectedBlock, in
         <button role="tab" aria-selected={shown === 'output'} onClick={() => setTab('output')}>
           Output {selectedBlock ? `of “${selectedBlock.id}”` : ''}
         </button>
+        {training && (
+          <button role="tab" aria-selected={shown === 'training'} onClick={() => setTab('training')}
+                  data-testid="training-tab">
+            Training
+          </button>
+        )}
         {teachable && (
           <button role="tab" aria-selected={shown === 'teach'} onClick={() => setTab('teach')}
                   data-testid="teach-tab">
@@ -58,6 +65,9 @@ export default function BottomPanel({api, page, problems, run, selectedBlock, in
       <div className="tab-body">
         {shown === 'problems'
           ? <ProblemsPanel problems={problems} onSelect={onSelect} />
+          : shown === 'training'
+          ? <TrainPanel training={training} api={api} events={events} page={page} check={check}
+                        selectedBlock={selectedBlock} onBackwardBuilt={onBackwardBuilt} onMarks={onMarks} />
           : shown === 'teach'
           ? <TeachPanel key={`${docName}/${selectedBlock.id}`} api={api} events={events} gate={gate} docName={docName} block={selectedBlock}
                         check={check} run={run} onAddGradients={onAddGradients} />

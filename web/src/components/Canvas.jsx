@@ -18,7 +18,7 @@ const edgeTypes = {wire: WireEdge};
 /* from this many blocks on, only what is in view is drawn */
 const BIG = 150;
 
-export default function Canvas({page, index, check, run, selected, onSelect, onConnect,
+export default function Canvas({page, index, check, run, marks, selected, onSelect, onConnect,
                                 onRemoveBlocks, onDisconnect, onMove, onDropBlock, reveal,
                                 onMenu, onRename, onView}) {
   const flow = useReactFlow();
@@ -30,8 +30,8 @@ export default function Canvas({page, index, check, run, selected, onSelect, onC
   const [measuredAt, setMeasuredAt] = useState(0);
   const graph = useMemo(() => pageToGraph(page, index, check,
                                           {status: run ? run.status : null,
-                                           problems: listProblems(check, run)}),
-                        [page, index, check, run]);
+                                           problems: listProblems(check, run), marks}),
+                        [page, index, check, run, marks]);
   /* React Flow's measured size of each block, carried on the nodes we pass: a node object
    * without `measured` is taken for a new node, unmeasured until the next frame, and a fit
    * (the controls' button) in that window after a re-check or a run framed nothing. */

@@ -11,6 +11,7 @@ import DocToggle from './DocToggle.jsx';
 import ConstGrid from './ConstGrid.jsx';
 import FeedPanel from './FeedPanel.jsx';
 import SelectionSummary from './SelectionSummary.jsx';
+import ScalarSlider from './ScalarSlider.jsx';
 
 function TextCommit({label, value, onCommit, multiline, testid, focusKey}) {
   /* focusKey changes (a double-click on the block, the menu's Rename): focus, text selected */
@@ -62,7 +63,7 @@ function WireSelect({page, index, check, block, port, source, onWire}) {
 }
 
 export default function Inspector({page, index, check, block, files, onChange, onRename,
-                                   onRefreshFiles, onEditValue, onWire, feeds, onFeed,
+                                   onRefreshFiles, onEditValue, onWire, onPlot, feeds, onFeed,
                                    selection, editor, state, renaming}) {
   if (!page || !index) {
     return <aside className="inspector" aria-label="Inspector"><h2>Inspector</h2>
@@ -136,6 +137,14 @@ export default function Inspector({page, index, check, block, files, onChange, o
                      [{op: 'set_attr', block: block.id, attr: w.name, value}],
                      {key: `attr:${block.id}:${w.name}`})} />
       ))}
+      {block.type === 'Const' && <ScalarSlider block={block} onChange={onChange} />}
+      {onPlot && info && Object.values(info.outputs || {}).some((o) => Array.isArray(o.shape) &&
+                                                                     o.shape.length === 0) && (
+        <button className="plot-it" data-testid="plot-block" onClick={() => onPlot(block.id)}
+                title="Add this scalar to the Training tab's plot (its value after each step)">
+          Plot while training
+        </button>
+      )}
       {block.type === 'Const' && <ConstGrid page={page} block={block}
                                             onEditValue={onEditValue || onChange} />}
       {entry && entry.feedable && onFeed && (

@@ -25,7 +25,7 @@ export default function TopBar({editor, state}) {
         </span>
       )}
       <div className="group">
-        {b('newPage')}{b('renamePage')}{b('duplicatePage')}{b('deletePage')}
+        {b('newPage')}{b('renamePage')}{b('duplicatePage')}{b('deletePage')}{b('importEnuspace')}
       </div>
       <div className="group">
         {b('save', {children: `Save${dirty ? ' ●' : ''}`})}

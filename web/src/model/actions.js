@@ -13,9 +13,12 @@
  * enabled(s) and perform(ed, arg) get the editor's state and the editor (model/editor.js).
  */
 
+import {trainables} from './training.js';
+
 const sel1 = (s) => (s.page && s.selected.length === 1
   ? s.page.blocks.find((b) => b.id === s.selected[0]) : null);
 const running = (s) => !!(s.run && s.run.state === 'running');
+const trains = (s) => !!(s.doc && s.page && trainables(s.page).length);
 
 export const ACTIONS = [
   {name: 'save', label: 'Save', keys: ['Mod+S'], inText: true,
@@ -84,9 +87,29 @@ export const ACTIONS = [
   {name: 'duplicatePage', label: 'Duplicate', keys: [], title: 'Copy the page file',
    enabled: (s) => !!s.doc,
    perform: (ed) => ed.setDialog({kind: 'duplicate', name: ed.state.doc.name})},
+  {name: 'importEnuspace', label: 'Import enuSpace…', keys: [],
+   title: 'Import an enuSpace-Tensorflow page (.svg with its .dat, or a Task .json export)',
+   enabled: () => true, perform: (ed) => ed.setDialog({kind: 'importEnuspace'})},
   {name: 'deletePage', label: 'Delete', keys: [], title: 'Delete the page file',
    enabled: (s) => !!s.doc, perform: (ed) => ed.setDialog({kind: 'delete', name: ed.state.doc.name})},
 ];
+
+/* training (model/training.js; TrainBar's buttons): the training state is the Training store's,
+ * read when the action runs */
+ACTIONS.push(
+  {name: 'trainPlayPause', label: '▶ Play / ⏸ Pause', keys: ['Alt+P'],
+   title: 'Play: train step after step; Pause: stop after this step (Alt+P)', enabled: trains,
+   perform: (ed) => (ed.training.getSnapshot().state === 'running' ? ed.training.pause()
+     : ed.training.play()).catch(() => {})},
+  {name: 'trainStep', label: '⏭ Step', keys: ['Alt+.'], title: 'One training step (Alt+.)',
+   enabled: trains,
+   perform: (ed) => (ed.training.getSnapshot().state === 'paused' ||
+                     ed.training.getSnapshot().state === 'idle'
+     ? ed.training.stepOnce().catch(() => {}) : null)},
+  {name: 'trainReset', label: '⟲ Reset', keys: ['Alt+R'],
+   title: 'Variables back to their initial values, step 0 (Alt+R)', enabled: trains,
+   perform: (ed) => ed.training.reset().catch(() => {})},
+);
 
 export const ACTION = Object.fromEntries(ACTIONS.map((a) => [a.name, a]));
 

@@ -9,11 +9,12 @@
 export const DTYPES = ['float16', 'bfloat16', 'float32', 'float64', 'int32', 'int64'];
 
 /* Palette order of the categories the runtime uses; unknown ones follow, sorted. */
-const CATEGORY_ORDER = ['nn', 'math', 'array', 'state', 'data', 'generic', 'check'];
+const CATEGORY_ORDER = ['nn', 'math', 'array', 'state', 'data', 'distributed', 'generic',
+  'check'];
 const CATEGORY_TITLES = {
   nn: 'Convolutions, pooling and losses', math: 'Elementwise math',
   array: 'Arrays, MatMul and reductions', state: 'Variables and updates', data: 'Data',
-  generic: 'Constants and inputs', check: 'Checks',
+  distributed: 'Across machines (MPI)', generic: 'Constants and inputs', check: 'Checks',
 };
 
 export function categoryTitle(c) {

@@ -27,6 +27,7 @@ import {invalidateRun, reduceRunEvents, runMessage} from './runState.js';
 import {planRun} from './runPlan.js';
 import {placeGradients} from './gradients.js';
 import {toBase64} from './npy.js';
+import {Training} from './training.js';
 
 export const INITIAL = {
   index: null,      /* the catalogue, indexed (catalog.js) */
@@ -44,6 +45,7 @@ export const INITIAL = {
   canUndo: false,
   canRedo: false,
   hasClipboard: false,
+  marks: {},        /* gradient blocks a check marked: {id: {ok, text}} (TrainPanel) */
   detached: false,  /* the file does not load: no server session, edits checked one by one */
   feeds: {},        /* Placeholder id -> {dtype, shape, source, name}: what the editor feeds */
   reveal: null,     /* {ids, at}: blocks the canvas should bring into view */
@@ -87,6 +89,7 @@ export class Editor {
     this.onOpened = () => {}; /* the page `name` is open (App puts it in the address bar) */
     this.feedData = new Map();  /* Placeholder id -> {b64, sent}: sent once per session */
     this.feedRetry = false;
+    this.training = new Training(api); /* live training of the open page (training.js) */
   }
 
   get state() { return this.store.get(); }
@@ -122,7 +125,7 @@ export class Editor {
         : e.message);
     });
     this.refreshLists();
-    return connect({
+    this.events = connect({
       onHello: (client) => {
         this.api.client = client;
         this.jobEvents.connected = true;
@@ -132,12 +135,16 @@ export class Editor {
       onState: (s) => {
         if (s !== 'open') this.jobEvents.connected = false;
         this.set({wsState: s === 'open' ? 'open' : 'closed'});
+        if (s === 'open' && this.onConnected) this.onConnected();
       },
     });
+    return this.events;
   }
 
   /* ---- run events: queued, applied once per frame ------------------------------------ */
   onEvent(ev) {
+    if (this.onOtherEvent && this.onOtherEvent(ev)) return; /* the classroom's (classroom.js) */
+    if (this.training.handle(ev)) return; /* train_*, step_finished, edits_* */
     if (ev.kind) this.jobEvents.push(ev);
     else if (/^run_(finished|failed|cancelled)$/.test(ev.type)) this.gate.running = false;
     /* the server forgot a feed (its session closed meanwhile): send them all again, once */
@@ -196,13 +203,15 @@ export class Editor {
       /* the session may hold unsaved edits of an earlier visit: show what it holds */
       const sess = detached ? {} : await api.getPage(name, true);
       const held = sess.session_page || got.page;
+      /* while the page trains, an edit is applied at the next step: training.edits waits */
       this.queue = new EditQueue((edits) => (this.state.detached
-        ? api.check(name, this.state.page) : api.edits(name, edits)));
+        ? api.check(name, this.state.page) : this.training.edits(name, edits)));
+      this.training.open(detached ? null : name);
       this.history.clear();
       this.feedData = new Map();
       this.set({doc: {name, revision: got.revision}, page: held, check: ck, detached, feeds: {},
                 dirty: !samePage(held, got.page), selected: [],
-                run: null});
+                run: null, marks: {}});
       this.syncHistory();
       this.say('info', `Opened ${name}.`);
       this.onOpened(name);
@@ -280,7 +289,10 @@ export class Editor {
       this.say('ok', `Saved ${d.name}.json.`);
       if (this.state.detached) await this.attach();
     } catch (e) {
-      if (e instanceof ApiError && e.code === 'stale_revision' && !overwrite) {
+      if (e instanceof ApiError && e.code === 'busy' &&
+          this.training.getSnapshot().state === 'running') {
+        this.say('error', 'The page is training: pause it, then save.');
+      } else if (e instanceof ApiError && e.code === 'stale_revision' && !overwrite) {
         this.setDialog({
           kind: 'conflict',
           title: 'The file changed on disk',
@@ -623,6 +635,21 @@ export class Editor {
       this.say('error', `Gradient blocks not added: ${e.message}`);
     }
   }
+
+  /** The backward pass was built on the server (TrainPanel): show the page its session holds. */
+  async backwardBuilt(res) {
+    const d = this.state.doc;
+    const before = this.state.page;
+    this.gate.stale();
+    const sess = await this.api.getPage(d.name, true);
+    const after = sess.session_page || before;
+    this.set({page: after, check: res.page, dirty: true});
+    this.history.push(before, after, null);
+    this.syncHistory();
+    this.say('ok', `Backward pass built: ${res.created.blocks.length} blocks added on the right.`);
+  }
+
+  setMarks(marks) { this.set({marks}); }
 
   /** A constant's grid changed: send the edit, then re-run (only what depends on it runs). */
   editValue(edits, opts) {

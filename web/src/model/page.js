@@ -177,6 +177,7 @@ export function pageToGraph(page, index, check, extra = {}) {
       problems: probs.get(b.id) || [],
       ports: info[b.id] || null,
       status: extra.status ? extra.status[b.id] : undefined,
+      mark: extra.marks ? extra.marks[b.id] : undefined, /* a checked gradient: {ok, text} */
       isOutput: (page.outputs || []).some((o) => parseSource(o).block === b.id),
     },
   }));

@@ -13,6 +13,7 @@ const MIN_PANEL = 90;
 /** The default height of the panel showing `tab` in a window `windowH` pixels tall. */
 export function defaultHeight(tab, windowH) {
   if (tab === 'teach') return Math.round(windowH * 0.62);
+  if (tab === 'training') return Math.max(330, Math.round(windowH * 0.5));
   if (tab === 'output') return 300;
   return 260;
 }
