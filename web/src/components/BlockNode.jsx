@@ -14,7 +14,9 @@ const problemText = (p) => `${p.port ? `${p.port}: ` : p.attr ? `${p.attr}: ` : 
  * size with its ports' dots (wires still meet them), which is what lets a 500-block page
  * draw, pan and zoom quickly. */
 export const FAR_ZOOM = 0.4;
-const farSelector = (s) => s.transform[2] < FAR_ZOOM;
+/* only on big pages (more than FAR_BLOCKS blocks): a small page keeps every detail */
+export const FAR_BLOCKS = 150;
+export const farSelector = (s) => s.transform[2] < FAR_ZOOM && s.nodeLookup.size > FAR_BLOCKS;
 
 function FarBlock({block, inputs, outputs, cls, status}) {
   const rows = Math.max(inputs.length, outputs.length, 1);

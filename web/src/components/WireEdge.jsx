@@ -9,9 +9,7 @@
  * same dtype[shape]. A wire with a problem always shows its label, above the blocks. */
 import React from 'react';
 import {BaseEdge, EdgeLabelRenderer, getBezierPath, useInternalNode, useStore} from '@xyflow/react';
-import {FAR_ZOOM} from './BlockNode.jsx';
-
-const farSelector = (s) => s.transform[2] < FAR_ZOOM;
+import {farSelector} from './BlockNode.jsx';
 import {LABEL_H, labelWidth, overlapsNode} from '../model/wires.js';
 
 export default function WireEdge({id, source, target, sourceX, sourceY, targetX, targetY,
