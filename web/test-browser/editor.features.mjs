@@ -1,7 +1,7 @@
 // editor.features.mjs - what node-editor users expect (issue 24), done as a person does it in
 // Debian's Chromium against a real `blockflow serve`, checked on the page and through the
 // server's session or the file on disk:
-//   1  the minimap shows the page
+//   1  the minimap shows a page of more than 20 blocks (none over a small page)
 //   2  right-click the canvas > Tidy up: no block on another; one Ctrl+Z puts them back
 //   3  right-click a block > Duplicate (lands clear of the others); a wire > Delete the wire;
 //      the canvas > Paste here
@@ -34,6 +34,7 @@ const w = await startWorld('editor-features-screenshots', (w) => {
     {id: 's', type: 'Add', inputs: {x: 'a', y: 'b'}, ui: {x: 380, y: 100}},
     {id: 'o', type: 'Identity', inputs: {input: 's'}, ui: {x: 740, y: 100}},
   ], ['o']));
+  w.writePage('many', P('many', Array.from({length: 30}, (_, i) => c2(`k${i}`, i, (i % 6) * 300, Math.floor(i / 6) * 160)), []));
   w.writePage('fed', P('fed', [
     {id: 'ph', type: 'Placeholder', ui: {x: 0, y: 0}, attrs: {dtype: 'float32', shape: [2, 3]}},
     {id: 'neg', type: 'Neg', inputs: {x: 'ph'}, ui: {x: 380, y: 0}},
@@ -67,9 +68,11 @@ const menuItem = (name) => page.getByTestId('context-menu').locator(`button[data
 await runItems(w, {
   1: async () => {
     await w.open('tidy');
+    assert.equal(await page.locator('.react-flow__minimap').count(), 0, 'no minimap over a small page');
+    await w.open('many');
     const mini = page.locator('.react-flow__minimap');
     await mini.waitFor();
-    assert.equal(await mini.locator('.react-flow__minimap-node').count(), 4);
+    assert.equal(await mini.locator('.react-flow__minimap-node').count(), 30);
     await w.shot('1-minimap');
   },
 

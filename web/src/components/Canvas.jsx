@@ -17,6 +17,7 @@ const minimapColor = (n) => (n.data.problems.length ? '#e57373'
 const edgeTypes = {wire: WireEdge};
 /* from this many blocks on, only what is in view is drawn */
 const BIG = 150;
+const MINIMAP_BLOCKS = 20;
 
 export default function Canvas({page, index, check, run, marks, selected, onSelect, onConnect,
                                 onRemoveBlocks, onDisconnect, onMove, onDropBlock, reveal,
@@ -265,8 +266,10 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
       >
         <Background gap={20} size={1} />
         <Controls />
-        <MiniMap pannable zoomable ariaLabel="Minimap of the page" nodeStrokeWidth={2}
-                 nodeColor={minimapColor} style={{width: 160, height: 110}} />
+        {/* the minimap, for pages too big to read at once (on a small page it would only
+          * cover blocks) */}
+        {page.blocks.length > MINIMAP_BLOCKS && <MiniMap pannable zoomable ariaLabel="Minimap of the page" nodeStrokeWidth={2}
+                 nodeColor={minimapColor} style={{width: 160, height: 110}} />}
       </ReactFlow>}
       {page.blocks.length === 0 && (
         <div className="empty-hint">This page is empty. Drag a block from the left, e.g.
