@@ -177,7 +177,13 @@ int cli_import(int argc, char **argv) {
         }
         for (; written < r.n_files && rc == EXIT_OK; written++) {
             char path[4096];
-            snprintf(path, sizeof path, "%s/%s", dir, r.files[written].name);
+            if (snprintf(path, sizeof path, "%s/%s", dir, r.files[written].name) >=
+                (int)sizeof path) {
+                fprintf(stderr, "blockflow import: the path of %s in %s is too long\n",
+                        r.files[written].name, dir);
+                rc = EXIT_OUTPUT;
+                break;
+            }
             rc = cli_write_atomic(path, (const char *)r.files[written].data, r.files[written].size);
         }
         char why[600];
@@ -236,8 +242,8 @@ done:
     if (rc != EXIT_OK) /* a failed import leaves no file behind */
         for (int i = 0; i < written; i++) {
             char path[4096];
-            snprintf(path, sizeof path, "%s/%s", dir, r.files[i].name);
-            remove(path);
+            if (snprintf(path, sizeof path, "%s/%s", dir, r.files[i].name) < (int)sizeof path)
+                remove(path);
         }
     bf_string_free(built);
     bf_string_free(canon);
