@@ -10,7 +10,8 @@ const same = (a, b) => a === b || JSON.stringify(a) === JSON.stringify(b);
 
 function sameNodeData(a, b) {
   return a.block === b.block && a.entry === b.entry && a.status === b.status &&
-         a.isOutput === b.isOutput && same(a.ports, b.ports) && same(a.problems, b.problems);
+         a.isOutput === b.isOutput && same(a.ports, b.ports) && same(a.problems, b.problems) &&
+         same(a.mark, b.mark);
 }
 
 function sameEdge(a, b) {
