@@ -181,6 +181,7 @@ BF_API const char *bf_strerror(bf_status status);
     XX(scheduler, "the scheduler could not run a block")                                          \
     XX(shape_mismatch, "shapes that must agree do not")                                           \
     XX(shape_unknown, "a shape is not known before the run")                                      \
+    XX(skipped, "an output was not computed: its branch has a problem (a partial run)")           \
     XX(stale_revision, "the page changed since that revision was read")                           \
     XX(state_reset, "a block's state was reset")                                                  \
     XX(stopping, "the server is shutting down")                                                   \

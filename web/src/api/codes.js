@@ -94,6 +94,7 @@ export const ERROR_CODES = Object.freeze({
   scheduler: 'the scheduler could not run a block',
   shape_mismatch: 'shapes that must agree do not',
   shape_unknown: 'a shape is not known before the run',
+  skipped: 'an output was not computed: its branch has a problem (a partial run)',
   stale_revision: 'the page changed since that revision was read',
   state_reset: 'a block\'s state was reset',
   stopping: 'the server is shutting down',
