@@ -63,6 +63,8 @@ int enu_read_svg(const char *utf8, size_t len, const enu_options *o, enu_graph *
 int enu_read_task_json(const char *utf8, size_t len, const enu_options *o, enu_graph *g,
                        char *err, size_t errsz);
 
+/* utf16.c: code point c (at most 0x10FFFF) as UTF-8 at o (up to 4 bytes); the bytes written. */
+size_t enu_put_utf8(char *o, unsigned long c);
 /* utf16.c: the text of a page as UTF-8 (a new NUL-terminated buffer): UTF-16LE/BE with a BOM,
  * or UTF-8 (with or without a BOM). Malformed input (a lone surrogate, an odd byte count, a
  * NUL character, invalid UTF-8) is an error naming the byte offset. */

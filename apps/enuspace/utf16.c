@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t put_utf8(char *o, unsigned long c) {
+size_t enu_put_utf8(char *o, unsigned long c) {
     if (c < 0x80) {
         o[0] = (char)c;
         return 1;
@@ -79,7 +79,7 @@ static char *from_utf16(const unsigned char *b, size_t len, bool be, size_t *out
             free(out);
             return NULL;
         }
-        o += put_utf8(out + o, u);
+        o += enu_put_utf8(out + o, u);
     }
     out[o] = '\0';
     *out_len = o;

@@ -6,6 +6,7 @@
  * "billion laughs"), an undefined entity, nesting past the limit.
  */
 #include "xml.h"
+#include "graph.h" /* enu_put_utf8 */
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -60,26 +61,6 @@ static char *read_name(parser *p, char **name_end) {
     return start;
 }
 
-static size_t put_utf8(char *o, unsigned long c) {
-    if (c < 0x80) return o[0] = (char)c, 1;
-    if (c < 0x800) {
-        o[0] = (char)(0xc0 | (c >> 6));
-        o[1] = (char)(0x80 | (c & 0x3f));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (char)(0xe0 | (c >> 12));
-        o[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-        o[2] = (char)(0x80 | (c & 0x3f));
-        return 3;
-    }
-    o[0] = (char)(0xf0 | (c >> 18));
-    o[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-    o[3] = (char)(0x80 | (c & 0x3f));
-    return 4;
-}
-
 /* Decode the attribute value [v, vend) in place (references can only shrink it). */
 static int decode_value(parser *p, char *v, char *vend) {
     char *o = v;
@@ -114,7 +95,7 @@ static int decode_value(parser *p, char *v, char *vend) {
             }
             if (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
                 return fail(p, c, "a character reference to no valid character");
-            o += put_utf8(o, cp);
+            o += enu_put_utf8(o, cp);
         } else {
             return fail(p, c, "an undefined entity (only &lt; &gt; &amp; &quot; &apos; and "
                               "character references; entities are never expanded)");

@@ -14,69 +14,14 @@ import {join} from 'node:path';
 import assert from 'node:assert/strict';
 import {BINARY, makeShot, readNpy, repo, requireBrowser, screenshotDir, startServer,
         tempPages} from './harness.mjs';
+/* Firefox, with its background network features off (firefox.mjs) */
+import {FIREFOX, PREFS} from './firefox.mjs';
 
-const FIREFOX = process.env.BF_FIREFOX || '/usr/bin/firefox-esr';
 const SHOTS = screenshotDir('editor-firefox-screenshots');
 const WAIT = 30000; /* ms for any one expectation: the machine may be busy */
 requireBrowser(FIREFOX, 'firefox-esr');
 const {default: puppeteer} = await import('puppeteer-core');
 
-/* Firefox's background network features off: the machine may have no network, and a test
- * must not talk to the outside anyway. */
-const PREFS = {
-  'app.update.enabled': false,
-  'app.update.auto': false,
-  'app.normandy.enabled': false,
-  'app.shield.optoutstudies.enabled': false,
-  'browser.shell.checkDefaultBrowser': false,
-  'browser.startup.homepage_override.mstone': 'ignore',
-  'browser.aboutwelcome.enabled': false,
-  'browser.safebrowsing.malware.enabled': false,
-  'browser.safebrowsing.phishing.enabled': false,
-  'browser.safebrowsing.downloads.enabled': false,
-  'browser.safebrowsing.downloads.remote.enabled': false,
-  'browser.safebrowsing.blockedURIs.enabled': false,
-  'browser.safebrowsing.provider.mozilla.updateURL': '',
-  'browser.safebrowsing.provider.google4.updateURL': '',
-  'browser.newtabpage.enabled': false,
-  'browser.newtabpage.activity-stream.feeds.topsites': false,
-  'browser.newtabpage.activity-stream.feeds.snippets': false,
-  'browser.newtabpage.activity-stream.feeds.section.topstories': false,
-  'browser.search.update': false,
-  'browser.search.geoip.url': '',
-  'browser.region.network.url': '',
-  'browser.region.update.enabled': false,
-  'browser.ping-centre.telemetry': false,
-  'browser.topsites.contile.enabled': false,
-  'captivedetect.canonicalURL': '',
-  'datareporting.healthreport.uploadEnabled': false,
-  'datareporting.policy.dataSubmissionEnabled': false,
-  'datareporting.usage.uploadEnabled': false,
-  'toolkit.telemetry.enabled': false,
-  'toolkit.telemetry.unified': false,
-  'toolkit.telemetry.archive.enabled': false,
-  'toolkit.telemetry.server': '',
-  'toolkit.coverage.opt-out': true,
-  'extensions.update.enabled': false,
-  'extensions.getAddons.cache.enabled': false,
-  'extensions.blocklist.enabled': false,
-  'extensions.systemAddon.update.enabled': false,
-  'geo.provider.network.url': '',
-  'media.gmp-manager.url': '',
-  'media.gmp-gmpopenh264.enabled': false,
-  'network.captive-portal-service.enabled': false,
-  'network.connectivity-service.enabled': false,
-  'network.dns.disablePrefetch': true,
-  'network.http.speculative-parallel-limit': 0,
-  'network.prefetch-next': false,
-  'network.trr.mode': 5,
-  'security.OCSP.enabled': 0,
-  'services.settings.server': 'http://127.0.0.1:9/',
-  'services.sync.enabled': false,
-  'identity.fxaccounts.enabled': false,
-  'messaging-system.rsexperimentloader.enabled': false,
-  'privacy.sanitize.sanitizeOnShutdown': false,
-};
 
 const {tmp, pages} = tempPages('bf-editor-ff-');
 const profile = join(tmp, 'profile');
