@@ -214,3 +214,17 @@ def test_bad_page_files_in_a_fresh_interpreter(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[-1] == "alive" and sum(ln.startswith("error ") for ln in lines) == len(HOSTILE)
+
+
+def test_error_codes_are_the_headers_list():
+    """The module reads the library's one list (BF_ERROR_CODE_MAP), in its order; this also
+    runs in the sanitizer build, where tests/apps/test_error_codes.py leaves it out."""
+    import re
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    with open(os.path.join(root, "include", "blockflow.h")) as f:
+        text = f.read()
+    body = text[text.index("#define BF_ERROR_CODE_MAP(XX)"):]
+    body = body[:body.index("\n\n")]
+    codes = blockflow.error_codes()
+    assert list(codes) == re.findall(r"XX\(([a-z_0-9]+),", body)
+    assert codes["cancelled"] == "the run or job was cancelled"
