@@ -10,11 +10,13 @@ What is compared, and how closely:
 - a filter gradient (Conv2DBackpropFilter) of a sharded batch of 10 (parts 5+5, 4+3+3) summed
   by an AllReduce: the one-process result within 1e-5 of its largest element (float32 sums in
   another order); with --deterministic-reduce the bits of (p0 + p1) + p2 in float32, p_r being
-  rank r's part computed by a one-process run of that part alone;
+  rank r's part computed by a one-process run of that part alone, and the same bits from one
+  process whose 3 ranks are threads (--ranks 3);
 - learn_a_filter (24 sharded images, sgd) and digits_cnn (batches of 48, adam) trained for a
   few dozen steps with gradients built by `grad --data-parallel --ranks K`: the loss curve
   within 1e-4 relative and every Variable within 1e-5 of the one-process run; with
-  --deterministic-reduce two runs give the same bits (log and checkpoint);
+  --deterministic-reduce two runs give the same bits (log and checkpoint), and the one
+  process with --ranks 3 gives those bits too (the single-process run of the job);
 - a rank that fails (NaN cast to int32 in its part of the batch; a Placeholder one rank was
   not fed; a feed file only one rank lacks): the job ends, in seconds, with the rank named; Ctrl-C (SIGINT to mpirun) stops every
   rank at the same step boundary and the checkpoint holds that step;
@@ -139,6 +141,13 @@ class MpiTest(unittest.TestCase):
         for run in ("d1", "d2"):
             got = self.run_filter(3, run, ["--deterministic-reduce"])
             self.assertEqual(got.tobytes(), want.tobytes(), run)
+        # one process whose 3 ranks are threads: the same bits
+        self.assertEqual(self.run_filter(1, "t3", ["--ranks", "3"]).tobytes(), want.tobytes())
+        # --ranks under mpirun would be K threads in each of mpirun's processes: refused
+        r = mpirun(2, ["run", "fg.json", "--feed", "x=x.npy", "--feed", "dy=dy.npy",
+                       "--no-save", "--ranks", "2"], timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("leave --ranks out", r.stderr)
 
     # ---- training: learn_a_filter and digits_cnn ----------------------------------------
 
@@ -171,9 +180,13 @@ class MpiTest(unittest.TestCase):
                                        list(feed) + ["--deterministic-reduce"])
         b_log, b_state, _ = self.train(3, "dp3.json", steps, "det_b",
                                        list(feed) + ["--deterministic-reduce"])
-        self.assertEqual(a_log[:, 2:].tobytes(), b_log[:, 2:].tobytes())
-        for name in a_state:
-            self.assertEqual(a_state[name].tobytes(), b_state[name].tobytes(), name)
+        # the same job in one process, its 3 ranks threads (--ranks 3): the same bits
+        c_log, c_state, _ = self.train(1, "dp3.json", steps, "det_c",
+                                       list(feed) + ["--ranks", "3"])
+        for log, state, how in ((b_log, b_state, "again"), (c_log, c_state, "--ranks 3")):
+            self.assertEqual(a_log[:, 2:].tobytes(), log[:, 2:].tobytes(), how)
+            for name in a_state:
+                self.assertEqual(a_state[name].tobytes(), state[name].tobytes(), (name, how))
         return base
 
     def learn_a_filter_forward(self, n):
