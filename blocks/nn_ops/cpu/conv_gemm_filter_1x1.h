@@ -76,14 +76,12 @@ typedef struct bf_f1_pfs {
     int64_t xpc, ypc; /* lines per call */
 } bf_f1_pfs;
 
-/* always_inline: a function that only prefetches is "const" to GCC, and a call to it that
-   was not inlined before that analysis is deleted as dead code (it was: nothing was
-   prefetched). */
+/* The dy lines of one call (x's go to UKRS). always_inline: a function that only prefetches
+   is "const" to GCC, and a call to it that was not inlined before that analysis is deleted
+   as dead code (it was: nothing was prefetched). */
 static inline __attribute__((always_inline)) void bf_f1_pf(bf_f1_pfs *s) {
     for (int64_t l = 0; l < s->ypc && s->y < s->yend; l++, s->y += 64)
         __builtin_prefetch(s->y, 0, 2);
-    for (int64_t l = 0; l < s->xpc && s->x < s->xend; l++, s->x += 64)
-        __builtin_prefetch(s->x, 0, 2);
 }
 
 static void bf_f1_task(void *arg, int64_t task, int slot) {
@@ -136,7 +134,14 @@ static void bf_f1_task(void *arg, int64_t task, int slot) {
                         for (int64_t b = 0; b < NR * (int64_t)sizeof(T); b += 64)
                             __builtin_prefetch((const char *)c + b, 1, 3);
                     }
-                UKRS(n, x + k0, C, bpk + jp * pc * NR, crow, jp * NR, MR, nr, 1);
+                /* the next chunk's x: its next xpc lines, which UKRS prefetches as it goes,
+                   one every 8 steps (issued here at once, they stalled the loop); those
+                   that n / 8 steps do not reach (few calls per chunk) here */
+                int64_t npf = pf.x ? BF_MIN(pf.xpc, (pf.xend - pf.x + 63) / 64) : 0;
+                int64_t nk = BF_MIN(npf, n / 8);
+                for (int64_t l = nk; l < npf; l++) __builtin_prefetch(pf.x + l * 64, 0, 2);
+                UKRS(n, x + k0, C, bpk + jp * pc * NR, crow, jp * NR, MR, nr, 1, pf.x, nk);
+                if (npf > 0) pf.x += npf * 64;
             }
         }
     }

@@ -59,9 +59,11 @@
  * values like acc == 0, with streaming stores where a row of the block is whole and 64-byte
  * aligned (the row GEMM asks for it when the output is too big to stay in cache, and fences
  * before its task ends).
- * Optional UKRS(kc, a, lda, b, crow, coff, mr, nr, acc): UKR with A read in place with a row
- * stride, a[k * lda + i] (it reads all MR rows of each step, whatever mr is); with it, the
- * 1x1 filter gradient reads x in place (conv_gemm_filter_1x1.h).
+ * Optional UKRS(kc, a, lda, b, crow, coff, mr, nr, acc, pf, npf): UKR with A read in place
+ * with a row stride, a[k * lda + i] (it reads all MR rows of each step, whatever mr is), which
+ * also prefetches the npf 64-byte lines from pf on into L2, one every 8 steps (those that
+ * kc steps reach); with it, the 1x1 filter gradient reads x in place
+ * (conv_gemm_filter_1x1.h).
  * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL);
  * BF_ADD_SHORT(dst, src, n) adds n values of src to dst, the tail masked (col2im's runs);
  * BF_VFMA(a, b, c) fused a * b + c and BF_VSPLAT(s) broadcast on the vectors of the direct and
