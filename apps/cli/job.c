@@ -86,9 +86,8 @@ int cli_job_threads(int ranks, const bf_config *cfg, const char *cmd,
         rc = EXIT_RUN;
     }
     for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
-    /* the job's status: rank 0's, else the first rank's that failed (as mpirun reports) */
+    /* the job's status: the lowest rank's that failed (rank 0's first) */
     for (int r = 0; r < started && rc == EXIT_OK; r++) rc = t[r].rc;
-    if (started == ranks && t[0].rc != EXIT_OK) rc = t[0].rc;
     bf_group_free(g);
     free(t), free(th);
     return rc;

@@ -19,19 +19,16 @@ tests/apps/test_mpi.py.
 Exits 77 ("Not Run" in ctest) without numpy. By hand:
 BF_BINARY=build/blockflow python3 tests/apps/test_local_ranks.py -v
 """
-import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
+from data_parallel_pages import InFolder, read
+
 BINARY = os.path.abspath(os.environ.get("BF_BINARY", "build/blockflow"))
-SOURCE = os.environ.get("BF_SOURCE_DIR",
-                        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 try:
     import numpy as np
@@ -53,29 +50,8 @@ def ok(r):
     return r
 
 
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
-def page(blocks, outputs):
-    return {"format": "blockflow.page", "version": 1, "blocks": blocks, "outputs": outputs}
-
-
-class LocalRanks(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="bf_ranks_")
-        self.cwd = os.getcwd()
-        os.chdir(self.dir)
-
-    def tearDown(self):
-        os.chdir(self.cwd)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def write(self, name, obj):
-        with open(name, "w") as f:
-            json.dump(obj, f)
-        return name
+class LocalRanks(InFolder):
+    prefix = "bf_ranks_"
 
     # ---- a sharded filter gradient -------------------------------------------------------
 
@@ -91,16 +67,7 @@ class LocalRanks(unittest.TestCase):
         x = rng.standard_normal((10, 8, 8, 2)).astype(np.float32)
         dy = rng.standard_normal((10, 8, 8, 3)).astype(np.float32)
         np.save("x.npy", x), np.save("dy.npy", dy)
-        self.write("fg.json", page([
-            {"id": "x", "type": "Placeholder",
-             "attrs": {"shape": [-1, 8, 8, 2], "shard": "batch"}},
-            {"id": "dy", "type": "Placeholder",
-             "attrs": {"shape": [-1, 8, 8, 3], "shard": "batch"}},
-            {"id": "fs", "type": "Const", "attrs": {"dtype": "int32", "value": [3, 3, 2, 3]}},
-            {"id": "dw", "type": "Conv2DBackpropFilter",
-             "inputs": {"input": "x", "filter_sizes": "fs", "out_backprop": "dy"},
-             "attrs": {"strides": [1, 1, 1, 1], "padding": "SAME"}},
-            {"id": "dw_sum", "type": "AllReduce", "inputs": {"input": "dw"}}], ["dw_sum"]))
+        self.filter_page()
         one = self.run_filter("one")
         scale = np.abs(one).max()
         for k, parts in ((2, [(0, 5), (5, 10)]), (3, [(0, 4), (4, 7), (7, 10)])):
@@ -118,17 +85,6 @@ class LocalRanks(unittest.TestCase):
 
     # ---- training ------------------------------------------------------------------------
 
-    def learn_a_filter(self, n):
-        with open(os.path.join(SOURCE, "examples/train/learn_a_filter.forward.json")) as f:
-            fwd = json.load(f)
-        rng = np.random.default_rng(7)
-        np.save("images.npy", rng.uniform(-1, 1, (n, 12, 12, 1)).astype(np.float32))
-        for b in fwd["blocks"]:
-            if b["id"] == "images":  # the random batch becomes a fed, sharded one
-                b["type"] = "Placeholder"
-                b["attrs"] = {"shape": [n, 12, 12, 1], "shard": "batch"}
-        return self.write("laf.forward.json", fwd)
-
     def grad(self, fwd, out, opt, ranks=None):
         args = ["grad", fwd, "--loss", "loss", "--optimizer", opt, "-o", out, "-q"]
         if ranks:
@@ -144,7 +100,7 @@ class LocalRanks(unittest.TestCase):
         return log, dict(np.load(f"{tag}.npz")), r
 
     def test_learn_a_filter(self):
-        fwd = self.learn_a_filter(24)
+        fwd = self.learn_a_filter_forward(24)
         self.grad(fwd, "one.json", "sgd:0.5")
         base, base_state, _ = self.train("one.json", 30, "one")
         self.assertLess(base[-1, 2], base[0, 2] / 10)  # it learns
@@ -174,12 +130,7 @@ class LocalRanks(unittest.TestCase):
         x = np.arange(40, dtype=np.float32).reshape(10, 4)
         x[8, 1] = np.nan  # row 8: rank 1's part of 10 rows between 2 ranks
         np.save("bad.npy", x)
-        self.write("cast.json", page([
-            {"id": "x", "type": "Placeholder", "attrs": {"shape": [10, 4], "shard": "batch"}},
-            {"id": "xi", "type": "Cast", "inputs": {"x": "x"}, "attrs": {"DstT": "int32"}},
-            {"id": "xf", "type": "Cast", "inputs": {"x": "xi"}, "attrs": {"DstT": "float32"}},
-            {"id": "total", "type": "Sum", "inputs": {"input": "xf"}},
-            {"id": "all", "type": "AllReduce", "inputs": {"input": "total"}}], ["all"]))
+        self.cast_page()
         t0 = time.monotonic()
         r = blockflow(["run", "cast.json", "--feed", "x=bad.npy", "--no-save", "--ranks", "2"],
                       timeout=60)
@@ -189,7 +140,7 @@ class LocalRanks(unittest.TestCase):
         self.assertRegex(r.stderr, r"rank 0: cast.json: block \"all\": rank 1 of the job failed")
 
     def test_ctrl_c_stops_every_rank_at_a_step_boundary(self):
-        fwd = self.learn_a_filter(24)
+        fwd = self.learn_a_filter_forward(24)
         self.grad(fwd, "dp2.json", "sgd:0.1", ranks=2)
         p = subprocess.Popen([BINARY, "train", "dp2.json", "--steps", "100000000", "--ranks",
                               "2", "--feed", "images=images.npy", "--log", "c.csv",

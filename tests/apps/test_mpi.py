@@ -30,13 +30,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
+from data_parallel_pages import SOURCE, InFolder, page, read
+
 BINARY = os.path.abspath(os.environ.get("BF_BINARY", "build/blockflow"))
-SOURCE = os.environ.get("BF_SOURCE_DIR",
-                        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 MPIRUN = shutil.which("mpirun")
 
 try:
@@ -71,48 +70,15 @@ def ok(r):
     return r
 
 
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
 def load_json(path):
     with open(path) as f:
         return json.load(f)
 
 
-def page(blocks, outputs):
-    return {"format": "blockflow.page", "version": 1, "blocks": blocks, "outputs": outputs}
-
-
-class MpiTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="bf_mpi_")
-        self.cwd = os.getcwd()
-        os.chdir(self.dir)
-
-    def tearDown(self):
-        os.chdir(self.cwd)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def write(self, name, obj):
-        with open(name, "w") as f:
-            json.dump(obj, f)
-        return name
+class MpiTest(InFolder):
+    prefix = "bf_mpi_"
 
     # ---- a sharded filter gradient, summed ----------------------------------------------
-
-    def filter_page(self):
-        return self.write("fg.json", page([
-            {"id": "x", "type": "Placeholder",
-             "attrs": {"shape": [-1, 8, 8, 2], "shard": "batch"}},
-            {"id": "dy", "type": "Placeholder",
-             "attrs": {"shape": [-1, 8, 8, 3], "shard": "batch"}},
-            {"id": "fs", "type": "Const", "attrs": {"dtype": "int32", "value": [3, 3, 2, 3]}},
-            {"id": "dw", "type": "Conv2DBackpropFilter",
-             "inputs": {"input": "x", "filter_sizes": "fs", "out_backprop": "dy"},
-             "attrs": {"strides": [1, 1, 1, 1], "padding": "SAME"}},
-            {"id": "dw_sum", "type": "AllReduce", "inputs": {"input": "dw"}}], ["dw_sum"]))
 
     def run_filter(self, k, out, extra=(), x="x.npy", dy="dy.npy"):
         os.makedirs(out, exist_ok=True)
@@ -189,16 +155,6 @@ class MpiTest(unittest.TestCase):
                 self.assertEqual(a_state[name].tobytes(), state[name].tobytes(), (name, how))
         return base
 
-    def learn_a_filter_forward(self, n):
-        fwd = load_json(os.path.join(SOURCE, "examples/train/learn_a_filter.forward.json"))
-        rng = np.random.default_rng(7)
-        np.save("images.npy", rng.uniform(-1, 1, (n, 12, 12, 1)).astype(np.float32))
-        for b in fwd["blocks"]:
-            if b["id"] == "images":  # the random batch becomes a fed, sharded one
-                b["type"] = "Placeholder"
-                b["attrs"] = {"shape": [n, 12, 12, 1], "shard": "batch"}
-        return self.write("laf.forward.json", fwd)
-
     def test_learn_a_filter(self):
         fwd = self.learn_a_filter_forward(24)
         base = self.compare_training(fwd, "sgd:0.5", 40, ["--feed", "images=images.npy"])
@@ -219,14 +175,6 @@ class MpiTest(unittest.TestCase):
         self.assertLess(base[-1, 2], base[0, 2])
 
     # ---- failures and cancellation ------------------------------------------------------
-
-    def cast_page(self):
-        return self.write("cast.json", page([
-            {"id": "x", "type": "Placeholder", "attrs": {"shape": [10, 4], "shard": "batch"}},
-            {"id": "xi", "type": "Cast", "inputs": {"x": "x"}, "attrs": {"DstT": "int32"}},
-            {"id": "xf", "type": "Cast", "inputs": {"x": "xi"}, "attrs": {"DstT": "float32"}},
-            {"id": "total", "type": "Sum", "inputs": {"input": "xf"}},
-            {"id": "all", "type": "AllReduce", "inputs": {"input": "total"}}], ["all"]))
 
     def test_a_rank_that_fails(self):
         x = np.arange(40, dtype=np.float32).reshape(10, 4)
