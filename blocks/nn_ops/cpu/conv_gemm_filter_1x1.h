@@ -16,7 +16,8 @@
  * call: x is read exactly once and is far larger than the caches.
  *
  * Measured on Zen 3 (AVX2, 1 thread, bench/RESULTS.md "Issue 30"): rn50 1x1 256->64 at 56x56
- * went from 24.2 ms (the direct kernel) to about 20. What it replaced and why those lost:
+ * went from 23.7-24.8 ms (the direct kernel; minima) to 18.6, UKRS at about 93 % of the FMA
+ * peak and 4 % of the time outside it. What it replaced and why those lost:
  * the direct filter gradient (conv_gemm_direct_filter.h) keeps each dW tile in registers for
  * one 56-pixel row only, then reads and writes it back; the im2col GEMM (conv_gemm_filter.h)
  * packs one MR block of x at a time and so reads each chunk of x once per block, from L3
@@ -46,15 +47,15 @@ typedef struct bf_f1_plan {
     const bf_exec *ex;
 } bf_f1_plan;
 
-/* 1x1, stride 1, no padding (so pixel p of dy reads x + p * C), not grouped, at least
-   8 input channels (and MR, so that the last block can be read shifted back, below), dW in
-   128 KiB (256 x 64 floats; at 512 x 128 and 1024 x 256 the old paths were as fast), and an
-   ISA with UKRS. */
+/* 1x1, stride 1, no padding (so pixel p of dy reads x + p * C), not grouped, at least 64
+   input channels (at 16 and 32 the direct kernel was as fast or faster: 16 -> 96 at 112x112
+   1.15x slower here), dW in 128 KiB (256 x 64 floats; at 512 x 128 and 1024 x 256 the old
+   paths were as fast), and an ISA with UKRS. */
 #ifdef UKRS
 static bool bf_f1_wanted(const bf_conv_geom *g) {
     return g->groups == 1 && g->k_h == 1 && g->k_w == 1 && g->stride_h == 1 &&
            g->stride_w == 1 && g->pad_top == 0 && g->pad_left == 0 && g->out_h == g->in_h &&
-           g->out_w == g->in_w && g->in_c >= BF_MAX(8, MR) && g->out_c >= 1 &&
+           g->out_w == g->in_w && g->in_c >= BF_MAX(64, MR) && g->out_c >= 1 &&
            g->in_c * g->out_c <= (int64_t)(131072 / sizeof(T));
 }
 
