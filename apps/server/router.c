@@ -478,6 +478,17 @@ static void check_page(srv_app *app, const char *name, const srv_request *req,
 
 /* ---- edits -------------------------------------------------------------------------------- */
 
+/* Whether a batch only moves blocks or sets their look (set_ui): the session's results stay
+ * what they were, so the last run's tensors stay readable (a drag does not lose a heatmap). */
+static bool only_ui(const cJSON *edits) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, edits) {
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(e, "op");
+        if (!cJSON_IsString(op) || strcmp(op->valuestring, "set_ui")) return false;
+    }
+    return true;
+}
+
 static void edit_page(srv_app *app, srv_page *p, const char *client, const srv_request *req,
                       srv_response *res) {
     cJSON *body = parse_body(app, req, res);
@@ -495,11 +506,12 @@ static void edit_page(srv_app *app, srv_page *p, const char *client, const srv_r
     bf_diags *d = bf_diags_new();
     bf_error e = {0};
     bf_session *s = srv_page_session(p);
-    srv_page_changing(p, client); /* another client's results stay theirs to read */
+    bool ui = only_ui(edits);
+    if (!ui) srv_page_changing(p, client); /* another client's results stay theirs to read */
     bf_status bst = d && (text || edits == body) ? bf_session_apply_edits(s, etext, elen, d, &e)
                                                  : BF_ENOMEM;
     if (bst == BF_OK) { /* every socket viewing this page sees the edit, with its new revision */
-        srv_page_changed(p);
+        if (!ui) srv_page_changed(p);
         srv_page_event(app, p, "page_edited", etext, elen, client);
     }
     free(text);
