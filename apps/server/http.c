@@ -428,7 +428,7 @@ static void ws_message(srv_http *h, conn *c) {
         const cJSON *space = cJSON_GetObjectItemCaseSensitive(j, "space");
         const char *sp = cJSON_IsString(space) ? space->valuestring : "";
         bool ok = cJSON_IsString(page) &&
-                  (srv_name_ok(page->valuestring) || !page->valuestring[0]) &&
+                  (srv_page_name_ok(page->valuestring) || !page->valuestring[0]) &&
                   (!sp[0] || c->who.role == SRV_TEACHER ||
                    (c->who.student && !strcmp(sp, srv_who_name(&c->who))));
         if (!ok) {
