@@ -55,6 +55,8 @@ export class Api {
   health() { return this.req('GET', '/api/health'); }
   pages() { return this.req('GET', '/api/pages'); }
   files() { return this.req('GET', '/api/files'); }
+  /** What .npy file `path` of the pages folder holds: {file, dtype, shape, bytes}. */
+  fileInfo(path) { return this.req('GET', `/api/files/${path.split('/').map(encodeURIComponent).join('/')}`); }
   getPage(name, session = false) {
     return this.req('GET', this.page(name) + (session ? '?view=session' : ''));
   }
@@ -68,7 +70,8 @@ export class Api {
   close(name) { return this.req('POST', this.page(name) + '/close'); }
   edits(name, edits) { return this.req('POST', this.page(name) + '/edits', edits); }
   check(name, page) { return this.req('POST', this.page(name) + '/check', page); }
-  /** Run the page: `fetchIds` (null: its outputs), `feeds` {placeholder id: base64 .npy}. */
+  /** Run the page: `fetchIds` (null: its outputs), `feeds` {placeholder id: base64 .npy, or
+   * {file: "data/x.npy"}, a .npy of the pages folder}. */
   run(name, fetchIds, feeds) {
     const body = {};
     if (fetchIds) body.fetch = fetchIds;

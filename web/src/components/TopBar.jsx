@@ -3,6 +3,7 @@
  * (model/actions.js) with a visible label and its shortcut in the tooltip. */
 import React from 'react';
 import ActionButton from './ActionButton.jsx';
+import {groupPages} from '../model/pageNames.js';
 
 export default function TopBar({editor, state}) {
   const {doc, dirty, pages, run, wsState} = state;
@@ -15,7 +16,11 @@ export default function TopBar({editor, state}) {
         <select aria-label="Open a page" value={doc ? doc.name : ''}
                 onChange={(e) => e.target.value && editor.openPage(e.target.value)}>
           <option value="">Open a page…</option>
-          {pages.map((p) => <option key={p} value={p}>{p}</option>)}
+          {groupPages(pages).map(({folder, pages: ps}) => (folder
+            ? <optgroup key={folder} label={`${folder}/`}>
+                {ps.map((p) => <option key={p} value={p}>{p}</option>)}
+              </optgroup>
+            : ps.map((p) => <option key={p} value={p}>{p}</option>)))}
         </select>
       </label>
       {doc && (

@@ -26,7 +26,7 @@ import {createStore} from './store.js';
 import {invalidateRun, reduceRunEvents, runMessage} from './runState.js';
 import {planRun} from './runPlan.js';
 import {placeGradients} from './gradients.js';
-import {toBase64} from './npy.js';
+import {feedProblem, toBase64} from './npy.js';
 import {Training} from './training.js';
 
 export const INITIAL = {
@@ -572,7 +572,7 @@ export class Editor {
       const plan = upTo ? {fetch: [upTo], skipped: []}
         : planRun(page, index, check, (id) => this.feedData.has(id));
       const feeds = {};
-      for (const [id, f] of this.feedData) if (!f.sent) feeds[id] = f.b64;
+      for (const [id, f] of this.feedData) if (!f.sent) feeds[id] = f.value;
       const res = await this.gate.run(() => this.api.run(d.name, plan.fetch, feeds));
       for (const id of Object.keys(feeds)) this.feedData.get(id).sent = true;
       const skipped = plan.fetch ? plan.skipped : [];
@@ -598,7 +598,32 @@ export class Editor {
    * session keeps it); what depends on the Placeholder computes again.
    */
   setFeed(id, bytes, info) {
-    this.feedData.set(id, {b64: toBase64(bytes), sent: false});
+    this.useFeed(id, toBase64(bytes), info);
+  }
+
+  /**
+   * Feed Placeholder `id` from .npy file `path` of the pages folder (as /api/files names it):
+   * the server says what the file holds, which must fit the block; the run names the file
+   * (the server reads it, nothing is uploaded). Resolves to '' or why the file cannot feed it.
+   */
+  async feedFromFile(id, path) {
+    const block = this.state.page && this.state.page.blocks.find((b) => b.id === id);
+    if (!block) return `no block ${id}`;
+    let info;
+    try {
+      info = await this.api.fileInfo(path);
+    } catch (e) {
+      return e.message;
+    }
+    const why = feedProblem(block, info, path);
+    if (why) return why;
+    this.useFeed(id, {file: path}, {dtype: info.dtype, shape: info.shape, source: 'file', name: path});
+    return '';
+  }
+
+  /* the feed `value` (base64 .npy, or {file}) goes with the next run */
+  useFeed(id, value, info) {
+    this.feedData.set(id, {value, sent: false});
     this.feedRetry = false;
     this.set((s) => ({feeds: {...s.feeds, [id]: info},
                       run: invalidateRun(s.run, [{op: 'feed', block: id}], s.page)}));
