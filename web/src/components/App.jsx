@@ -119,6 +119,8 @@ export default function App() {
       <div className="main">
         <Palette index={index} disabled={!page} onAdd={(type) => ed.addBlock(type, null)} />
         <div className="centre">
+          {/* the message over the canvas's top: clear of the header and the training bar */}
+          <Toast message={message} onDismiss={dismiss} />
           {page && index ? (
             <ReactFlowProvider key={doc ? doc.name : ''}>
               <Canvas
@@ -160,7 +162,6 @@ export default function App() {
           }}
         />
       </div>
-      <Toast message={message} onDismiss={dismiss} />
       {state.menu && <ContextMenu editor={ed} state={state} menu={state.menu} />}
       {dialog && dialog.kind === 'importEnuspace' && (
         <ImportDialog api={ed.api} onClose={() => ed.setDialog(null)}

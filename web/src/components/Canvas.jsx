@@ -6,7 +6,7 @@ import {Background, Controls, MiniMap, ReactFlow, useReactFlow} from '@xyflow/re
 import {layout, pageToGraph} from '../model/page.js';
 import {createGraphCache, stableEdges, stableNodes} from '../model/stableGraph.js';
 import {listProblems} from '../model/runState.js';
-import {frameAll, panToShow} from '../model/viewport.js';
+import {fitPadding, frameAll, panToShow} from '../model/viewport.js';
 import BlockNode from './BlockNode.jsx';
 import WireEdge from './WireEdge.jsx';
 
@@ -18,6 +18,9 @@ const edgeTypes = {wire: WireEdge};
 /* from this many blocks on, only what is in view is drawn */
 const BIG = 150;
 const MINIMAP_BLOCKS = 20;
+const MINIMAP = {width: 160, height: 110};
+/* the strip a fit leaves free on the right for the minimap: its width and margins */
+const minimapStrip = (n) => (n > MINIMAP_BLOCKS ? MINIMAP.width + 2 * 15 : 0);
 
 export default function Canvas({page, index, check, run, marks, selected, onSelect, onConnect,
                                 onRemoveBlocks, onDisconnect, onMove, onDropBlock, reveal,
@@ -65,7 +68,8 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
                     held.every((n) => want.has(n.id) && (big || (n.measured && n.measured.width > 0)));
       if (ready || ++tries > 300) { /* about 5 s of frames: fit what there is */
         fitted.current = page.name;
-        flow.fitView({padding: 0.2, maxZoom: 1.1, minZoom: 0.02});
+        flow.fitView({padding: fitPadding(0.2, minimapStrip(want.size)), maxZoom: 1.1,
+                      minZoom: 0.02});
         /* for the browser tests: the view is framed */
         if (pane.current) pane.current.dataset.fitted = 'yes';
         return;
@@ -194,8 +198,9 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
     onView({
       sizes: () => new Map(flow.getNodes().filter((n) => n.measured && n.measured.width)
         .map((n) => [n.id, {width: n.measured.width, height: n.measured.height}])),
-      fit: () => requestAnimationFrame(() => flow.fitView({padding: 0.1, maxZoom: 1.1,
-                                                           minZoom: 0.02})),
+      fit: () => requestAnimationFrame(() => flow.fitView({
+        padding: fitPadding(0.1, minimapStrip(flow.getNodes().length)), maxZoom: 1.1,
+        minZoom: 0.02})),
     });
     return () => onView(null);
   }, [flow, onView]);
@@ -265,11 +270,12 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
         defaultViewport={startView}
       >
         <Background gap={20} size={1} />
-        <Controls />
+        <Controls fitViewOptions={{padding: fitPadding(0.1, minimapStrip(page.blocks.length)),
+                                   maxZoom: 1.1, minZoom: 0.02}} />
         {/* the minimap, for pages too big to read at once (on a small page it would only
           * cover blocks) */}
         {page.blocks.length > MINIMAP_BLOCKS && <MiniMap pannable zoomable ariaLabel="Minimap of the page" nodeStrokeWidth={2}
-                 nodeColor={minimapColor} style={{width: 160, height: 110}} />}
+                 nodeColor={minimapColor} style={MINIMAP} />}
       </ReactFlow>}
       {page.blocks.length === 0 && (
         <div className="empty-hint">This page is empty. Drag a block from the left, e.g.
