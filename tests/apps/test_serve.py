@@ -451,6 +451,20 @@ class TestApi(ServeCase):
             self.assertEqual(results.get(n), [200, 202, "run_finished"] * 4)
             self.api("DELETE", "/api/pages/two_" + n)
 
+    def test_batched_events(self):
+        # /ws?batch=1: the same events in the same order, in frames of JSON arrays
+        plain, batched = self.ws(), self.ws(batch=True)
+        self.assertTrue(batched.client)
+        runs = {}
+        for ws in (plain, batched):
+            self.api("POST", "/api/pages/teach/close")
+            rid, evs = self.run_page("teach", ws)
+            runs[ws is batched] = [(e["type"], e.get("block")) for e in evs]
+        self.assertEqual(runs[True], runs[False])
+        self.assertEqual(runs[True][-1][0], "run_finished")
+        # hello, then the events in frames of arrays (how many per frame depends on timing)
+        self.assertLessEqual(batched.frames, len(runs[True]) + 1)
+
     def test_ws_ping(self):
         ws = self.ws()
         ws.send(json.dumps({"type": "ping"}))

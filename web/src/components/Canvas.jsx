@@ -4,7 +4,7 @@
 import React, {useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState} from 'react';
 import {Background, Controls, MiniMap, ReactFlow, useReactFlow} from '@xyflow/react';
 import {layout, pageToGraph} from '../model/page.js';
-import {createGraphCache, stableEdges, stableNodes} from '../model/stableGraph.js';
+import {createGraphCache, noteMeasured, stableEdges, stableNodes} from '../model/stableGraph.js';
 import {listProblems} from '../model/runState.js';
 import {fitPadding, frameAll, panToShow} from '../model/viewport.js';
 import BlockNode from './BlockNode.jsx';
@@ -31,22 +31,27 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
   const [drag, setDrag] = useState(null);
   const dragRef = useRef(null);
   const [selEdges, setSelEdges] = useState([]);
-  const [measuredAt, setMeasuredAt] = useState(0);
-  const graph = useMemo(() => pageToGraph(page, index, check,
-                                          {status: run ? run.status : null,
-                                           problems: listProblems(check, run), marks}),
-                        [page, index, check, run, marks]);
+  /* the page's graph without the run's statuses (those are an overlay: stableNodes), built
+   * again when the page, the check, the marks or the problems (compared as text: a batch of
+   * run events makes a new list of the same problems) change */
+  const problems = useMemo(() => listProblems(check, run), [check, run]);
+  const problemsText = JSON.stringify(problems);
+  const graph = useMemo(() => pageToGraph(page, index, check, {problems, marks}),
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- problems compared by their text
+                        [page, index, check, marks, problemsText]);
+  const status = run ? run.status : null;
   /* React Flow's measured size of each block, carried on the nodes we pass: a node object
    * without `measured` is taken for a new node, unmeasured until the next frame, and a fit
-   * (the controls' button) in that window after a re-check or a run framed nothing. */
+   * (the controls' button) in that window after a re-check or a run framed nothing. A
+   * measurement itself draws nothing again (noteMeasured: 500 blocks measured at the first
+   * render once drew the whole page a second time). */
   const sizes = useRef(new Map());
   /* the same objects for the blocks and wires that did not change (stableGraph.js) */
   const cache = useRef(null);
   if (!cache.current) cache.current = createGraphCache();
   const nodes = useMemo(() => stableNodes(cache.current, graph.nodes, {
-    override: drag, selected, sizes: sizes.current, initial: {width: 240, height: 70},
-  // eslint-disable-next-line react-hooks/exhaustive-deps -- sizes.current is read as it is now
-  }), [graph, drag, selected, measuredAt]);
+    override: drag, selected, sizes: sizes.current, initial: {width: 240, height: 70}, status,
+  }), [graph, drag, selected, status]);
   const edges = useMemo(() => stableEdges(cache.current, graph.edges, selEdges),
                         [graph, selEdges]);
 
@@ -126,7 +131,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
   }, [keepSelectedInView]);
 
   const onNodesChange = useCallback((changes) => {
-    let sel = null, moving = null, dropped = null, measuredNow = false;
+    let sel = null, moving = null, dropped = null;
     for (const c of changes) {
       if (c.type === 'position') {
         /* while dragging: positions to show; at the drop (dragging false, with the final
@@ -142,7 +147,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
       } else if (c.type === 'dimensions' && c.dimensions) {
         const before = sizes.current.get(c.id);
         sizes.current.set(c.id, c.dimensions);
-        measuredNow = true;
+        noteMeasured(cache.current, c.id, c.dimensions);
         /* after React Flow has stored the new size */
         if (before && selected.length === 1 && c.id === selected[0])
           requestAnimationFrame(keepSelectedInView);
@@ -153,7 +158,6 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
       }
       /* removals come once, blocks and wires together, through onDelete below */
     }
-    if (measuredNow) setMeasuredAt((n) => n + 1);
     if (moving) {
       dragRef.current = moving;
       setDrag(moving);
