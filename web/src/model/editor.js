@@ -252,12 +252,15 @@ export class Editor {
       return false;
     }
     const selBefore = this.state.selected;
+    /* queued first: the request leaves (a microtask) before React draws the page again (the
+     * next one), so the server checks while the canvas redraws (a 500-block page) */
+    const sent = this.queue.enqueue(edits);
     this.set({page: after, dirty: true, selected: followSelection(selBefore, edits, after),
               run: invalidateRun(this.state.run, edits, after)});
     if (edits.some((e) => e.op !== 'set_ui')) this.gate.stale();
     if (record) this.history.push(before, after, key, Date.now(), selBefore);
     this.syncHistory();
-    this.queue.enqueue(edits).then((ck) => { if (ck) this.set({check: ck}); }).catch((e) => {
+    sent.then((ck) => { if (ck) this.set({check: ck}); }).catch((e) => {
       if (e instanceof ApiError && e.status === 422) {
         this.say('error', `Refused: ${e.message}`);
         this.resync();
