@@ -256,7 +256,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
   }, [page, startView]);
 
   return (
-    <div className="canvas" ref={pane}
+    <div className={page.blocks.length > BIG ? 'canvas canvas-big' : 'canvas'} ref={pane}
          onContextMenu={(e) => { if (e.target.closest && e.target.closest('.wire-label')) onPaneContextMenu(e); }}
          onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move'; }}
          onDrop={onDrop} data-testid="canvas">
@@ -273,7 +273,9 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
         onlyRenderVisibleElements={page.blocks.length > BIG}
         defaultViewport={startView}
       >
-        <Background gap={20} size={1} />
+        {/* the dotted background, redrawn at every frame of a pan or a zoom: not on a big
+          * page, where it cost a third of each frame's painting */}
+        {page.blocks.length <= BIG && <Background gap={20} size={1} />}
         <Controls fitViewOptions={{padding: fitPadding(0.1, minimapStrip(page.blocks.length)),
                                    maxZoom: 1.1, minZoom: 0.02}} />
         {/* the minimap, for pages too big to read at once (on a small page it would only
