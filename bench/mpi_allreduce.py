@@ -3,7 +3,10 @@
 compute, at 2 ranks (mpirun -np 2), and the ring all-reduce model for more machines
 (bench/RESULTS.md, "More than one machine").
 
-    /usr/bin/python3 bench/mpi_allreduce.py [BLOCKFLOW] [--rounds R]
+    /usr/bin/python3 bench/mpi_allreduce.py [BLOCKFLOW] [--rounds R] [--ways]
+
+--ways compares only the three ways of summing at 2 ranks, interleaved: mpirun's
+MPI_Allreduce, mpirun with --deterministic-reduce, and --ranks 2 (threads of one process).
 
 Cases:
   - digits: examples/train/digits_cnn.forward.json, batch 32 (16 per rank), its backward pass
@@ -54,9 +57,13 @@ def env():
     return e
 
 
-def train(prog, page, steps, ranks, cwd):
-    cmd = [prog, "train", page, "--steps", str(steps), "--json", "--threads", "1"]
-    if ranks > 1:
+def train(prog, page, steps, ranks, cwd, extra=(), threads=False):
+    """`train` at `ranks` ranks: mpirun's processes, or with threads=True one process whose
+    ranks are threads (--ranks); extra: more options (--deterministic-reduce)."""
+    cmd = [prog, "train", page, "--steps", str(steps), "--json", "--threads", "1"] + list(extra)
+    if threads:
+        cmd += ["--ranks", str(ranks)]
+    elif ranks > 1:
         cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none",
                "--mca", "mpi_yield_when_idle", "1"] + cmd
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env(), timeout=900)
@@ -164,6 +171,25 @@ def measure(prog, d, dp, one, n0, s, rounds):
     return {k: statistics.median(v) for k, v in rows.items()}
 
 
+WAYS = [("mpirun -np 2 (MPI_Allreduce)", [], False),
+        ("mpirun -np 2 --deterministic-reduce (gather, sum in rank order, broadcast)",
+         ["--deterministic-reduce"], False),
+        ("--ranks 2 (threads of one process, sums in rank order)", [], True)]
+
+
+def measure_ways(prog, d, dp, n0, s, rounds):
+    """The step and its all-reduce at 2 ranks, each way, interleaved round by round."""
+    got = {w[0]: {"step": [], "allreduce": []} for w in WAYS}
+    for _ in range(rounds):
+        for name, extra, threads in WAYS:
+            a = train(prog, dp, n0, 2, d, extra, threads)
+            b = train(prog, dp, n0 + s, 2, d, extra, threads)
+            got[name]["step"].append((b["seconds"] - a["seconds"]) / s)
+            got[name]["allreduce"].append(
+                (b["job"]["allreduce_seconds"] - a["job"]["allreduce_seconds"]) / s)
+    return {n: {k: statistics.median(v) for k, v in m.items()} for n, m in got.items()}
+
+
 def model(c, nbytes, k, gbit):
     bw = gbit * 1e9 / 8
     ar = 2 * (k - 1) / k * nbytes / bw + 2 * (k - 1) * ALPHA
@@ -177,6 +203,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("blockflow", nargs="?", default=os.path.join(ROOT, "build", "blockflow"))
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--ways", action="store_true",
+                    help="only compare the ways of summing at 2 ranks (MPI, deterministic, "
+                         "threads)")
     args = ap.parse_args()
     prog = os.path.abspath(args.blockflow)
     if not shutil.which("mpirun"):
@@ -186,6 +215,14 @@ def main():
         cases = [("digits_cnn, batch 32 (16 per rank)", digits_pages(prog, d), 50, 200),
                  ("ResNet-50 conv4_x 3x3 filter gradient, batch 16 (8 per rank)",
                   resnet_pages(d), 2, 10)]
+        if args.ways:
+            print("| case | way | step at 2 ranks (ms) | all-reduce (ms) |")
+            print("|---|---|---:|---:|")
+            for name, (dp, _one, _per_rank), n0, s in cases:
+                for way, m in measure_ways(prog, d, dp, n0, s, args.rounds).items():
+                    print(f"| {name.split(',')[0]} | {way} | {m['step'] * 1e3:.3f} | "
+                          f"{m['allreduce'] * 1e3:.3f} |")
+            return
         print("| case | bytes reduced per step | step at 2 ranks (ms) | all-reduce (ms) | "
               "one rank's compute (ms) | all-reduce / compute |")
         print("|---|---:|---:|---:|---:|---:|")

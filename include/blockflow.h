@@ -417,6 +417,8 @@ BF_API bf_status bf_tensor_save_npz(const char *path, const char *const *keys,
  * typical; sessions borrow it and it must outlive them.
  */
 
+typedef struct bf_group bf_group; /* a job of ranks that are threads of one process */
+
 typedef struct bf_config {
     uint64_t max_session_bytes; /* tensor memory one session may hold; 0 = 1/2 of RAM */
     uint64_t max_tensor_elements; /* elements of one tensor; 0 = 2^40 */
@@ -445,6 +447,10 @@ typedef struct bf_config {
                                    them in rank order and broadcasts the sum: the same bits
                                    whatever the network and MPI's algorithm (BF_DETERMINISTIC_
                                    REDUCE=1 in the CLI's environment, --deterministic-reduce) */
+    bf_group *group;            /* non-NULL: this context is rank group_rank of a job whose
+                                   ranks are threads of this process (bf_group_new below);
+                                   MPI is not used then */
+    int group_rank;
 } bf_config;
 
 /*
@@ -488,6 +494,8 @@ BF_API const char *bf_context_devices(bf_context *ctx);
  * Open MPI refuses to make a context (BF_EUNSUPPORTED "no_mpi") rather than run K unaware
  * copies, unless bf_config.distributed is -1.
  */
+/* Whether this process was started by an MPI launcher (mpirun, srun --mpi=pmix): 1 or 0. */
+BF_API int bf_launched_by_mpi(void);
 /* This process's rank in the job (0 in one process) and the number of ranks (1). */
 BF_API int bf_context_rank(const bf_context *ctx);
 BF_API int bf_context_size(const bf_context *ctx);
@@ -500,8 +508,27 @@ BF_API void bf_context_job_stats(const bf_context *ctx, int64_t *calls, int64_t 
                                  double *seconds);
 /* End every process of the job now with exit status `code` (MPI_Abort): for a failure that the
  * other ranks cannot learn from a step (a page that loads on one rank only). In one process it
- * does nothing and returns. */
+ * does nothing and returns; in a group of threads it breaks the group (the other ranks' calls
+ * fail with "rank_failed" naming this rank) and returns. */
 BF_API void bf_context_abort(bf_context *ctx, int code);
+
+/*
+ * A job whose K ranks are threads of this process (`blockflow train PAGE --ranks K`): the same
+ * data-parallel sessions as under mpirun -np K, on one machine and without MPI, to show the
+ * batch sum as a sum across ranks, and to get a K-rank job's results in one process. Make the
+ * group, then in each of K threads a context with cfg.group = g and cfg.group_rank = r (each
+ * rank one context, used from its own thread), and make the same calls on every rank as under
+ * MPI. Sums across ranks are made in rank order element by element, so a group's results are
+ * the bits of an MPI job's with bf_config.deterministic_reduce (same page, feeds and threads
+ * per rank). A rank whose context is freed, or aborted, while the others still call breaks
+ * the group: their calls fail with "rank_failed" rather than wait. A group serves one job.
+ * Errors: BF_EINVAL (ranks outside 1..4096, out NULL), BF_ENOMEM.
+ */
+BF_API bf_status bf_group_new(int ranks, bf_group **out, bf_error *err);
+/* The number of ranks (0 for NULL). */
+BF_API int bf_group_size(const bf_group *g);
+/* Free the group, after every context made with it. Accepts NULL. */
+BF_API void bf_group_free(bf_group *g);
 
 /* ---------------------------------------------------------------------------------------------
  * Block catalogue (the registry is constant data compiled into the library).

@@ -1,8 +1,9 @@
 /*
  * collective.h - the job a process belongs to: its rank among `size` processes and the few
  * collective operations data parallelism needs (an all-reduce sum of one buffer, a broadcast,
- * a gather, an agreement on a small status vector). Two implementations:
+ * a gather, an agreement on a small status vector). Three implementations:
  *   collective.c      one process (rank 0 of 1): every operation is the identity;
+ *   collective_local.c  ranks that are threads of one process (bf_group), sums in rank order;
  *   collective_mpi.c  Open MPI, built when CMake finds it (BLOCKFLOW_MPI=AUTO/ON); without it,
  *                     collective_mpi_none.c answers "built without Open MPI".
  * Blocks never see this interface: the AllReduce block only declares that it is collective
@@ -59,6 +60,10 @@ void bf_coll_single(bf_coll *c);
 bf_status bf_coll_open(int mode, bf_coll *out, bf_error *err);
 /* Whether the environment says this process was started by an MPI launcher. */
 bool bf_coll_launched_by_mpi(void);
+
+/* collective_local.c: rank `rank` of the threads' job g (bf_group). Errors: BF_EINVAL (a rank
+ * outside the group, or one that already has a context), BF_ENOMEM. */
+bf_status bf_coll_local_open(bf_group *g, int rank, bf_coll *out, bf_error *err);
 
 /* collective_mpi.c / collective_mpi_none.c */
 bf_status bf_coll_mpi_open(bf_coll *out, bf_error *err);

@@ -56,7 +56,8 @@ bf_status bf_context_new(const bf_config *cfg, bf_context **out, bf_error *err) 
         bf_free(ctx);
         return bf_err(err, BF_EINVAL, "bad_config", "bf_config.distributed must be -1, 0 or 1");
     }
-    bf_status st = bf_coll_open(c->distributed, &ctx->coll, err);
+    bf_status st = c->group ? bf_coll_local_open(c->group, c->group_rank, &ctx->coll, err)
+                            : bf_coll_open(c->distributed, &ctx->coll, err);
     if (st == BF_OK) st = bf_pool_new(c->threads, &ctx->pool, err);
     if (st) {
         ctx->coll.ops->close(&ctx->coll);
@@ -124,6 +125,8 @@ const char *bf_context_devices(bf_context *ctx) {
 }
 
 /* ---- the job (collective.h) ---------------------------------------------------------------- */
+
+int bf_launched_by_mpi(void) { return bf_coll_launched_by_mpi(); }
 
 int bf_context_rank(const bf_context *ctx) { return ctx ? ctx->coll.rank : 0; }
 

@@ -142,8 +142,7 @@ static bf_status stopped(bf_session *s, const bf_coll_verdict *v, bool failed_he
                   "job, so it stops on every rank", v->stop_rank);
 }
 
-/* Sum a buffer of `count` elements of dt over the ranks. */
-static bf_status reduce(bf_session *s, void *buf, int64_t count, bf_dtype dt, bf_error *err) {
+bf_status bf_sess_coll_sum(bf_session *s, void *buf, int64_t count, bf_dtype dt, bf_error *err) {
     bf_coll *c = &s->ctx->coll;
     if (!count) return BF_OK;
     if (!s->ctx->cfg.deterministic_reduce) return c->ops->allreduce_sum(c, buf, count, dt, err);
@@ -221,8 +220,8 @@ bf_status bf_sess_fuse_round(bf_session *s, bool failed_here, bf_error *err) {
                 o32 += t->numel;
             }
         }
-        st = reduce(s, b32, n32, BF_DTYPE_F32, err);
-        if (st == BF_OK) st = reduce(s, b64, n64, BF_DTYPE_F64, err);
+        st = bf_sess_coll_sum(s, b32, n32, BF_DTYPE_F32, err);
+        if (st == BF_OK) st = bf_sess_coll_sum(s, b64, n64, BF_DTYPE_F64, err);
         o32 = o64 = 0;
         for (int h = 0; st == BF_OK && h < s->n_held; h++) {
             snode *n = &s->nodes[s->held[h]];

@@ -206,6 +206,9 @@ bool bf_sess_fuse_ready(const bf_session *s);
  * stop). On BF_OK every held node holds the reduced value; either way the caller completes
  * the held nodes (s->held, in page order) and sets n_held to 0. */
 bf_status bf_sess_fuse_round(bf_session *s, bool failed_here, bf_error *err);
+/* Sum buf[0..count) (float32 or float64) over the ranks, as bf_config.deterministic_reduce
+ * asks: an all-reduce, or a gather on rank 0, a sum in rank order and a broadcast. */
+bf_status bf_sess_coll_sum(bf_session *s, void *buf, int64_t count, bf_dtype dt, bf_error *err);
 /* The run ended: if it stopped before its rounds were done, tell the other ranks in the next
  * round's negotiation; drop held results and free the plan. */
 void bf_sess_fuse_end(bf_session *s, bool failed_here);

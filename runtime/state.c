@@ -243,11 +243,11 @@ static bf_status commit(bf_session *s, bf_error *err) {
 }
 
 /* In a job of several ranks, the metrics a step reports are the mean over the ranks of each
- * rank's value: the whole batch's loss when the loss is a mean over equal parts of it. */
+ * rank's value: the whole batch's loss when the loss is a mean over equal parts of it (summed
+ * as the gradients are, so --deterministic-reduce logs the same bits on every run). */
 static bf_status metrics_mean(bf_session *s, double *values, int n, bf_error *err) {
-    bf_coll *c = &s->ctx->coll;
-    bf_status st = c->ops->allreduce_sum(c, values, n, BF_DTYPE_F64, err);
-    for (int i = 0; st == BF_OK && i < n; i++) values[i] /= c->size;
+    bf_status st = bf_sess_coll_sum(s, values, n, BF_DTYPE_F64, err);
+    for (int i = 0; st == BF_OK && i < n; i++) values[i] /= s->ctx->coll.size;
     return st;
 }
 

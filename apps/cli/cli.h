@@ -39,6 +39,11 @@ int cli_job_rank(void);
 bool cli_job_writer(void);
 const char *cli_job_prefix(char *buf, size_t size);
 int cli_job_end(bf_context *ctx, int rc, bool alone);
+/* job.c: `--ranks K`: run body(cfg', arg) in K threads, cfg' being cfg as rank r of a group
+ * of K (bf_group), and return the job's exit status (rank 0's, else the first failing rank's).
+ * Refused (EXIT_USAGE) under mpirun. */
+int cli_job_threads(int ranks, const bf_config *cfg, const char *cmd,
+                    int (*body)(const bf_config *cfg, void *arg), void *arg);
 
 /* fmt.c: `blockflow fmt`. */
 int cli_fmt(int argc, char **argv);

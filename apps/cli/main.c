@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,8 @@ static void print_diags(const bf_diags *d, const bf_error *e) {
 
 /* ---- run -------------------------------------------------------------------------------- */
 
-static bf_session *volatile running_session;
+/* lock-free atomics: with --ranks the handler may run on another thread than the run's */
+static _Atomic(bf_session *) running_session;
 
 static void on_sigint(int sig) {
     (void)sig;
@@ -93,7 +95,7 @@ static void fetch_file(const char *dir, const char *fetch, char *buf, size_t siz
  * .tmp.XXXXXX while it is written, the .old. backup of an older result), so that a signal can
  * be cleaned up after and a later run can tell whose they are.
  */
-static volatile sig_atomic_t write_signal; /* SIGINT or SIGTERM received while writing */
+static atomic_int write_signal; /* SIGINT or SIGTERM received while writing */
 
 static void on_write_signal(int sig) {
     write_signal = sig;
@@ -328,6 +330,7 @@ typedef struct run_args {
     const char *feeds[64], *fetches[64], *sets[64];
     int n_feeds, n_fetches, n_sets;
     bool print, save, json, quiet, each, archive; /* archive: --out FILE.npz */
+    uint64_t ranks; /* --ranks K: threads as ranks */
     double timeout;
     bf_device_kind device;
     bf_config cfg;
@@ -348,7 +351,8 @@ static int parse_run(int argc, char **argv, run_args *a) {
         bool takes = !strcmp(o, "--feed") || !strcmp(o, "--fetch") || !strcmp(o, "--out") ||
                      !strcmp(o, "--set") ||
                      !strcmp(o, "--device") || !strcmp(o, "--timeout") ||
-                     !strcmp(o, "--threads") || !strcmp(o, "--cache-limit");
+                     !strcmp(o, "--threads") || !strcmp(o, "--cache-limit") ||
+                     !strcmp(o, "--ranks");
         if (takes && !v) {
             fprintf(stderr, "blockflow run: %s needs a value (blockflow help run)\n", o);
             return EXIT_USAGE;
@@ -380,7 +384,9 @@ static int parse_run(int argc, char **argv, run_args *a) {
         } else if (!strcmp(o, "--print")) a->print = true;
         else if (!strcmp(o, "--no-save")) a->save = false;
         else if (!strcmp(o, "--deterministic-reduce")) a->cfg.deterministic_reduce = 1;
-        else if (!strcmp(o, "--json")) a->json = true;
+        else if (!strcmp(o, "--ranks")) {
+            if (!cli_parse_u64(o, argv[++i], false, 1, 256, &a->ranks)) return EXIT_USAGE;
+        } else if (!strcmp(o, "--json")) a->json = true;
         else if (!strcmp(o, "--quiet") || !strcmp(o, "-q")) a->quiet = true;
         else if ((o[0] != '-' || !strcmp(o, "-")) && !a->page) a->page = o;
         else {
@@ -468,13 +474,19 @@ static int run_item(run_args *a, opened *o, const char *item, const char *dir,
     opts.on_event = cli_progress_event;
     opts.user = &progress;
     if (item && !a->quiet && !a->json) printf("item %s\n", item);
-    running_session = s;
-    signal(SIGINT, on_sigint);
-    signal(SIGTERM, on_sigint);
+    /* the process's signals: each MPI rank takes its own; of --ranks' threads, rank 0 */
+    bool signals = !bf_context_config(o->ctx)->group || cli_job_writer();
+    if (signals) {
+        running_session = s;
+        signal(SIGINT, on_sigint);
+        signal(SIGTERM, on_sigint);
+    }
     st = bf_session_run(s, &opts, diags, &e);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    running_session = NULL;
+    if (signals) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        running_session = NULL;
+    }
     cli_progress_end(&progress);
     bool table = st == BF_OK || bf_diags_errors(diags) == 0 || st == BF_ECANCELED ||
                  st == BF_ETIMEDOUT;
@@ -552,14 +564,10 @@ static int run_item(run_args *a, opened *o, const char *item, const char *dir,
     return rc;
 }
 
-static int cmd_run(int argc, char **argv) {
-    run_args a;
-    int rc = parse_run(argc, argv, &a);
-    if (rc) return rc;
-    if (a.save && (rc = a.archive ? check_archive_dir(a.out_dir) : check_out_dir(a.out_dir)))
-        return rc;
+/* The run of one rank (of one process, of an MPI job, or of --ranks' threads). */
+static int run_one(run_args a) {
     opened o;
-    rc = open_page(a.page, &a.cfg, &o);
+    int rc = open_page(a.page, &a.cfg, &o);
     if (!cli_job_writer()) /* a job of several ranks: rank 0 alone writes and prints */
         a.save = a.print = a.json = false, a.quiet = true;
     bf_status st = BF_OK;
@@ -645,6 +653,22 @@ done:
     rc = cli_job_end(o.ctx, rc, o.alone);
     close_page(&o);
     return rc;
+}
+
+static int run_rank(const bf_config *cfg, void *arg) {
+    run_args a = *(const run_args *)arg;
+    a.cfg = *cfg;
+    return run_one(a);
+}
+
+static int cmd_run(int argc, char **argv) {
+    run_args a;
+    int rc = parse_run(argc, argv, &a);
+    if (rc) return rc;
+    if (a.save && (rc = a.archive ? check_archive_dir(a.out_dir) : check_out_dir(a.out_dir)))
+        return rc;
+    if (a.ranks > 1) return cli_job_threads((int)a.ranks, &a.cfg, "run", run_rank, &a);
+    return run_one(a);
 }
 
 static int cmd_check(int argc, char **argv) {

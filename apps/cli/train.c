@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,7 @@ typedef struct train_args {
     char metric_buf[4096];
     const char *metrics[MAX_METRICS];
     int n_metrics; /* -1: the page's outputs */
-    uint64_t steps, epochs, save_every;
+    uint64_t steps, epochs, save_every, ranks;
     bool json, quiet, log_jsonl;
     double timeout;
     bf_device_kind device;
@@ -106,7 +107,7 @@ static int parse_train(int argc, char **argv, train_args *a) {
         static const char *const takes[] = {"--steps",   "--epochs",     "--metrics", "--log",
                                             "--checkpoint", "--resume",  "--save-every",
                                             "--feed",    "--device",     "--timeout",
-                                            "--threads"};
+                                            "--threads", "--ranks"};
         bool value = false;
         for (size_t k = 0; k < sizeof(takes) / sizeof(takes[0]); k++) value |= !strcmp(o, takes[k]);
         if (value && !v) return usage_error("%s needs a value%s", o, "");
@@ -142,6 +143,8 @@ static int parse_train(int argc, char **argv, train_args *a) {
             if (!cli_parse_seconds(o, argv[++i], &a->timeout)) return EXIT_USAGE;
         } else if (!strcmp(o, "--threads")) {
             if ((a->cfg.threads = cli_parse_threads(argv[++i])) < 0) return EXIT_USAGE;
+        } else if (!strcmp(o, "--ranks")) {
+            if (!cli_parse_u64(o, argv[++i], false, 1, 256, &a->ranks)) return EXIT_USAGE;
         } else if ((lim = cli_parse_limit(argc, argv, &i, &a->cfg)) != 0) {
             if (lim < 0) return EXIT_USAGE;
         } else if (!strcmp(o, "--json")) a->json = true;
@@ -226,9 +229,11 @@ typedef struct trainer {
     bf_error e;
 } trainer;
 
-static bf_session *volatile training_session;
-static volatile sig_atomic_t in_job;     /* a job of several ranks */
-static volatile sig_atomic_t stop_asked; /* in a job: stop at the next step boundary */
+/* Set by the thread that trains (rank 0 of --ranks' threads), read by the signal handler and
+ * by every rank's on_step: lock-free atomics, safe in a handler and between threads. */
+static _Atomic(bf_session *) training_session;
+static atomic_int in_job;     /* a job of several ranks */
+static atomic_int stop_asked; /* in a job: stop at the next step boundary */
 
 static void on_sigint(int sig) {
     (void)sig;
@@ -391,11 +396,9 @@ static cJSON *number_or_null(double v) {
     return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }
 
-int cli_train(int argc, char **argv) {
-    train_args a;
-    int rc = parse_train(argc, argv, &a);
-    if (rc) return rc;
-
+/* The training of one rank (of one process, of an MPI job, or of --ranks' threads). */
+static int train_one(train_args a) {
+    int rc = EXIT_OK;
     trainer t;
     memset(&t, 0, sizeof(t));
     t.a = &a;
@@ -519,22 +522,29 @@ int cli_train(int argc, char **argv) {
     so.on_step = on_step;
     so.user = &t;
     t.t0 = now_s();
-    in_job = bf_context_size(ctx) > 1;
-    stop_asked = 0;
-    training_session = s;
-    signal(SIGINT, on_sigint);
-    if (bf_context_size(ctx) > 1) signal(SIGTERM, on_sigint); /* mpirun passes Ctrl-C on so */
+    /* the process's signals: each MPI rank takes its own; of --ranks' threads, rank 0 (on_step
+     * tells the others) */
+    bool signals = !bf_context_config(ctx)->group || cli_job_writer();
+    if (signals) {
+        in_job = bf_context_size(ctx) > 1;
+        stop_asked = 0;
+        training_session = s;
+        signal(SIGINT, on_sigint);
+        if (bf_context_size(ctx) > 1) signal(SIGTERM, on_sigint); /* mpirun passes Ctrl-C on */
+    }
     st = bf_session_step(s, a.epochs ? INT64_MAX : (int64_t)a.steps, &so, diags, &e);
     checked = true;
     t.seconds = now_s() - t.t0;
-    training_session = NULL; /* a Ctrl-C from here on is ignored until the checkpoint is out */
+    if (signals) /* a Ctrl-C from here on is ignored until the checkpoint is out */
+        training_session = NULL;
     if (t.drawn) fprintf(stderr, "\r\033[K");
     t.last_step = bf_session_step_count(s);
 
     /* In a job, a Ctrl-C stops every rank at a step boundary (its own, or another rank's that
      * got the signal first): the steps end early without an error. */
     bool early = a.epochs ? t.epochs_done < (int64_t)a.epochs : t.last_step < t.target_step;
-    if (st == BF_OK && !t.rc && in_job && (stop_asked || early)) st = BF_ECANCELED;
+    bool job = bf_context_size(ctx) > 1;
+    if (st == BF_OK && !t.rc && job && (stop_asked || early)) st = BF_ECANCELED;
     if (t.rc) { /* the callback stopped: a log or checkpoint write, or the cursor */
         rc = t.rc;
         if (t.e.status) cli_print_error(&t.e);
@@ -564,8 +574,10 @@ int cli_train(int argc, char **argv) {
         }
         saved = a.checkpoint && t.last_saved == t.last_step;
     }
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    if (signals) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+    }
 
     done_steps = t.last_step - t.first_step;
     double rate = t.seconds > 0 ? (double)done_steps / t.seconds : 0;
@@ -633,4 +645,18 @@ done:
     bf_diags_free(diags);
     bf_context_free(ctx);
     return rc;
+}
+
+static int train_rank(const bf_config *cfg, void *arg) {
+    train_args a = *(const train_args *)arg;
+    a.cfg = *cfg;
+    return train_one(a);
+}
+
+int cli_train(int argc, char **argv) {
+    train_args a;
+    int rc = parse_train(argc, argv, &a);
+    if (rc) return rc;
+    if (a.ranks > 1) return cli_job_threads((int)a.ranks, &a.cfg, "train", train_rank, &a);
+    return train_one(a);
 }

@@ -19,7 +19,7 @@ static const topic topics[] = {
      "  run PAGE|- [--feed ID=FILE.npy|ID=FILE.npz:KEY]... [--fetch ID[:PORT]]... [--out DIR]\n"
      "           [--no-save] [--device auto|cpu|gpu] [--print] [--json] [--quiet]\n"
      "           [--timeout SECONDS] [--threads N] [--cache-limit BYTES] [LIMITS]\n"
-     "           [--set BLOCK.ATTR=VALUE]... [--each] [--out FILE.npz] [--watch]\n"
+     "           [--set BLOCK.ATTR=VALUE]... [--each] [--out FILE.npz] [--watch] [--ranks K]\n"
      "      run the page; write each fetched tensor to DIR/ID.npy (DIR/ID.PORT.npy for a\n"
      "      non-default port; DIR defaults to the current folder) and print a table per block\n",
      "  PAGE \"-\" reads the page from standard input (its \"file\" paths are then relative to\n"
@@ -48,7 +48,10 @@ static const topic topics[] = {
      "  --deterministic-reduce  AllReduce sums the ranks' values in rank order on rank 0\n"
      "                      (gather, sum, broadcast): the same bits on every run\n"
      "  Under mpirun -np K every rank runs the page (shard \"batch\" blocks take their part\n"
-     "  of the batch); rank 0 alone writes and prints; errors are prefixed \"rank R: \".\n"},
+     "  of the batch); rank 0 alone writes and prints; errors are prefixed \"rank R: \".\n"
+     "  --ranks K           the same job without MPI: K ranks that are threads of this\n"
+     "                      process; sums across ranks in rank order (the bits of\n"
+     "                      mpirun -np K with --deterministic-reduce)\n"},
     {"check",
      "  check PAGE|- [--json] [--quiet] [LIMITS]\n"
      "      validate the page and print the inferred dtype and shape of every port\n",
@@ -83,7 +86,8 @@ static const topic topics[] = {
     {"train",
      "  train PAGE|- [--steps N | --epochs E] [--metrics ID[:PORT],...] [--log FILE.csv|.jsonl]\n"
      "        [--checkpoint FILE.npz [--save-every K]] [--resume FILE.npz] [--feed ID=FILE]...\n"
-     "        [--device auto|cpu|gpu] [--timeout SECONDS] [--threads N] [--json] [--quiet]\n"
+     "        [--device auto|cpu|gpu] [--timeout SECONDS] [--threads N] [--ranks K] [--json]\n"
+     "        [--quiet] [--deterministic-reduce]\n"
      "        [LIMITS]\n"
      "      run training steps: each runs the page and commits its update blocks' new values\n"
      "      (add them with grad --loss ID --optimizer SPEC); a progress line on a terminal\n",
@@ -111,7 +115,10 @@ static const topic topics[] = {
      "  --deterministic-reduce  as run's: AllReduce in rank order, the same bits every run\n"
      "  Under mpirun -np K (a page built with grad --data-parallel): rank 0 writes the log\n"
      "  and checkpoints (Variables compared across the ranks first), a failing rank stops\n"
-     "  them all, and Ctrl-C (SIGINT or SIGTERM) stops every rank at a step boundary.\n"},
+     "  them all, and Ctrl-C (SIGINT or SIGTERM) stops every rank at a step boundary.\n"
+     "  --ranks K           the same job without MPI: K ranks that are threads of this\n"
+     "                      process (each with --threads kernel threads); sums across ranks\n"
+     "                      in rank order, the bits of mpirun -np K --deterministic-reduce\n"},
     {"gradcheck",
      "  gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
      "           [--gpu] [--feed ID=FILE]...\n"

@@ -57,6 +57,8 @@ class BfConfig(Structure):
         ("no_cache", c_int),
         ("distributed", c_int),
         ("deterministic_reduce", c_int),
+        ("group", c_void_p),  # bf_group *: a job of threads (not used from Python)
+        ("group_rank", c_int),
     ]
 
 

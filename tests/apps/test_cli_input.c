@@ -546,16 +546,17 @@ END_TEST
  * script(1) (util-linux, on every Debian). */
 START_TEST(progress_line_in_a_terminal) {
     if (access("/usr/bin/script", X_OK) != 0) return; /* bsdutils is essential on Debian */
-    /* a chain of 75 copies of a 32 MiB tensor: well over half a second, and about as slow
-     * under the sanitizers (memcpy) as without them */
+    /* a chain of 150 copies of a 64 MiB tensor: well over half a second even on an idle
+     * machine (75 copies of 32 MiB took 0.45 s there, and CI saw no progress line), and about
+     * as slow under the sanitizers (memcpy) as without them */
     static char page[32768];
     int n = snprintf(page, sizeof(page), HEAD "\"blocks\":[{\"id\":\"b0\",\"type\":\"Const\","
-                     "\"attrs\":{\"value\":1.5,\"shape\":[2048,4096]}}");
-    for (int i = 1; i <= 75; i++)
+                     "\"attrs\":{\"value\":1.5,\"shape\":[4096,4096]}}");
+    for (int i = 1; i <= 150; i++)
         n += snprintf(page + n, sizeof(page) - (size_t)n,
                       ",{\"id\":\"b%d\",\"type\":\"Identity\",\"inputs\":{\"input\":\"b%d\"}}", i,
                       i - 1);
-    snprintf(page + n, sizeof(page) - (size_t)n, "],\"outputs\":[\"b75\"]}");
+    snprintf(page + n, sizeof(page) - (size_t)n, "],\"outputs\":[\"b150\"]}");
     bf_write_file(bf_sp("slow.json"), page);
     char cmd[2048];
     for (int quiet = 0; quiet < 2; quiet++) {

@@ -10,11 +10,13 @@ What is compared, and how closely:
 - a filter gradient (Conv2DBackpropFilter) of a sharded batch of 10 (parts 5+5, 4+3+3) summed
   by an AllReduce: the one-process result within 1e-5 of its largest element (float32 sums in
   another order); with --deterministic-reduce the bits of (p0 + p1) + p2 in float32, p_r being
-  rank r's part computed by a one-process run of that part alone;
+  rank r's part computed by a one-process run of that part alone, and the same bits from one
+  process whose 3 ranks are threads (--ranks 3);
 - learn_a_filter (24 sharded images, sgd) and digits_cnn (batches of 48, adam) trained for a
   few dozen steps with gradients built by `grad --data-parallel --ranks K`: the loss curve
   within 1e-4 relative and every Variable within 1e-5 of the one-process run; with
-  --deterministic-reduce two runs give the same bits (log and checkpoint);
+  --deterministic-reduce two runs give the same bits (log and checkpoint), and the one
+  process with --ranks 3 gives those bits too (the single-process run of the job);
 - a rank that fails (NaN cast to int32 in its part of the batch; a Placeholder one rank was
   not fed; a feed file only one rank lacks): the job ends, in seconds, with the rank named; Ctrl-C (SIGINT to mpirun) stops every
   rank at the same step boundary and the checkpoint holds that step;
@@ -28,13 +30,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
+from data_parallel_pages import SOURCE, InFolder, page, read
+
 BINARY = os.path.abspath(os.environ.get("BF_BINARY", "build/blockflow"))
-SOURCE = os.environ.get("BF_SOURCE_DIR",
-                        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 MPIRUN = shutil.which("mpirun")
 
 try:
@@ -69,48 +70,15 @@ def ok(r):
     return r
 
 
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
 def load_json(path):
     with open(path) as f:
         return json.load(f)
 
 
-def page(blocks, outputs):
-    return {"format": "blockflow.page", "version": 1, "blocks": blocks, "outputs": outputs}
-
-
-class MpiTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="bf_mpi_")
-        self.cwd = os.getcwd()
-        os.chdir(self.dir)
-
-    def tearDown(self):
-        os.chdir(self.cwd)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def write(self, name, obj):
-        with open(name, "w") as f:
-            json.dump(obj, f)
-        return name
+class MpiTest(InFolder):
+    prefix = "bf_mpi_"
 
     # ---- a sharded filter gradient, summed ----------------------------------------------
-
-    def filter_page(self):
-        return self.write("fg.json", page([
-            {"id": "x", "type": "Placeholder",
-             "attrs": {"shape": [-1, 8, 8, 2], "shard": "batch"}},
-            {"id": "dy", "type": "Placeholder",
-             "attrs": {"shape": [-1, 8, 8, 3], "shard": "batch"}},
-            {"id": "fs", "type": "Const", "attrs": {"dtype": "int32", "value": [3, 3, 2, 3]}},
-            {"id": "dw", "type": "Conv2DBackpropFilter",
-             "inputs": {"input": "x", "filter_sizes": "fs", "out_backprop": "dy"},
-             "attrs": {"strides": [1, 1, 1, 1], "padding": "SAME"}},
-            {"id": "dw_sum", "type": "AllReduce", "inputs": {"input": "dw"}}], ["dw_sum"]))
 
     def run_filter(self, k, out, extra=(), x="x.npy", dy="dy.npy"):
         os.makedirs(out, exist_ok=True)
@@ -139,6 +107,13 @@ class MpiTest(unittest.TestCase):
         for run in ("d1", "d2"):
             got = self.run_filter(3, run, ["--deterministic-reduce"])
             self.assertEqual(got.tobytes(), want.tobytes(), run)
+        # one process whose 3 ranks are threads: the same bits
+        self.assertEqual(self.run_filter(1, "t3", ["--ranks", "3"]).tobytes(), want.tobytes())
+        # --ranks under mpirun would be K threads in each of mpirun's processes: refused
+        r = mpirun(2, ["run", "fg.json", "--feed", "x=x.npy", "--feed", "dy=dy.npy",
+                       "--no-save", "--ranks", "2"], timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("leave --ranks out", r.stderr)
 
     # ---- training: learn_a_filter and digits_cnn ----------------------------------------
 
@@ -171,20 +146,14 @@ class MpiTest(unittest.TestCase):
                                        list(feed) + ["--deterministic-reduce"])
         b_log, b_state, _ = self.train(3, "dp3.json", steps, "det_b",
                                        list(feed) + ["--deterministic-reduce"])
-        self.assertEqual(a_log[:, 2:].tobytes(), b_log[:, 2:].tobytes())
-        for name in a_state:
-            self.assertEqual(a_state[name].tobytes(), b_state[name].tobytes(), name)
+        # the same job in one process, its 3 ranks threads (--ranks 3): the same bits
+        c_log, c_state, _ = self.train(1, "dp3.json", steps, "det_c",
+                                       list(feed) + ["--ranks", "3"])
+        for log, state, how in ((b_log, b_state, "again"), (c_log, c_state, "--ranks 3")):
+            self.assertEqual(a_log[:, 2:].tobytes(), log[:, 2:].tobytes(), how)
+            for name in a_state:
+                self.assertEqual(a_state[name].tobytes(), state[name].tobytes(), (name, how))
         return base
-
-    def learn_a_filter_forward(self, n):
-        fwd = load_json(os.path.join(SOURCE, "examples/train/learn_a_filter.forward.json"))
-        rng = np.random.default_rng(7)
-        np.save("images.npy", rng.uniform(-1, 1, (n, 12, 12, 1)).astype(np.float32))
-        for b in fwd["blocks"]:
-            if b["id"] == "images":  # the random batch becomes a fed, sharded one
-                b["type"] = "Placeholder"
-                b["attrs"] = {"shape": [n, 12, 12, 1], "shard": "batch"}
-        return self.write("laf.forward.json", fwd)
 
     def test_learn_a_filter(self):
         fwd = self.learn_a_filter_forward(24)
@@ -206,14 +175,6 @@ class MpiTest(unittest.TestCase):
         self.assertLess(base[-1, 2], base[0, 2])
 
     # ---- failures and cancellation ------------------------------------------------------
-
-    def cast_page(self):
-        return self.write("cast.json", page([
-            {"id": "x", "type": "Placeholder", "attrs": {"shape": [10, 4], "shard": "batch"}},
-            {"id": "xi", "type": "Cast", "inputs": {"x": "x"}, "attrs": {"DstT": "int32"}},
-            {"id": "xf", "type": "Cast", "inputs": {"x": "xi"}, "attrs": {"DstT": "float32"}},
-            {"id": "total", "type": "Sum", "inputs": {"input": "xf"}},
-            {"id": "all", "type": "AllReduce", "inputs": {"input": "total"}}], ["all"]))
 
     def test_a_rank_that_fails(self):
         x = np.arange(40, dtype=np.float32).reshape(10, 4)

@@ -143,6 +143,10 @@ static const char *p_context(void) {
     EXPECT(calls == 0 && bytes == 0 && secs == 0);
     bf_context_job_stats(NULL, NULL, NULL, NULL);
     bf_context_abort(NULL, 1);
+    EXPECT(bf_launched_by_mpi() == 0 || bf_launched_by_mpi() == 1);
+    /* a group of threads: NULL out refused, NULL group has no ranks and frees as nothing */
+    EXPECT(bf_group_new(2, NULL, &E) == BF_EINVAL && bf_group_size(NULL) == 0);
+    bf_group_free(NULL);
     return NULL;
 }
 static const char *p_catalog(void) {
@@ -339,7 +343,8 @@ static const struct {
                      "bf_tensor_save_npz bf_tensor_load_npy_mem bf_tensor_stats_of"},
     {p_context, "bf_config_init bf_context_new bf_context_free bf_context_config "
                 "bf_context_has_gpu bf_context_devices bf_context_rank bf_context_size "
-                "bf_context_job bf_context_job_stats bf_context_abort"},
+                "bf_context_job bf_context_job_stats bf_context_abort bf_launched_by_mpi "
+                "bf_group_new bf_group_size bf_group_free"},
     {p_catalog, "bf_block_type_count bf_block_type_name bf_block_catalog_json "
                 "bf_block_catalog_text bf_string_free"},
     {p_page_load, "bf_page_load_file bf_page_load_string bf_page_parse"},

@@ -304,8 +304,10 @@ try {
   /* the copy's attributes in the inspector are the original's */
   assert.equal(await page.locator('#attr-dw_copy-padding').inputValue(), 'SAME');
 
-  /* delete the original with the Delete key: it goes, with its wires in and out */
+  /* delete the original with the Delete key: it goes, with its wires in and out (a person
+   * sees it selected first: on a loaded machine the key could otherwise reach the copy) */
   await block('dw').click();
+  await page.getByTestId('block-id').and(page.locator('[value="dw"]')).waitFor();
   await page.keyboard.press('Delete');
   await until('dw gone', async () => (await block('dw').count()) === 0);
   for (const w of ['dw.input', 'dw.filter_sizes', 'dw.out_backprop', 'id1.input']) {

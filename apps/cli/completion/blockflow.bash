@@ -49,15 +49,15 @@ _blockflow() {
     local opts
     case $cmd in
         run) opts="--feed --fetch --out --no-save --device --print --json --quiet --timeout
-                   --threads --cache-limit --set --each --watch $limits" ;;
+                   --threads --cache-limit --set --each --watch --ranks --deterministic-reduce $limits" ;;
         check) opts="--json --quiet $limits" ;;
         fmt) opts="--check --in-place" ;;
         blocks) opts="--json" ;;
         explain) opts="--port --json --max-terms --feed" ;;
         gradcheck) opts="--json --eps --tolerance --samples --seed --gpu --loss --feed" ;;
-        grad) opts="--dy --in-place -o --quiet --loss --wrt --optimizer" ;;
+        grad) opts="--dy --in-place -o --quiet --loss --wrt --optimizer --data-parallel --ranks" ;;
         train) opts="--steps --epochs --metrics --log --checkpoint --save-every --resume --feed
-                     --device --timeout --threads --json --quiet $limits" ;;
+                     --device --timeout --threads --ranks --deterministic-reduce --json --quiet $limits" ;;
         bench) opts="--cases --ops --threads --rounds --time --dtype --isa --no-peers --json --device" ;;
         serve) opts="--listen --pages --token --threads --open" ;;
         help) COMPREPLY=($(compgen -W "${commands% version} limits" -- "$cur")); return ;;

@@ -205,7 +205,8 @@ export class Editor {
       const held = sess.session_page || got.page;
       /* while the page trains, an edit is applied at the next step: training.edits waits */
       this.queue = new EditQueue((edits) => (this.state.detached
-        ? api.check(name, this.state.page) : this.training.edits(name, edits)));
+        ? api.check(name, this.state.page)
+        : this.gate.edit(() => this.training.edits(name, edits))));
       this.training.open(detached ? null : name);
       this.history.clear();
       this.feedData = new Map();
@@ -258,13 +259,14 @@ export class Editor {
     this.set({page: after, dirty: true, selected: followSelection(selBefore, edits, after),
               run: invalidateRun(this.state.run, edits, after)});
     if (edits.some((e) => e.op !== 'set_ui')) this.gate.stale();
+    if (this.gate.running) this.say('info', 'The page is running: the edit goes to it when the run ends.');
     if (record) this.history.push(before, after, key, Date.now(), selBefore);
     this.syncHistory();
     sent.then((ck) => { if (ck) this.set({check: ck}); }).catch((e) => {
       if (e instanceof ApiError && e.status === 422) {
         this.say('error', `Refused: ${e.message}`);
         this.resync();
-      } else if (e instanceof ApiError && e.code === 'busy') {
+      } else if (e instanceof ApiError && e.code === 'busy') { /* another client's run */
         this.say('error',
                  'The page is running: wait for the run to end or cancel it, then edit.');
         this.resync();
@@ -647,7 +649,7 @@ export class Editor {
       await this.queue.idle();
       const before = this.state.page;
       this.gate.stale();
-      const res = await addGradientsCall(this.api, d.name, id);
+      const res = await this.gate.edit(() => addGradientsCall(this.api, d.name, id));
       const sess = await this.api.getPage(d.name, true);
       const held = sess.session_page || before;
       this.set({page: held, check: res.page, dirty: true});
