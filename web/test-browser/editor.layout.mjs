@@ -75,12 +75,19 @@ await runItems(w, {
       await page.getByLabel('Open a page').selectOption('learn_a_filter');
       const toast = w.message(/Opened learn_a_filter/);
       await toast.waitFor();
-      const t = await rect(toast);
-      for (const [what, loc] of [['the training bar', page.locator('.trainbar')],
-                                 ['its metric', metric], ['the header', page.locator('header.topbar')]]) {
-        assert.ok(!meet(t, await rect(loc)), `the message covers ${what} at ${width}`);
+      await page.locator('.trainbar').waitFor();
+      await w.settle();
+      /* every box in one look (the training bar appears with the page: the layout moves) */
+      const boxes = await page.evaluate(() => Object.fromEntries(Object.entries({
+        message: '[data-testid="message"]', 'the training bar': '.trainbar',
+        'its metric': '.trainbar-metric', 'the header': 'header.topbar',
+        canvas: '[data-testid="canvas"]'}).map(([k, sel]) =>
+        [k, document.querySelector(sel).getBoundingClientRect().toJSON()])));
+      const t = boxes.message;
+      for (const what of ['the training bar', 'its metric', 'the header']) {
+        assert.ok(!meet(t, boxes[what]), `the message covers ${what} at ${width}`);
       }
-      const canvas = await rect(page.getByTestId('canvas'));
+      const canvas = boxes.canvas;
       assert.ok(t.top >= canvas.top && t.bottom <= canvas.bottom, 'the message is over the canvas');
       await w.shot(`2-message-${width}`);
       await page.getByRole('button', {name: 'Dismiss'}).click();
