@@ -255,7 +255,7 @@ export class Editor {
     const selBefore = this.state.selected;
     /* drawn first, then sent: an Output tab drawn for the edit reads its tensors before the
      * edit reaches the server (which drops the last run's tensors on an edit: 410). Sending
-     * first saved about 30 ms on a 500-block page, and made the Teach test read gone tensors */
+     * first saves about 30 ms on a 500-block page (bench/RESULTS.md) */
     this.set({page: after, dirty: true, selected: followSelection(selBefore, edits, after),
               run: invalidateRun(this.state.run, edits, after)});
     const sent = this.queue.enqueue(edits);
