@@ -172,11 +172,12 @@ static void walk(srv_store *st, int dirfd, const char *rel, int depth, unsigned 
             fstatat(dirfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(sb.st_mode) ||
             strlen(rel) + strlen(e->d_name) + 2 > 101)
             continue; /* a link to a folder is not entered, nor a hidden folder */
+        char path[128]; /* fits: checked above (GCC's -Wformat-truncation wants the return) */
+        int pn = snprintf(path, sizeof(path), "%s%s%s", rel, rel[0] ? "/" : "", e->d_name);
+        if (pn < 0 || (size_t)pn >= sizeof(path)) continue;
         int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (sub < 0) continue;
         (*budget)--;
-        char path[128];
-        snprintf(path, sizeof(path), "%s%s%s", rel, rel[0] ? "/" : "", e->d_name);
         walk(st, sub, path, depth + 1, budget, fn, user);
     }
     closedir(d);
