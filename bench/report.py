@@ -10,7 +10,9 @@ group (Conv2D forward, Conv2D gradients, depthwise forward, depthwise gradients,
 kind over both families) with the
 per-call overhead case (below 10 MFLOP, the tiny 5x5 teaching case) left out, and the worst
 row of each group. With --f32 F (for an f64 run), a column compares each row with our f32
-median of the same row in run F.
+median of the same row in run F. With --minima, the tables of bench/RESULTS.md "Issue 30"
+instead: ours / oneDNN on medians and on minima (`onednn_min_ms`; the minimum is the call
+least disturbed on a shared machine), the group geo-means and worst rows of both.
 """
 import json
 import math
@@ -96,12 +98,63 @@ def summary(rows):
     return "\n".join(out)
 
 
+def ratios(r):
+    """ours / oneDNN on medians and on minima (None where oneDNN has no figure)"""
+    od, om = r.get("onednn_median_ms"), r.get("onednn_min_ms")
+    return (r["median_ms"] / od if od else None, r["min_ms"] / om if om else None)
+
+
+def table_minima(rows):
+    out = ["| case | op | ours median ms (min) | oneDNN median ms (min), mode | "
+           "ours / oneDNN, medians | ours / oneDNN, minima |",
+           "|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        rm, rn = ratios(r)
+        od = r.get("onednn_median_ms")
+        odc = "n/a" if od is None else "%s (%s), %s" % (
+            fmt(od), fmt(r.get("onednn_min_ms")), r.get("onednn_mode"))
+        out.append("| %s | %s | %s (%s) | %s | %s | %s |" % (
+            r["case"], SHORT.get(r["op"], r["op"]), fmt(r["median_ms"]), fmt(r["min_ms"]), odc,
+            "n/a" if rm is None else "%.2fx" % rm, "n/a" if rn is None else "%.2fx" % rn))
+    return "\n".join(out)
+
+
+def summary_minima(rows):
+    groups = {}
+    for r in rows:
+        rm, rn = ratios(r)
+        if rm is None or rn is None or r["gflops"] * r["median_ms"] * 1e-3 < TINY_GFLOP:
+            continue
+        groups.setdefault(group(r["op"]), []).append((rm, rn, r))
+    for name in ("forward", "gradients"):
+        groups["all " + name] = groups.get("Conv2D " + name, []) + \
+            groups.get("depthwise " + name, [])
+    out = ["| group (tiny case left out) | rows | geo-mean, medians | worst row, medians | "
+           "geo-mean, minima | worst row, minima |", "|---|---:|---:|---|---:|---|"]
+    for name in ["Conv2D forward", "Conv2D gradients", "depthwise forward",
+                 "depthwise gradients", "all forward", "all gradients"]:
+        g = groups.get(name)
+        if not g:
+            continue
+        cells = []
+        for k in (0, 1):
+            gm = math.exp(sum(math.log(t[k]) for t in g) / len(g))
+            w = max(g, key=lambda t: t[k])
+            cells.append("%.3fx | %.2fx %s %s" % (gm, w[k], w[2]["case"], SHORT.get(w[2]["op"])))
+        out.append("| %s | %d | %s | %s |" % (name, len(g), cells[0], cells[1]))
+    return "\n".join(out)
+
+
 def main(argv):
     f32 = None
+    minima = False
     paths = []
     i = 0
     while i < len(argv):
-        if argv[i] == "--f32" and i + 1 < len(argv):
+        if argv[i] == "--minima":
+            minima = True
+            i += 1
+        elif argv[i] == "--f32" and i + 1 < len(argv):
             f32 = {(r["case"], r["op"]): r["median_ms"] for r in load(argv[i + 1])}
             i += 2
         else:
@@ -118,9 +171,9 @@ def main(argv):
         r0 = rows[0]
         print("### %s: %s, %s, %d thread%s\n" % (p, r0.get("dtype", "f32"), r0.get("isa", "?"),
                                                  r0["threads"], "s" if r0["threads"] > 1 else ""))
-        print(table(rows, f32))
+        print(table_minima(rows) if minima else table(rows, f32))
         print()
-        print(summary(rows))
+        print(summary_minima(rows) if minima else summary(rows))
         print()
     return 0
 

@@ -375,6 +375,36 @@ START_TEST(col2im_bwd_input) {
 }
 END_TEST
 
+/* BWD_FILTER of 1x1 filters: stride 1 without padding, which reads x in place where the ISA
+   has UKRS (bf_f1, conv_gemm_filter_1x1.h), over several pixel chunks (so a task's
+   next-chunk prefetch and the partial dW across chunks are used), with input channels off
+   the MR block (its last block read shifted back) and on it, output channels off the NR
+   panel; and stride 2 with padding, which must keep to the other paths. Every ISA, f32 and
+   f64, 1 thread and a pool. */
+START_TEST(filter_1x1_chunks) {
+    bf_rng r = {0xf1100000u + (uint64_t)_i};
+    static const int64_t chans[] = {64, 67, 70, 96, 131, 200}; /* bf_f1 wants >= 64 */
+    int64_t c = chans[_i % 6], o = bf_rng_int(&r, 1, 70);
+    bool packed = _i >= 6; /* stride 2 and padding: not read in place */
+    int64_t s = packed ? 2 : 1, pt = packed ? bf_rng_int(&r, 1, 2) : 0;
+    int64_t pb = packed ? bf_rng_int(&r, 0, 2) : 0, pr = packed ? bf_rng_int(&r, 0, 2) : 0;
+    bf_conv_geom g = make_geom(bf_rng_int(&r, 1, 2), bf_rng_int(&r, 30, 40),
+                               bf_rng_int(&r, 30, 40), c, 1, 1, o, 1, s, s, 1, 1, pt, pb, pt,
+                               pr, (int)bf_rng_int(&r, 0, 1));
+    bf_pool *pool = NULL;
+    bf_error err = {0};
+    ck_assert_int_eq(bf_pool_new(3, &pool, &err), BF_OK);
+    for (int isa = 0; isa < BF_CONV_ISA_COUNT; isa++) {
+        if (!bf_conv_cpu_isa_supported((bf_conv_isa)isa)) continue;
+        for (int f = 0; f < 2; f++)
+            for (int t = 0; t < 2; t++)
+                check_one(BF_CONV_BWD_FILTER, &g, (bf_conv_isa)isa, f == 0, t ? pool : NULL,
+                          true, r.s + (uint64_t)(isa * 4 + f * 2 + t), "filter-1x1");
+    }
+    bf_pool_free(pool);
+}
+END_TEST
+
 /* A GEMM output past the streaming threshold (BF_CG_STREAM_BYTES, 8 MiB): 1x1 BWD_INPUT
    whose dx is 19 MB, written with streaming stores where a block is whole and aligned; a
    partial last column panel (272 = 8.5 x 32 channels) and a partial last row block take the
@@ -513,6 +543,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, depthwise_filter_rows, 0, 12);
     tcase_add_loop_test(tc, depthwise_3x3_filter_bands, 0, 16);
     tcase_add_loop_test(tc, depthwise_3x3_filter_strips, 0, 6);
+    tcase_add_loop_test(tc, filter_1x1_chunks, 0, 12);
     tcase_add_test(tc, gemm_streaming_output);
     tcase_add_loop_test(tc, col2im_bwd_input, 0, 8);
     tcase_add_test(tc, direct_streaming_output);

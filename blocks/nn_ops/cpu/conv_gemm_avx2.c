@@ -144,8 +144,31 @@ ukri_avx2_f32(int64_t kc, int64_t run, const float *const *rows, const float *co
     BF_STORE_TILE(_mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, 8, _mm256_stream_ps);
 }
 
+/* A read in place with a row stride (UKRS, see conv_gemm_impl.h): a[k * lda + i], e.g. the
+   channels of consecutive input pixels, lda apart, for the 1x1 filter gradient; and a
+   prefetch of the caller's next lines (pf) every 8 steps, spread through the FMAs. */
+static __attribute__((noinline)) void
+ukrs_avx2_f32(int64_t kc, const float *a, int64_t lda, const float *b, float *const *crow,
+              int64_t coff, int mr, int nr, int acc, const char *pf, int64_t npf) {
+    __m256 c[MR][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < kc; k++, a += lda, b += NR) {
+        if ((k & 7) == 0 && npf > 0) _mm_prefetch(pf, _MM_HINT_T1), pf += 64, npf--;
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++) {
+            __m256 av = _mm256_broadcast_ss(a + i);
+            c[i][0] = _mm256_fmadd_ps(av, b0, c[i][0]);
+            c[i][1] = _mm256_fmadd_ps(av, b1, c[i][1]);
+        }
+    }
+    BF_STORE_TILE(_mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, 8, _mm256_stream_ps);
+}
+
 #define UKR ukr1_avx2_f32
 #define UKRI ukri_avx2_f32
+#define UKRS ukrs_avx2_f32
 #define UKRB ukrb_avx2_f32
 #define AKB 8
 #define BF_ISA avx2_f32
@@ -161,6 +184,7 @@ ukri_avx2_f32(int64_t kc, int64_t run, const float *const *rows, const float *co
 #undef BF_VSPLAT
 #undef UKR
 #undef UKRI
+#undef UKRS
 #undef UKRB
 #undef AKB
 #undef BF_ISA
@@ -205,8 +229,29 @@ static void ukrb_avx2_f64(int64_t kc, const double *a, const double *b, double *
     ukr_avx2_f64(4, kc, a, b, crow, coff, mr, nr, acc);
 }
 
+/* UKRS (see the f32 one) */
+static __attribute__((noinline)) void
+ukrs_avx2_f64(int64_t kc, const double *a, int64_t lda, const double *b, double *const *crow,
+              int64_t coff, int mr, int nr, int acc, const char *pf, int64_t npf) {
+    __m256d c[MR][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm256_setzero_pd();
+    for (int64_t k = 0; k < kc; k++, a += lda, b += NR) {
+        if ((k & 7) == 0 && npf > 0) _mm_prefetch(pf, _MM_HINT_T1), pf += 64, npf--;
+        __m256d b0 = _mm256_loadu_pd(b), b1 = _mm256_loadu_pd(b + 4);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++) {
+            __m256d av = _mm256_broadcast_sd(a + i);
+            c[i][0] = _mm256_fmadd_pd(av, b0, c[i][0]);
+            c[i][1] = _mm256_fmadd_pd(av, b1, c[i][1]);
+        }
+    }
+    BF_STORE_TILE(_mm256_loadu_pd, _mm256_storeu_pd, _mm256_add_pd, 4, _mm256_stream_pd);
+}
+
 #define UKR ukr1_avx2_f64
 #define UKRB ukrb_avx2_f64
+#define UKRS ukrs_avx2_f64
 #define AKB 4
 #define BF_ISA avx2_f64
 #define BF_VFMA(a, b, c) \
@@ -220,6 +265,7 @@ static void ukrb_avx2_f64(int64_t kc, const double *a, const double *b, double *
 #undef BF_VFMA
 #undef BF_VSPLAT
 #undef UKR
+#undef UKRS
 #undef UKRB
 #undef AKB
 #undef BF_ISA

@@ -6,6 +6,7 @@
  *   MR, NR   register block of the microkernel: MR output rows x NR output columns
  *   UKR      static microkernel, A as [k][MR] (see below)
  *   UKRB     the same microkernel with A as [k / AKB][MR][AKB]
+ *   UKRS     (optional) the same with A read in place with a row stride (below)
  *   AKB      the A block width of UKRB (one vector of T)
  *   BF_VEC_BYTES  vector width of the depthwise and direct loops
  *   BF_ISA   the suffix of this instantiation's names, e.g. avx512_f32 (see "Names")
@@ -19,6 +20,8 @@
  *   conv_gemm_col2im.h         bf_ci_*  dense BWD_INPUT with few input channels: GEMM, col2im
  *   conv_gemm_filter.h         bf_cf_*  GEMM for dense BWD_FILTER; bf_partials_run, the
  *                                       per-thread partial dW sums
+ *   conv_gemm_filter_1x1.h     bf_f1_*  dense BWD_FILTER of 1x1 stride-1 filters: one long
+ *                                       GEMM, x read in place (UKRS), dy packed per chunk
  *   conv_gemm_vec.h            bf_vec   channel vectors of the loops below
  *   conv_gemm_depthwise.h      bf_dw_*  depthwise FWD, BWD_INPUT and BWD_FILTER
  *   conv_gemm_direct_fwd.h     bf_sd_*  direct dense FWD, and stride-1 BWD_INPUT as one
@@ -56,6 +59,11 @@
  * values like acc == 0, with streaming stores where a row of the block is whole and 64-byte
  * aligned (the row GEMM asks for it when the output is too big to stay in cache, and fences
  * before its task ends).
+ * Optional UKRS(kc, a, lda, b, crow, coff, mr, nr, acc, pf, npf): UKR with A read in place
+ * with a row stride, a[k * lda + i] (it reads all MR rows of each step, whatever mr is), which
+ * also prefetches the npf 64-byte lines from pf on into L2, one every 8 steps (those that
+ * kc steps reach); with it, the 1x1 filter gradient reads x in place
+ * (conv_gemm_filter_1x1.h).
  * Optional ISA hooks: BF_COPY_SHORT(dst, src, n) copies n values (zeros when src is NULL);
  * BF_ADD_SHORT(dst, src, n) adds n values of src to dst, the tail masked (col2im's runs);
  * BF_VFMA(a, b, c) fused a * b + c and BF_VSPLAT(s) broadcast on the vectors of the direct and
@@ -72,6 +80,7 @@
 #include "conv_gemm_rows.h"
 #include "conv_gemm_col2im.h"
 #include "conv_gemm_filter.h"
+#include "conv_gemm_filter_1x1.h"
 #include "conv_gemm_vec.h"
 #include "conv_gemm_depthwise.h"
 #include "conv_gemm_direct_fwd.h"
