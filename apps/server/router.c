@@ -273,10 +273,11 @@ static char *canonical_page(srv_app *app, const char *name, const char *text, si
     bf_diags *d = bf_diags_new();
     bf_error e = {0};
     bf_page *page = NULL;
-    char fname[128], *out = NULL;
+    char fname[128], *out = NULL, dir[sizeof(app->store.dir) + 128];
     snprintf(fname, sizeof(fname), "%.100s.json", name);
-    bf_status st = d ? bf_page_parse(app->ctx, text, len, fname, app->store.dir,
-                                     BF_LOAD_INCOMPLETE, &page, d, &e)
+    srv_store_page_dir(&app->store, name, dir, sizeof(dir)); /* files beside the page */
+    bf_status st = d ? bf_page_parse(app->ctx, text, len, fname, dir, BF_LOAD_INCOMPLETE, &page,
+                                     d, &e)
                      : BF_ENOMEM;
     if (st == BF_OK) st = bf_page_to_json(page, &out, &e);
     bf_page_free(page);
@@ -389,10 +390,10 @@ static void copy_page(srv_app *app, srv_store *st, const char *name, bool move,
     if (!body) return;
     cJSON *to = cJSON_GetObjectItemCaseSensitive(body, "to");
     char dst[128];
-    if (!cJSON_IsString(to) || !srv_name_ok(to->valuestring)) {
+    if (!cJSON_IsString(to) || !srv_page_name_ok(to->valuestring)) {
         srv_error(res, 400, "bad_name",
                   "\"to\" must be a page name: letters, digits, '.', '_' and '-', not starting "
-                  "with '.', at most 100 characters");
+                  "with '.', at most 100 characters, maybe in subfolders (\"teach/conv\")");
         cJSON_Delete(body);
         return;
     }
@@ -464,9 +465,10 @@ static void check_page(srv_app *app, const char *name, const srv_request *req,
     bf_error e = {0};
     bf_page *page = NULL;
     bf_session *s = NULL;
-    char fname[128];
+    char fname[128], dir[sizeof(app->store.dir) + 128];
     snprintf(fname, sizeof(fname), "%.100s.json", name);
-    bf_status st = d ? bf_page_parse(app->ctx, req->body, req->body_len, fname, app->store.dir,
+    srv_store_page_dir(&app->store, name, dir, sizeof(dir));
+    bf_status st = d ? bf_page_parse(app->ctx, req->body, req->body_len, fname, dir,
                                      BF_LOAD_INCOMPLETE, &page, d, &e)
                      : BF_ENOMEM;
     if (st == BF_OK) st = bf_session_new(app->ctx, page, &s, &e);
@@ -477,6 +479,17 @@ static void check_page(srv_app *app, const char *name, const srv_request *req,
 }
 
 /* ---- edits -------------------------------------------------------------------------------- */
+
+/* Whether a batch only moves blocks or sets their look (set_ui): the session's results stay
+ * what they were, so the last run's tensors stay readable (a drag does not lose a heatmap). */
+static bool only_ui(const cJSON *edits) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, edits) {
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(e, "op");
+        if (!cJSON_IsString(op) || strcmp(op->valuestring, "set_ui")) return false;
+    }
+    return true;
+}
 
 static void edit_page(srv_app *app, srv_page *p, const char *client, const srv_request *req,
                       srv_response *res) {
@@ -495,11 +508,12 @@ static void edit_page(srv_app *app, srv_page *p, const char *client, const srv_r
     bf_diags *d = bf_diags_new();
     bf_error e = {0};
     bf_session *s = srv_page_session(p);
-    srv_page_changing(p, client); /* another client's results stay theirs to read */
+    bool ui = only_ui(edits);
+    if (!ui) srv_page_changing(p, client); /* another client's results stay theirs to read */
     bf_status bst = d && (text || edits == body) ? bf_session_apply_edits(s, etext, elen, d, &e)
                                                  : BF_ENOMEM;
     if (bst == BF_OK) { /* every socket viewing this page sees the edit, with its new revision */
-        srv_page_changed(p);
+        if (!ui) srv_page_changed(p);
         srv_page_event(app, p, "page_edited", etext, elen, client);
     }
     free(text);
@@ -516,39 +530,83 @@ static void edit_page(srv_app *app, srv_page *p, const char *client, const srv_r
 
 /* ---- runs ---------------------------------------------------------------------------------- */
 
-/* Feed one base64 .npy: the library's own strict reader parses the bytes (from memory). */
-static bf_status feed_one(srv_app *app, bf_session *s, const char *id, const char *b64,
-                          size_t *budget, bf_error *e) {
+static bf_status feed_error(bf_error *e, bf_status st, const char *code, const char *id,
+                            const char *why) {
+    bf_error_clear(e);
+    e->status = st;
+    snprintf(e->code, sizeof(e->code), "%s", code);
+    snprintf(e->block_id, sizeof(e->block_id), "%.63s", id);
+    snprintf(e->message, sizeof(e->message), "%s", why);
+    return st;
+}
+
+/* Feed `len` bytes of a .npy to block `id`: the library's own strict reader parses them. */
+static bf_status feed_bytes(srv_app *app, bf_session *s, const char *id, const void *buf,
+                            size_t len, bf_error *e) {
+    char name[96];
+    snprintf(name, sizeof(name), "feed %.63s", id); /* the feed is named by its block */
+    bf_tensor *t = NULL;
+    bf_status st = bf_tensor_load_npy_mem(app->ctx, buf, len, name, &t, e);
+    if (st == BF_OK) st = bf_session_feed(s, id, t, e);
+    bf_tensor_free(t);
+    if (st && !e->block_id[0]) snprintf(e->block_id, sizeof(e->block_id), "%.63s", id);
+    return st;
+}
+
+/*
+ * Feed one block: `f` is a base64 .npy, or {"file": "data/x.npy"}, a .npy file of the pages
+ * folder (as GET /api/files lists them: a subfolder's files named with it), read through the
+ * store (no link followed, nothing outside the folder). Both count against --max-upload.
+ */
+static bf_status feed_one(srv_app *app, bf_session *s, const cJSON *f, size_t *budget,
+                          bf_error *e) {
+    const char *id = f->string;
+    char why[200];
+    if (cJSON_IsObject(f)) {
+        const cJSON *file = cJSON_GetObjectItemCaseSensitive(f, "file");
+        if (!cJSON_IsString(file) || cJSON_GetArraySize(f) != 1)
+            return feed_error(e, BF_EINVAL, "bad_feed", id,
+                              "a feed is a base64 .npy or {\"file\": \"a .npy of the pages "
+                              "folder\"}");
+        char *data = NULL;
+        size_t len = 0;
+        int rc = srv_store_read_file(&app->store, file->valuestring, ".npy", *budget, &data,
+                                     &len);
+        if (rc) {
+            snprintf(why, sizeof(why), "\"%.100s\": %s", file->valuestring,
+                     rc == -EFBIG ? "larger than the feeds of a run may be (--max-upload)"
+                     : rc == -ENOENT ? "no such .npy file in the pages folder"
+                     : rc == -EINVAL || rc == -ELOOP
+                         ? "not a .npy file of the pages folder (a name like data/x.npy; no "
+                           "links, no '..')"
+                         : strerror(-rc));
+            return feed_error(e, rc == -EFBIG ? BF_ELIMIT : BF_EINVAL,
+                              rc == -EFBIG ? "limit" : "bad_feed", id, why);
+        }
+        *budget -= len;
+        bf_status st = feed_bytes(app, s, id, data, len, e);
+        free(data);
+        return st;
+    }
+    if (!cJSON_IsString(f))
+        return feed_error(e, BF_EINVAL, "bad_feed", id,
+                          "a feed is a base64 .npy string or {\"file\": \"data/x.npy\"}");
+    const char *b64 = f->valuestring;
     size_t n = strlen(b64), cap = n / 4 * 3 + 3;
     if (cap > *budget) {
-        bf_error_clear(e);
-        e->status = BF_ELIMIT;
-        snprintf(e->code, sizeof(e->code), "limit");
-        snprintf(e->block_id, sizeof(e->block_id), "%.63s", id);
-        snprintf(e->message, sizeof(e->message),
-                 "the feeds of this run exceed %zu bytes (--max-upload)", app->lim.max_upload);
-        return BF_ELIMIT;
+        snprintf(why, sizeof(why), "the feeds of this run exceed %zu bytes (--max-upload)",
+                 app->lim.max_upload);
+        return feed_error(e, BF_ELIMIT, "limit", id, why);
     }
     unsigned char *buf = malloc(cap ? cap : 1);
     if (!buf) return BF_ENOMEM;
     long got = srv_base64_decode(b64, n, buf, cap);
     if (got < 0) {
         free(buf);
-        bf_error_clear(e);
-        e->status = BF_EINVAL;
-        snprintf(e->code, sizeof(e->code), "bad_feed");
-        snprintf(e->block_id, sizeof(e->block_id), "%.63s", id);
-        snprintf(e->message, sizeof(e->message), "the feed is not base64");
-        return BF_EINVAL;
+        return feed_error(e, BF_EINVAL, "bad_feed", id, "the feed is not base64");
     }
     *budget -= (size_t)got;
-    char name[96];
-    snprintf(name, sizeof(name), "feed %.63s", id); /* the feed is named by its block */
-    bf_tensor *t = NULL;
-    bf_status st = bf_tensor_load_npy_mem(app->ctx, buf, (size_t)got, name, &t, e);
-    if (st == BF_OK) st = bf_session_feed(s, id, t, e);
-    bf_tensor_free(t);
-    if (st && !e->block_id[0]) snprintf(e->block_id, sizeof(e->block_id), "%.63s", id);
+    bf_status st = feed_bytes(app, s, id, buf, (size_t)got, e);
     free(buf);
     return st;
 }
@@ -582,7 +640,7 @@ static void run_page(srv_app *app, srv_page *p, const char *client, const srv_re
         (feeds && !cJSON_IsObject(feeds) && !cJSON_IsNull(feeds))) {
         srv_error(res, 400, "bad_request",
                   "\"fetch\" is a list of at most 256 \"block\" or \"block:port\" and \"feeds\" "
-                  "an object of block id -> base64 .npy");
+                  "an object of block id -> base64 .npy or {\"file\": \"x.npy\"}");
         cJSON_Delete(body);
         return;
     }
@@ -595,14 +653,14 @@ static void run_page(srv_app *app, srv_page *p, const char *client, const srv_re
     const cJSON *f;
     cJSON_ArrayForEach(f, feeds) {
         bf_error e = {0};
-        if (!cJSON_IsString(f)) {
-            srv_error(res, 400, "bad_feed", "feed \"%s\" must be a base64 string", f->string);
+        if (!cJSON_IsString(f) && !cJSON_IsObject(f)) {
+            srv_error(res, 400, "bad_feed", "feed \"%s\" must be a base64 string or "
+                      "{\"file\": \"a .npy of the pages folder\"}", f->string);
             cJSON_Delete(body);
             return;
         }
         srv_page_changing(p, client);
-        bf_status fst = feed_one(app, srv_page_session(p), f->string, f->valuestring, &budget,
-                                 &e);
+        bf_status fst = feed_one(app, srv_page_session(p), f, &budget, &e);
         if (fst) {
             srv_error_bf(res, fst == BF_ELIMIT ? 413 : fst == BF_ENOMEM ? 500 : 422, &e);
             cJSON_Delete(body);
@@ -882,13 +940,15 @@ static void update_copy(srv_app *app, const srv_who *who, const char *name, srv_
 }
 
 /* Split path into at most 6 segments (no empty ones, at most 200 bytes each). */
-static int split_path(const char *path, char seg[6][208]) {
+enum { MAX_SEGS = 10 }; /* class/students/S/pages/ and a page 4 segments deep, with room */
+
+static int split_path(const char *path, char seg[MAX_SEGS][208]) {
     int n = 0;
     if (!path || path[0] != '/') return -1;
     const char *p = path + 1;
     while (*p) {
         size_t len = strcspn(p, "/");
-        if (len == 0 || len >= 200 || n == 6) return -1;
+        if (len == 0 || len >= 200 || n == MAX_SEGS) return -1;
         memcpy(seg[n], p, len);
         seg[n][len] = '\0';
         n++;
@@ -907,7 +967,7 @@ typedef struct route_ctx {
     const srv_who *who;
     const char *client; /* a connected socket's id, or "" */
     srv_store *st;      /* whose pages: the teacher's, or the student's copies */
-    const char *name;   /* {name}: a page (checked with srv_name_ok) */
+    const char *name;   /* {name}: a page, maybe in subfolders (checked with srv_page_name_ok) */
     const char *id;     /* {id}: a run */
     const char *arg;    /* {spec} of a tensor, {student}, or the last segment ({act}) */
     srv_page *page;     /* NEEDS_PAGE: the open page, idle */
@@ -988,6 +1048,46 @@ static void list_answer(srv_response *res, const char *key, char *list, char *ex
 
 static void r_files(route_ctx *c, srv_response *res) { /* the .npy files a Const may name */
     list_answer(res, "files", srv_store_list_files_json(&c->app->store, ".npy"), NULL);
+}
+
+/*
+ * GET /api/files/{name}: what a .npy file of the pages folder holds, {"file", "dtype",
+ * "shape", "bytes"}, read whole by the library's strict reader as a run's feed would be (so at
+ * most --max-upload bytes): the editor checks a file against a Placeholder before feeding it.
+ */
+static void r_file_info(route_ctx *c, srv_response *res) {
+    srv_app *app = c->app;
+    char *data = NULL;
+    size_t len = 0;
+    int rc = srv_store_read_file(&app->store, c->name, ".npy", app->lim.max_upload, &data, &len);
+    if (rc) {
+        if (rc == -ENOENT) srv_error(res, 404, "not_found", "no file \"%s\"", c->name);
+        else if (rc == -EFBIG)
+            srv_error(res, 413, "limit", "\"%s\" is larger than a run's feeds may be "
+                      "(--max-upload %zu bytes)", c->name, app->lim.max_upload);
+        else if (rc == -EINVAL || rc == -ELOOP)
+            srv_error(res, 403, "forbidden", "\"%s\" is not a .npy file of the pages folder",
+                      c->name);
+        else srv_error(res, 500, "io_error", "\"%s\": %s", c->name, strerror(-rc));
+        return;
+    }
+    bf_tensor *t = NULL;
+    bf_error e = {0};
+    bf_status st = bf_tensor_load_npy_mem(app->ctx, data, len, c->name, &t, &e);
+    free(data);
+    if (st) {
+        srv_error_bf(res, st == BF_ENOMEM ? 500 : 422, &e);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file", c->name);
+    cJSON_AddStringToObject(o, "dtype", bf_dtype_name(bf_tensor_dtype(t)));
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    for (int i = 0; i < bf_tensor_rank(t); i++)
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)bf_tensor_dims(t)[i]));
+    cJSON_AddNumberToObject(o, "bytes", (double)len);
+    bf_tensor_free(t);
+    srv_json(res, 200, print(o));
 }
 
 static void r_import(route_ctx *c, srv_response *res) { srv_import(c->app, c->req, res); }
@@ -1120,6 +1220,7 @@ static const route routes[] = {
     {"GET", "health", R_ANYONE, 0, r_health},
     {"GET", "blocks", R_ANYONE, 0, r_blocks},
     {"GET", "files", R_MEMBER, 0, r_files},
+    {"GET", "files/{name}", R_MEMBER, 0, r_file_info},
     {"POST", "import", R_TEACHER, 0, r_import},
     {"GET", "pages", R_MEMBER, 0, r_pages},
     {"GET", "pages/{name}", R_MEMBER, 0, r_get},
@@ -1150,16 +1251,40 @@ static const route routes[] = {
     {"GET", "class/students/{student}/pages/{name}", R_TEACHER, CLASSROOM, r_student_page},
 };
 
-/* Whether the segments after /api/ match `pattern`; captures into c. */
-static bool match(const char *pattern, char seg[6][208], int n, route_ctx *c) {
+/*
+ * Whether the segments after /api/ match `pattern`; captures into c. {name} takes every
+ * segment the rest of the pattern leaves ("pages/{name}/run" on pages/teach/conv/run names
+ * page "teach/conv"), joined into name_buf[128]. A name of several segments must be a page
+ * name (srv_page_name_ok, which refuses an action word as the last one), else the route does
+ * not match: pages/teach/train is the training of page "teach", never page "teach/train".
+ */
+static bool match(const char *pattern, char seg[MAX_SEGS][208], int n, route_ctx *c,
+                  char name_buf[128]) {
     route_ctx got = *c;
     int i = 1; /* seg[0] is "api" */
     for (const char *p = pattern; *p; i++) {
         size_t len = strcspn(p, "/");
         if (i >= n) return false;
-        if (p[0] == '{') {
-            if (!strncmp(p, "{name}", len)) got.name = seg[i];
-            else if (!strncmp(p, "{id}", len)) got.id = seg[i];
+        if (len == 6 && !strncmp(p, "{name}", 6)) {
+            int rest = 0; /* pattern segments after {name} */
+            for (const char *q = p + len; *q; q++) rest += *q == '/';
+            int last = n - 1 - rest; /* the name's last segment */
+            if (last < i) return false;
+            if (last == i) {
+                got.name = seg[i]; /* one segment: checked (and refused) by the dispatcher */
+            } else {
+                size_t used = 0;
+                for (int k = i; k <= last; k++) {
+                    int w = snprintf(name_buf + used, 128 - used, "%s%s", k > i ? "/" : "", seg[k]);
+                    if (w < 0 || (size_t)w >= 128 - used) return false;
+                    used += (size_t)w;
+                }
+                if (!srv_page_name_ok(name_buf)) return false;
+                got.name = name_buf;
+            }
+            i = last;
+        } else if (p[0] == '{') {
+            if (!strncmp(p, "{id}", len)) got.id = seg[i];
             else got.arg = seg[i];
         } else if (strlen(seg[i]) != len || strncmp(p, seg[i], len)) {
             return false;
@@ -1175,7 +1300,7 @@ static bool match(const char *pattern, char seg[6][208], int n, route_ctx *c) {
 static void dispatch(srv_app *app, const srv_request *req, const srv_who *who,
                      const char *client, srv_response *res) {
     const char *m = req->method ? req->method : "";
-    char seg[6][208];
+    char seg[MAX_SEGS][208];
     int n = split_path(req->path, seg);
     if (n < 2 || strcmp(seg[0], "api")) {
         srv_error(res, 404, "not_found", "no such endpoint");
@@ -1184,17 +1309,23 @@ static void dispatch(srv_app *app, const srv_request *req, const srv_who *who,
     route_ctx c = {.app = app, .req = req, .who = who, .client = client, .st = &app->store};
     const route *hit = NULL;
     bool path_known = false;
+    char scratch[128], name[128]; /* a {name} of several segments, joined */
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]) && !hit; i++) {
         route_ctx t = c;
-        if (!match(routes[i].pattern, seg, n, &t)) continue;
+        if (!match(routes[i].pattern, seg, n, &t, scratch)) continue;
         path_known = true;
+        if (t.name == scratch) {
+            memcpy(name, scratch, sizeof(name));
+            t.name = name;
+        }
         if (!strcmp(routes[i].method, m)) hit = &routes[i], c = t;
         else if (!c.name) c.name = t.name;
     }
-    if (c.name && !srv_name_ok(c.name)) {
+    if (c.name && !srv_page_name_ok(c.name)) {
         srv_error(res, 400, "bad_name",
                   "a page name is letters, digits, '.', '_' and '-', not starting with '.', at "
-                  "most 100 characters (\".json\" is implied)");
+                  "most 100 characters (\".json\" is implied); a page in a subfolder is named "
+                  "with its folders, \"teach/conv_grad\"");
         return;
     }
     if (!hit) {

@@ -163,9 +163,11 @@ static bf_status load_session(srv_app *app, const char *name, const char *text, 
     bf_page *page = NULL;
     char fname[128];
     *out = NULL;
+    char dir[sizeof(app->store.dir) + 128];
     snprintf(fname, sizeof(fname), "%.100s.json", name);
-    bf_status st = bf_page_parse(app->ctx, text, len, fname, app->store.dir, BF_LOAD_INCOMPLETE,
-                                 &page, diags, err);
+    srv_store_page_dir(&app->store, name, dir, sizeof(dir)); /* files beside the page */
+    bf_status st = bf_page_parse(app->ctx, text, len, fname, dir, BF_LOAD_INCOMPLETE, &page,
+                                 diags, err);
     if (st) return st;
     return bf_session_new(app->ctx, page, out, err);
 }

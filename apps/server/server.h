@@ -100,30 +100,45 @@ typedef struct srv_store {
 
 /* 1 when `name` is one safe path segment: [A-Za-z0-9._-]{1,100}, no leading dot. */
 bool srv_name_ok(const char *name);
+/* Segments of a page name: a page may lie in subfolders of the pages folder, 3 deep at most. */
+#define SRV_PAGE_MAX_DEPTH 4
+/* 1 when `name` names a page (or a file) of the pages folder: 1 to SRV_PAGE_MAX_DEPTH segments
+ * that pass srv_name_ok joined by '/' ("teach/conv_grad"), at most 100 characters in all. */
+bool srv_page_name_ok(const char *name);
 int srv_store_open(srv_store *st, const char *dir, uint64_t max_bytes, char *why, size_t n);
 void srv_store_close(srv_store *st);
 /* Remove the temporary files that a process no longer running (a server killed in the middle
  * of a write) left in the folder; returns how many. srv_store_open calls it. */
 unsigned srv_store_sweep(srv_store *st);
 /*
- * Read page `name` (".json" implied) into a malloc'd NUL-terminated buffer. Symbolic links and
- * anything but a regular file are refused. Returns 0, or -ENOENT, -EFBIG, -ELOOP (a link),
- * -EINVAL (not a regular file) or another -errno.
+ * Read page `name` (".json" implied) into a malloc'd NUL-terminated buffer. Symbolic links (as
+ * the page or as one of its folders) and anything but a regular file are refused. Returns 0,
+ * or -ENOENT, -EFBIG, -ELOOP (a link), -EINVAL (not a regular file, a bad name) or -errno.
  */
 int srv_store_read(srv_store *st, const char *name, char **text, size_t *len);
+/* The same for file `path` of the folder ("data/x.npy", a srv_page_name_ok path) ending in
+ * `ext`, of at most `max` bytes (-EFBIG beyond). */
+int srv_store_read_file(srv_store *st, const char *path, const char *ext, uint64_t max,
+                        char **data, size_t *len);
+/* The folder page `name` lies in, as an absolute path into buf (the store's folder, or a
+ * subfolder of it): where its relative `file` attributes resolve, as the CLI resolves them. */
+void srv_store_page_dir(const srv_store *st, const char *name, char *buf, size_t n);
 /*
- * Write page `name` atomically (temporary file, fsync, rename, fsync of the folder). With
- * `exclusive`, fail with -EEXIST when the page exists (no overwrite, no race).
+ * Write page `name` atomically (temporary file, fsync, rename, fsync of the folder); the
+ * folders of a name in a subfolder are made when missing. With `exclusive`, fail with -EEXIST
+ * when the page exists (no overwrite, no race).
  */
 int srv_store_write(srv_store *st, const char *name, const char *text, size_t len,
                     bool exclusive);
 int srv_store_delete(srv_store *st, const char *name);
 /* Rename without replacing: -EEXIST when `to` exists. */
 int srv_store_rename(srv_store *st, const char *from, const char *to);
-/* The sorted list of page names as a JSON array text (malloc'd). */
+/* The sorted list of page names as a JSON array text (malloc'd); pages in subfolders are
+ * named with their folders ("teach/conv_grad"). */
 char *srv_store_list_json(srv_store *st);
-/* The sorted names (with the extension) of the files ending in `ext`, e.g. ".npy": the files a
- * page's `file` attribute may name, for the editor's file picker. JSON array text (malloc'd). */
+/* The sorted names (with the extension, with their folders) of the files ending in `ext`, e.g.
+ * ".npy": the files a page's `file` attribute may name and a run may be fed, for the editor's
+ * file pickers. JSON array text (malloc'd). */
 char *srv_store_list_files_json(srv_store *st, const char *ext);
 /* The revision of `len` bytes: 16 hex digits (FNV-1a 64) into rev[17]. */
 void srv_revision(const char *text, size_t len, char rev[17]);

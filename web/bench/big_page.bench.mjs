@@ -3,12 +3,15 @@
 // each of TRIES fresh tabs:
 //   first render  picking the page in the top bar -> its blocks drawn and framed (the canvas
 //                 unchanged for 10 frames; the time of the first of them)
-//   edit->labels  Enter in a constant's shape field -> the wire after it shows the new shape
-//                 (with the server's own time for that edit batch, from Resource Timing)
+//   edit->labels  Enter in a filter constant's shape field ([3,3,1,1] -> [5,5,1,1]: the page
+//                 still runs) -> the wire after it shows the new shape (with the server's own
+//                 time for that edit batch, from Resource Timing)
 //   run->done     the Run click -> every block on screen shows done (with the run's time as
 //                 the server reports it in run_finished)
 //   zoom/pan      p95 and max of the frame intervals while zooming with the wheel and panning
 //                 with a drag
+// PROFILE=1 also records a CPU profile of each phase (Chromium's profiler through CDP) and
+// prints the functions that took the most time (self time, by function and file:line).
 // Medians over the tries are printed as a table and as JSON (BENCH_JSON=file to keep them).
 // BASELINE_DIST=dir also measures an older build of the editor in the same run (for example
 // one built from git with `git archive REV web`), so the ratios compare like with like.
@@ -39,8 +42,11 @@ const SETTLE = `(() => new Promise((done) => {
   const tick = () => {
     const nodes = document.querySelectorAll('.react-flow__node');
     const v = document.querySelector('.react-flow__viewport');
-    const sig = nodes.length + '|' + (v ? v.style.transform : '') + '|' +
-                [...nodes].filter((n) => n.offsetWidth > 0).length;
+    /* React Flow shows a block (visibility) once it has measured it; reading inline styles
+     * forces no layout (offsetWidth here did, 500 times a frame, and cost the page 150 ms) */
+    let shown = 0;
+    for (const n of nodes) if (n.style.visibility !== 'hidden') shown++;
+    const sig = nodes.length + '|' + (v ? v.style.transform : '') + '|' + shown;
     const now = performance.now();
     if (nodes.length > 0 && sig === last) { same++; if (same >= 10) return done(since - t0); }
     else { same = 0; since = now; last = sig; }
@@ -49,26 +55,100 @@ const SETTLE = `(() => new Promise((done) => {
   requestAnimationFrame(tick);
 }))()`;
 
+/** PROFILE=1: a CPU profile around `fn` (CDP Profiler), its top functions by self time. */
+async function profiled(page, phase, fn) {
+  if (process.env.TRACE) return traced(page, phase, fn);
+  if (!process.env.PROFILE) return fn();
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Profiler.enable');
+  await cdp.send('Profiler.setSamplingInterval', {interval: 200});
+  await cdp.send('Profiler.start');
+  const out = await fn();
+  const {profile} = await cdp.send('Profiler.stop');
+  const dt = profile.timeDeltas;
+  const self = new Map();
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  profile.samples.forEach((id, i) => {
+    const f = byId.get(id).callFrame;
+    const k = `${f.functionName || '(anon)'} ${f.url.split('/').pop()}:${f.lineNumber + 1}`;
+    self.set(k, (self.get(k) || 0) + (dt[i] || 0) / 1000);
+  });
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  const top = [...self].filter(([k]) => !/^\(idle\)/.test(k)).sort((a, b) => b[1] - a[1]).slice(0, 18);
+  console.log(`## ${phase}: ${total.toFixed(0)} ms sampled, idle ${(self.get('(idle) :0') || 0).toFixed(0)} ms`);
+  for (const [k, ms] of top) console.log(`   ${ms.toFixed(1).padStart(7)} ms  ${k}`);
+  await cdp.detach();
+  return out;
+}
+
+/** TRACE=1: a Chromium trace around `fn`; the renderer main thread's time by event name. */
+async function traced(page, phase, fn) {
+  const browser = page.context().browser();
+  await browser.startTracing(page, {categories: ['devtools.timeline', 'blink', 'v8']});
+  const out = await fn();
+  const buf = await browser.stopTracing();
+  const evs = JSON.parse(buf.toString()).traceEvents;
+  const main = evs.find((e) => e.name === 'thread_name' && e.args && e.args.name === 'CrRendererMain');
+  const sum = new Map();
+  let frames = 0;
+  for (const e of evs) {
+    if (!main || e.tid !== main.tid || e.pid !== main.pid || e.ph !== 'X' || !e.dur) continue;
+    const d = e.args && e.args.data;
+    const k = e.name === 'FunctionCall' && d ? `FunctionCall ${d.functionName || ''} ${(d.url || '').split('/').pop()}:${d.lineNumber}`
+      : e.name === 'EventDispatch' && d ? `EventDispatch ${d.type}` : e.name;
+    sum.set(k, (sum.get(k) || 0) + e.dur / 1000);
+    if (e.name === 'AnimationFrame' || e.name === 'FireAnimationFrame') frames++;
+  }
+  console.log(`## ${phase} (trace, main thread; nested events overlap), animation frames ${frames}`);
+  for (const [k, ms] of [...sum].sort((x, y) => y[1] - x[1]).slice(0, 16)) {
+    console.log(`   ${ms.toFixed(1).padStart(7)} ms  ${k}`);
+  }
+  return out;
+}
+
 async function once(browser, origin, token, label) {
   const ctx = await browser.newContext({viewport: {width: 1600, height: 1000},
                                         extraHTTPHeaders: {Authorization: `Bearer ${token}`}});
   const page = await ctx.newPage();
   page.on('crash', () => console.log('# the tab crashed'));
   page.on('close', () => console.log('# the tab closed'));
+  if (process.env.BENCH_VERBOSE) page.on('console', (m) => console.log('# page:', m.text()));
   page.on('pageerror', (e) => console.log('# page error', String(e).slice(0, 300)));
   const runMs = [];
-  page.on('websocket', (ws) => ws.on('framereceived', (f) => {
-    try { const e = JSON.parse(f.payload); if (e.type === 'run_finished') runMs.push(e.ms); } catch { /* not JSON */ }
-  }));
+  /* the server's own time of each run, from run_finished; playwright's WebSocket frame events
+   * are not used: they make the tab forward every frame to this process (DevTools' network
+   * instrumentation), which a person's browser does not do */
+  await page.exposeFunction('__runFinished', (ms) => runMs.push(ms));
+  /* when each run event reaches the page (before the editor handles it) */
+  await page.addInitScript(() => {
+    const W = window.WebSocket;
+    window.__wsAt = [];
+    window.WebSocket = class extends W {
+      constructor(...a) {
+        super(...a);
+        this.addEventListener('message', (m) => {
+          const n = (m.data.match(/"type":"(block_\w+|run_\w+)"/g) || []).length;
+          for (let k = 0; k < n; k++) window.__wsAt.push(performance.now());
+          if (/"type":"run_finished"/.test(m.data)) {
+            const evs = [].concat(JSON.parse(m.data));
+            window.__runFinished(evs.find((e) => e.type === 'run_finished').ms);
+          }
+        });
+      }
+    };
+  });
   await page.goto(`${origin}/?token=${token}`);
   await page.getByLabel('Open a page').waitFor();
   await page.waitForFunction(() => document.querySelectorAll('.palette-item').length > 10);
   /* first render */
-  const settled = page.evaluate(SETTLE);
-  await page.getByLabel('Open a page').selectOption('big');
-  const first = await settled;
+  const first = await profiled(page, 'first render', async () => {
+    const settled = page.evaluate(SETTLE);
+    await page.getByLabel('Open a page').selectOption('big');
+    return settled;
+  });
   /* edit -> labels: zoom in on the first group with the wheel (as a person does, to read
-   * it), select img0, set its shape to [1,9,9,1]; the wire conv0.input shows it */
+   * it), select w0, set its shape to [5,5,1,1]; the wire conv0.filter shows it (a SAME
+   * convolution: nothing after it changes shape, and the page still runs) */
   const zoom = () => page.evaluate(() => Number((/scale\(([\d.e-]+)\)/.exec(
     document.querySelector('.react-flow__viewport').style.transform) || [0, 1])[1]));
   for (let k = 0; k < 60 && await zoom() < 0.7; k++) {
@@ -78,17 +158,17 @@ async function once(browser, origin, token, label) {
     await page.waitForTimeout(40);
   }
   if (process.env.BENCH_VERBOSE) console.log("zoom", await zoom(), await page.locator(".react-flow__node").count(), await page.locator(".react-flow__node[data-id=conv0]").boundingBox());
-  await page.locator('.react-flow__node[data-id="img0"]').click({force: true});
-  const field = page.locator('#attr-img0-shape');
+  await page.locator('.react-flow__node[data-id="w0"]').click({force: true});
+  const field = page.locator('#attr-w0-shape');
   await field.waitFor();
-  await field.fill('1, 9, 9, 1');
+  await field.fill('5, 5, 1, 1');
   const editP = page.evaluate(() => new Promise((done) => {
     let tk = null;
     window.addEventListener('keydown', (e) => { if (e.key === 'Enter') tk = performance.now(); }, {capture: true, once: true});
-    const label = () => document.querySelector('[data-testid="wire-conv0.input"]');
+    const label = () => document.querySelector('[data-testid="wire-conv0.filter"]');
     const mo = new MutationObserver(() => {
       const l = label();
-      if (tk !== null && l && l.textContent.includes('[1,9,9,1]')) {
+      if (tk !== null && l && l.textContent.includes('[5,5,1,1]')) {
         const t = performance.now() - tk;
         mo.disconnect();
         const edits = performance.getEntriesByType('resource').filter((r) => /\/edits$/.test(r.name));
@@ -98,12 +178,14 @@ async function once(browser, origin, token, label) {
     });
     mo.observe(document.body, {subtree: true, childList: true, characterData: true});
   }));
-  await field.press('Enter');
-  const edit = await editP;
+  const edit = await profiled(page, 'edit -> labels', async () => {
+    await field.press('Enter');
+    return editP;
+  });
   if (process.env.BENCH_VERBOSE) console.log("first", first, "edit", edit);
   /* run -> every block on screen done */
   await page.locator('.react-flow__pane').click({position: {x: 3, y: 3}});
-  const runP = page.evaluate(() => new Promise((done) => {
+  const runP = page.evaluate(() => new Promise((done, fail) => {
     let tc = null;
     window.addEventListener('click', (e) => {
       if (e.target.closest && e.target.closest('.run-group button.primary, button[data-action="run"]')) tc = performance.now();
@@ -111,15 +193,24 @@ async function once(browser, origin, token, label) {
     const tick = () => {
       const blocks = [...document.querySelectorAll('.react-flow__node .block')];
       if (tc !== null && blocks.length && blocks.every((b) => /finished|cached/.test(b.getAttribute('data-state') || ''))) {
+        const at = window.__wsAt.filter((t) => t >= tc);
+        if (window.__verbose) { const h = {}; for (const t of window.__wsAt.filter((t) => t >= tc)) { const b = Math.floor((t - tc) / 25) * 25; h[b] = (h[b] || 0) + 1; } console.log('arrivals per 25 ms: ' + JSON.stringify(h)); }
+        if (window.__verbose) console.log(`events: ${at.length}, first ${(at[0] - tc).toFixed(0)} ms, last ${(at[at.length - 1] - tc).toFixed(0)} ms after the click`);
         return done(performance.now() - tc);
       }
+      const bad = blocks.find((b) => /failed|skipped|cancelled/.test(b.getAttribute('data-state') || ''));
+      if (tc !== null && bad) return fail(new Error(`a block ${bad.getAttribute('data-state')}: ${bad.textContent}`));
+      if (tc !== null && performance.now() - tc > 60000) return fail(new Error('the run did not end in 60 s'));
       requestAnimationFrame(tick);
     };
     requestAnimationFrame(tick);
   }));
   runP.catch(() => {}); /* a failure below is the one to report */
-  await page.locator('header button.primary').click();
-  const run = await runP;
+  if (process.env.BENCH_VERBOSE) await page.evaluate(() => { window.__verbose = true; });
+  const run = await profiled(page, 'run -> done', async () => {
+    await page.locator('header button.primary').click();
+    return runP;
+  });
   /* zoom and pan: frame intervals */
   const box = await page.locator('.react-flow__pane').boundingBox();
   const cx = box.x + box.width / 2, cy = box.y + box.height / 2;
@@ -130,13 +221,15 @@ async function once(browser, origin, token, label) {
     window.__stop = false;
     requestAnimationFrame(tick);
   });
-  await page.mouse.move(cx, cy);
-  for (let i = 0; i < 12; i++) { await page.mouse.wheel(0, -120); await page.waitForTimeout(30); }
-  for (let i = 0; i < 12; i++) { await page.mouse.wheel(0, 120); await page.waitForTimeout(30); }
-  await page.mouse.move(cx, cy);
-  await page.mouse.down();
-  for (let i = 1; i <= 40; i++) await page.mouse.move(cx - i * 8, cy - i * 4);
-  await page.mouse.up();
+  await profiled(page, 'zoom/pan', async () => {
+    await page.mouse.move(cx, cy);
+    for (let i = 0; i < 12; i++) { await page.mouse.wheel(0, -120); await page.waitForTimeout(30); }
+    for (let i = 0; i < 12; i++) { await page.mouse.wheel(0, 120); await page.waitForTimeout(30); }
+    await page.mouse.move(cx, cy);
+    await page.mouse.down();
+    for (let i = 1; i <= 40; i++) await page.mouse.move(cx - i * 8, cy - i * 4);
+    await page.mouse.up();
+  });
   const frames = await page.evaluate(() => { window.__stop = true; return window.__frames.slice(2); });
   await ctx.close();
   const r = {label, first, edit: edit.ms, editServer: edit.server, run, runServer: runMs[runMs.length - 1],

@@ -55,6 +55,8 @@ export class Api {
   health() { return this.req('GET', '/api/health'); }
   pages() { return this.req('GET', '/api/pages'); }
   files() { return this.req('GET', '/api/files'); }
+  /** What .npy file `path` of the pages folder holds: {file, dtype, shape, bytes}. */
+  fileInfo(path) { return this.req('GET', `/api/files/${path.split('/').map(encodeURIComponent).join('/')}`); }
   getPage(name, session = false) {
     return this.req('GET', this.page(name) + (session ? '?view=session' : ''));
   }
@@ -68,7 +70,8 @@ export class Api {
   close(name) { return this.req('POST', this.page(name) + '/close'); }
   edits(name, edits) { return this.req('POST', this.page(name) + '/edits', edits); }
   check(name, page) { return this.req('POST', this.page(name) + '/check', page); }
-  /** Run the page: `fetchIds` (null: its outputs), `feeds` {placeholder id: base64 .npy}. */
+  /** Run the page: `fetchIds` (null: its outputs), `feeds` {placeholder id: base64 .npy, or
+   * {file: "data/x.npy"}, a .npy of the pages folder}. */
   run(name, fetchIds, feeds) {
     const body = {};
     if (fetchIds) body.fetch = fetchIds;
@@ -95,7 +98,7 @@ export class Api {
 }
 
 /**
- * The run events WebSocket (GET /ws): calls onEvent(json) for each event and onHello(client)
+ * The run events WebSocket (GET /ws?batch=1): calls onEvent(json) for each event and onHello(client)
  * when the server names this tab; reconnects after a second when the socket drops.
  */
 export function connectEvents({onHello, onEvent, onState}) {
@@ -103,13 +106,17 @@ export function connectEvents({onHello, onEvent, onState}) {
   let stopped = false;
   const open = () => {
     const proto = location.protocol === 'https:' ? 'wss' : 'ws';
-    ws = new WebSocket(`${proto}://${location.host}${served('/ws')}`);
+    /* ?batch=1: each frame holds an array of events (a run's thousand events come in a few
+     * frames, not a thousand: each frame costs the browser a task) */
+    ws = new WebSocket(`${proto}://${location.host}${served('/ws')}?batch=1`);
     ws.onopen = () => onState && onState('open');
     ws.onmessage = (m) => {
-      let ev;
-      try { ev = JSON.parse(m.data); } catch (e) { return; }
-      if (ev.type === 'hello') onHello(ev.client);
-      else onEvent(ev);
+      let evs;
+      try { evs = JSON.parse(m.data); } catch (e) { return; }
+      for (const ev of Array.isArray(evs) ? evs : [evs]) {
+        if (ev.type === 'hello') onHello(ev.client);
+        else onEvent(ev);
+      }
     };
     ws.onclose = () => {
       onState && onState('closed');

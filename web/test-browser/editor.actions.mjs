@@ -97,10 +97,10 @@ const badResponses = [];
 page.on('response', (r) => {
   if (r.status() >= 400) badResponses.push(`${r.status()} ${r.request().method()} ${r.url()}`);
 });
-/* the server's run events, as the editor's WebSocket receives them */
+/* the server's run events, as the editor's WebSocket receives them (in arrays: /ws?batch=1) */
 const events = [];
 page.on('websocket', (ws) => ws.on('framereceived', (f) => {
-  try { events.push(JSON.parse(f.payload)); } catch (e) { /* not JSON: not an event */ }
+  try { events.push(...[].concat(JSON.parse(f.payload))); } catch (e) { /* not JSON: not an event */ }
 }));
 const shot = makeShot(page, SHOTS);
 const mod = process.platform === 'darwin' ? 'Meta' : 'Control';

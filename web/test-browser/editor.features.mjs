@@ -11,9 +11,11 @@
 //   7  a block dropped on another and a paste land in free space
 //   8  a Placeholder fed from an uploaded .npy; Run
 //   9  the palette shows whole names (two long ones read differently), the formula on hover
+//  10  a Placeholder fed from a .npy of the pages folder (one in a subfolder) picked from a
+//      list; one of the wrong shape refused with the reason; Run
 // Screenshots in BF_SCREENSHOTS (default build/editor-features-screenshots). ITEMS=1,2 runs some.
 import assert from 'node:assert/strict';
-import {writeFileSync} from 'node:fs';
+import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {mod, npyBytes, runItems, startWorld, until} from './person.mjs';
 
@@ -40,6 +42,9 @@ const w = await startWorld('editor-features-screenshots', (w) => {
     {id: 'neg', type: 'Neg', inputs: {x: 'ph'}, ui: {x: 380, y: 0}},
   ], ['neg']));
   writeFileSync(join(w.tmp, 'six.npy'), npyBytes([2, 3], [1, 2, 3, 4, 5, 6]));
+  mkdirSync(join(w.pages, 'data'));
+  writeFileSync(join(w.pages, 'data', 'tens.npy'), npyBytes([2, 3], [10, 20, 30, 40, 50, 60]));
+  writeFileSync(join(w.pages, 'nine.npy'), npyBytes([3, 3], [1, 2, 3, 4, 5, 6, 7, 8, 9]));
 });
 const {page} = w;
 const ui = (p, id) => p.blocks.find((b) => b.id === id).ui;
@@ -212,5 +217,34 @@ await runItems(w, {
     assert.ok(seen.every((s) => /=/.test(s.title)), 'the formula on hover');
     await w.shot('9-palette-full-names');
     await page.getByLabel('Search blocks').fill('');
+  },
+
+  10: async () => {
+    await w.open('fed');
+    await w.block('ph').click();
+    const list = page.getByLabel('A .npy file for ph');
+    await until('the files listed', async () => (await list.locator('option').allTextContents())
+      .includes('data/tens.npy'));
+    /* a file of the wrong shape is refused, saying why; the block stays as it was fed */
+    const before = await page.getByTestId('feed-state').textContent();
+    await list.selectOption('nine.npy');
+    await page.getByTestId('feed-panel').getByRole('alert')
+      .filter({hasText: 'nine.npy has shape [3,3]; ph takes [2,3]'}).waitFor();
+    assert.equal(await page.getByTestId('feed-state').textContent(), before);
+    await w.shot('10-wrong-file-refused');
+    await list.selectOption('data/tens.npy');
+    await page.getByTestId('feed-state').filter({hasText: 'Fed float32[2,3] from data/tens.npy'}).waitFor();
+    assert.equal(await page.getByTestId('feed-panel').getByRole('alert').count(), 0);
+    await w.shot('10-fed-from-folder');
+    await page.locator('button[data-action="run"]').click();
+    await page.getByTestId('run-state').filter({hasText: 'finished'}).waitFor();
+    await w.block('neg').click();
+    await page.getByRole('tab', {name: /Output/}).click();
+    const sum = page.getByTestId('summary');
+    await sum.filter({hasText: '-60'}).waitFor();
+    /* -(10..60): min -60, max -10, mean -35 (the upload of item 8 held 1..6) */
+    const cell = (k) => sum.locator('tr').filter({hasText: k}).locator('td').textContent();
+    assert.deepEqual([await cell('min'), await cell('max'), await cell('mean')].map(Number), [-60, -10, -35]);
+    await w.shot('10-run-output');
   },
 });

@@ -15,11 +15,12 @@
 //  11  numbers fit their cells in the Teach grids; a filter's grid is labelled HWIO
 //  12  an inline problem does not make a block taller
 //  13  one dtype rule for every block: Add refuses float32 + int32 as Conv2D does
-//  14  a reload keeps the open page (in the URL); pages in subfolders are listed
+//  14  a reload keeps the open page (in the URL); pages in subfolders are listed, open, save
+//      into their folder and survive a reload
 // Screenshots go to BF_SCREENSHOTS (default build/editor-person-screenshots). Exit 77 without
 // Chromium. ITEMS=1,2 runs only those items.
 import assert from 'node:assert/strict';
-import {writeFileSync} from 'node:fs';
+import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {mod, npyBytes, runItems, startWorld, until} from './person.mjs';
 
@@ -75,6 +76,11 @@ const w = await startWorld('editor-person-screenshots', (w) => {
     {id: 'conv', type: 'Conv2D', inputs: {input: 'x', filter: 'w'}, ui: {x: 380, y: 100},
      attrs: {strides: [1, 1, 1, 1], padding: 'SAME'}},
   ], ['conv']));
+  mkdirSync(join(w.pages, 'teach'));
+  w.writePage('teach/conv_grad', P('conv_grad', [
+    c2('x', 1, 40, 40), c2('k', 2, 40, 260),
+    {id: 'm', type: 'Mul', inputs: {x: 'x', y: 'k'}, ui: {x: 420, y: 150}},
+  ], ['m']));
   w.writePage('unfed', P('unfed', [
     {id: 'ph', type: 'Placeholder', ui: {x: 0, y: 0}, attrs: {dtype: 'float32', shape: [2, 2]}},
     c2('k', 4, 0, 200),
@@ -400,6 +406,23 @@ await runItems(w, {
     await page.goBack();
     await page.getByTestId('docname').filter({hasText: 'basic.json'}).waitFor();
     assert.ok(!/token=/.test(page.url()), 'the token stays out of the address bar');
+    /* a page in a subfolder: in the list under its folder, opened, moved, saved into its
+     * folder, and open again after a reload */
+    const group = page.getByLabel('Open a page').locator('optgroup[label="teach/"]');
+    assert.deepEqual(await group.locator('option').allTextContents(), ['teach/conv_grad']);
+    await w.open('teach/conv_grad');
+    assert.match(decodeURIComponent(page.url()), /[?&]page=teach\/conv_grad\b/);
+    const z = await w.zoom();
+    await w.drag('m', 0, 90);
+    await page.locator('.topbar .dirty').waitFor();
+    await w.save('teach/conv_grad', (p) => Math.abs(ui(p, 'm').y - (150 + 90 / z)) <= 2);
+    await w.shot('14-subfolder-saved');
+    await page.reload();
+    await page.getByTestId('docname').filter({hasText: 'teach/conv_grad.json'}).waitFor();
+    await w.block('m').waitFor();
+    const m = await w.box('m'), x = await w.box('x');
+    assert.ok(Math.abs((m.y - x.y) / await w.zoom() - (110 + 90 / z)) < 3, 'the move is there after the reload');
+    await w.shot('14-subfolder-reloaded');
   },
 
   /* 11. numbers fit their cells: the Teach tab's grids and a constant's value grid, at

@@ -110,3 +110,30 @@ test('the selection follows a rename, leaves removed blocks, and comes back on u
   ed.redo();
   assert.deepEqual(ed.state.selected, [], 'redo restores the selection after the step');
 });
+
+test('a Placeholder fed from a .npy of the pages folder: checked, then named in the run', async () => {
+  const api = fakeApi();
+  const ph = {format: 'blockflow.page', version: 1, name: 'f', outputs: ['p'], blocks: [
+    {id: 'p', type: 'Placeholder', attrs: {dtype: 'float32', shape: [2, 2]}, ui: {x: 0, y: 0}}]};
+  api.getPage = async () => ({page: structuredClone(ph), revision: 'r1', session_page: null});
+  const infos = {'data/x.npy': {dtype: 'float32', shape: [2, 2]},
+                 'data/i.npy': {dtype: 'int32', shape: [2, 2]},
+                 'data/big.npy': {dtype: 'float32', shape: [3, 2]}};
+  api.fileInfo = async (path) => ({file: path, ...infos[path]});
+  const runs = [];
+  api.run = async (name, fetch, feeds) => { runs.push(feeds); return {run_id: 'r1'}; };
+  const ed = new Editor(api, {schedule: (f) => f()});
+  ed.set({index: indexCatalog({blocks: [...catalog.blocks, {type: 'Placeholder',
+    category: 'generic', inputs: [], outputs: [{name: 'output'}], attrs: [], feedable: true}]})});
+  await ed.openPage('f');
+  assert.match(await ed.feedFromFile('p', 'data/i.npy'), /holds int32; p takes float32/);
+  assert.match(await ed.feedFromFile('p', 'data/big.npy'), /shape \[3,2\]/);
+  assert.equal(ed.state.feeds.p, undefined, 'a file that does not fit feeds nothing');
+  assert.equal(await ed.feedFromFile('p', 'data/x.npy'), '');
+  assert.deepEqual(ed.state.feeds.p, {dtype: 'float32', shape: [2, 2], source: 'file',
+                                      name: 'data/x.npy'});
+  await ed.startRun();
+  assert.deepEqual(runs[0], {p: {file: 'data/x.npy'}}, 'the run names the file');
+  await ed.startRun();
+  assert.deepEqual(runs[1], {}, 'once: the session keeps the feed');
+});

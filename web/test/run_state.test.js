@@ -88,3 +88,26 @@ test('an edit drops the statuses of the blocks it touches and of those downstrea
                'a move changes no result');
   assert.equal(invalidateRun(null, [{op: 'remove_block', id: 'a'}], page), null);
 });
+
+test('reduceRunEvents: a batch equals the events one by one, with one status copy', () => {
+  const evs = [{type: 'run_started', run_id: 'r9', page: 'p'}];
+  for (let i = 0; i < 50; i++) {
+    evs.push({type: 'block_started', run_id: 'r9', page: 'p', block: `b${i}`});
+    evs.push({type: i % 7 ? 'block_finished' : 'block_cached', run_id: 'r9', page: 'p',
+              block: `b${i}`, ms: i});
+  }
+  evs.push({type: 'block_started', run_id: 'other', page: 'q', block: 'x'});
+  evs.push({type: 'block_finished', kind: 'explain', page: 'p', run_id: 'j', block: 'b3', ms: 1});
+  evs.push({type: 'run_finished', run_id: 'r9', page: 'p', ms: 3});
+  const one = evs.reduce((r, ev) => reduceRun(r, ev, 'p'), null);
+  for (const cut of [1, 7, 40, evs.length]) { /* the same in batches of any size */
+    let r = null;
+    for (let i = 0; i < evs.length; i += cut) r = reduceRunEvents(r, evs.slice(i, i + cut), 'p');
+    assert.deepEqual(r, one, `batches of ${cut}`);
+  }
+  /* the state before a batch is never written */
+  const before = reduceRunEvents(null, evs.slice(0, 5), 'p');
+  const snap = JSON.stringify(before);
+  reduceRunEvents(before, evs.slice(5), 'p');
+  assert.equal(JSON.stringify(before), snap);
+});

@@ -3,7 +3,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import {ApiError} from '../src/api.js';
-import {Gate, JobEvents, addGradients, awaitJob, explain, gradcheck} from '../src/api/teach.js';
+import {JobEvents, addGradients, awaitJob, explain, gradcheck} from '../src/api/teach.js';
 
 const RESULT = {block: 'same', type: 'Conv2D', index: [0, 4, 4, 0], value: 25,
                 terms: [{a: {tensor: 'input', index: [0, 4, 4, 0], value: 25},
@@ -110,28 +110,4 @@ test('JobEvents keeps the last few terminal events only', () => {
   assert.equal(ev.push({type: 'block_started', run_id: 'a'}), false);
   for (const id of ['a', 'b', 'c']) ev.push({type: 'run_finished', run_id: id});
   assert.deepEqual([...ev.done.keys()], ['b', 'c']);
-});
-
-test('Gate.edit waits for the jobs before it and for the page run to end', async () => {
-  const gate = new Gate();
-  const order = [];
-  let endJob;
-  const job = gate.job(() => new Promise((ok) => { endJob = ok; }).then(() => order.push('job')));
-  const edit1 = gate.edit(async () => { order.push('edit1'); return 'ck1'; });
-  await new Promise((ok) => setTimeout(ok, 10));
-  assert.deepEqual(order, [], 'the edit waits for the explain job in flight');
-  endJob();
-  assert.equal(await edit1, 'ck1');
-  await job;
-  assert.deepEqual(order, ['job', 'edit1']);
-  /* a page run: its request returns at once, the run ends with its last event */
-  await gate.run(async () => ({run_id: 'r1'}));
-  assert.equal(gate.running, true);
-  const edit2 = gate.edit(async () => { order.push('edit2'); });
-  await new Promise((ok) => setTimeout(ok, 10));
-  assert.deepEqual(order, ['job', 'edit1'], 'no edit while the run is in flight (409 busy)');
-  gate.running = false; /* run_finished */
-  await edit2;
-  assert.deepEqual(order, ['job', 'edit1', 'edit2']);
-  assert.equal(await gate.edit(async () => 'now'), 'now', 'with nothing running: at once');
 });

@@ -4,7 +4,7 @@
 // check of their edits_applied event or throw on edits_failed).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import {Training, filterTiles, optimizerText, plotData, scalarRefs, smooth,
+import {Training, filterTiles, tileNumber, optimizerText, plotData, scalarRefs, smooth,
         trainables} from '../src/model/training.js';
 
 const page = {blocks: [
@@ -156,4 +156,14 @@ test('Training: step events tell the components at most every notifyEveryMs, the
   assert.equal(told, atOnce + 1, 'and once more for the last');
   tr.handle({type: 'train_paused', page: 'p', run_id: 'r1', step: 5});
   assert.equal(told, atOnce + 2, 'a pause is told at once');
+});
+
+test('tileNumber: at most 6 characters, whatever the value and the scale', () => {
+  const cases = [[0.4567, 1, '0.46'], [-0.893, 1, '-0.89'], [0.001, 1, '0'], [-12.4, 20, '-12'],
+                 [-12345.6, 20000, '-1.2e4'], [999.4, 1000, '999'], [-0.0031, 0.004, '-3e-3'],
+                 [-4e-10, 1e-9, '-4e-10'], [NaN, 1, ''], [null, 1, '']];
+  for (const [v, lim, want] of cases) {
+    assert.equal(tileNumber(v, lim), want, `${v} at ±${lim}`);
+    assert.ok(tileNumber(v, lim).length <= 6);
+  }
 });

@@ -115,33 +115,14 @@ export async function awaitJob(api, events, {status, data}, opts = {}) {
  * job's run go in turn (a job or run makes the page busy: a read meanwhile gets 410, a job
  * 409). A read of a run that is no longer the newest job's is skipped (it resolves to null).
  * `running` is true from a page run's request to its last event (set by the page's owner).
- * Edits go through `edit`: after the jobs before them and after the page's run has ended, so
- * the server never refuses them as busy (409) and none is lost.
  */
 export class Gate {
   constructor() {
     this.chain = Promise.resolve();
     this.current = null;
-    this.isRunning = false;
-    this.runEnded = [];       /* resolvers waiting for the page run to end */
+    this.running = false;
     this.jobSinceRun = false; /* a job replaced the last page run's tensors */
     this.edited = false;      /* the page changed since the last run */
-  }
-  get running() { return this.isRunning; }
-  set running(v) {
-    this.isRunning = v;
-    if (!v) for (const wake of this.runEnded.splice(0)) wake();
-  }
-  /** Resolves when no page run is in flight. */
-  whenRunEnds() {
-    return this.isRunning ? new Promise((wake) => this.runEnded.push(wake)) : Promise.resolve();
-  }
-  /** Send a batch of edits (fn) once the page run has ended and the jobs before it are done. */
-  edit(fn) {
-    return this.serial(async () => {
-      while (this.isRunning) await this.whenRunEnds();
-      return fn();
-    });
   }
   /** The page was edited: the last run's and job's tensors are gone (the server says 410). */
   stale() {

@@ -24,6 +24,7 @@ import ContextMenu from './ContextMenu.jsx';
 import TrainBar from './TrainBar.jsx';
 import {trainables} from '../model/training.js';
 import ClassBar from './ClassBar.jsx';
+import {filesNear} from '../model/pageNames.js';
 import {Classroom} from '../model/classroom.js';
 
 /** The one editor of this tab (exported for components that need it outside props). */
@@ -105,6 +106,8 @@ export default function App() {
   const setTab = useCallback((t) => ed.setTab(t), [ed]);
   const selectedBlock = page && selected.length === 1
     ? page.blocks.find((b) => b.id === selected[0]) : null;
+  /* a `file` attribute names files from its page's folder, as the CLI resolves them */
+  const nearFiles = useMemo(() => filesNear(doc ? doc.name : '', files), [doc, files]);
   const selection = useMemo(() => (page && selected.length > 1
     ? page.blocks.filter((b) => selected.includes(b.id)) : null), [page, selected]);
 
@@ -116,6 +119,8 @@ export default function App() {
       <div className="main">
         <Palette index={index} disabled={!page} onAdd={(type) => ed.addBlock(type, null)} />
         <div className="centre">
+          {/* the message over the canvas's top: clear of the header and the training bar */}
+          <Toast message={message} onDismiss={dismiss} />
           {page && index ? (
             <ReactFlowProvider key={doc ? doc.name : ''}>
               <Canvas
@@ -143,12 +148,13 @@ export default function App() {
           />
         </div>
         <Inspector
-          page={page} index={index} check={check} block={selectedBlock} files={files}
+          page={page} index={index} check={check} block={selectedBlock} files={nearFiles}
           run={run} onChange={(edits, opts) => ed.change(edits, opts)}
           onEditValue={(edits, opts) => ed.editValue(edits, opts)}
           onRename={(id, to) => ed.renameBlock(id, to)} onRefreshFiles={() => ed.refreshLists()}
           onWire={(t, p, s) => ed.wireFrom(t, p, s)} feeds={state.feeds}
           onFeed={(id, bytes, info) => ed.setFeed(id, bytes, info)}
+          allFiles={files} onFeedFile={(id, path) => ed.feedFromFile(id, path)}
           selection={selection} editor={ed} state={state} renaming={state.renaming}
           onPlot={(ref) => {
             const m = ed.training.getSnapshot().metrics;
@@ -156,7 +162,6 @@ export default function App() {
           }}
         />
       </div>
-      <Toast message={message} onDismiss={dismiss} />
       {state.menu && <ContextMenu editor={ed} state={state} menu={state.menu} />}
       {dialog && dialog.kind === 'importEnuspace' && (
         <ImportDialog api={ed.api} onClose={() => ed.setDialog(null)}

@@ -18,6 +18,16 @@ export const FAR_ZOOM = 0.4;
 export const FAR_BLOCKS = 150;
 export const farSelector = (s) => s.transform[2] < FAR_ZOOM && s.nodeLookup.size > FAR_BLOCKS;
 
+/* A far block's port dot: what React Flow measures to attach wires (the classes and data-
+ * attributes of its Handle), without a Handle component. No wire is dragged from a dot of a
+ * block too small to read, and 1500 Handles, each watching React Flow's store, made every
+ * frame of a zoom or a pan over a 500-block page slow. */
+function Dot({type, id, nodeId, top}) {
+  const side = type === 'target' ? 'left' : 'right';
+  return <div className={`react-flow__handle react-flow__handle-${side} nodrag nopan ${type}`}
+              data-handleid={id} data-nodeid={nodeId} data-handlepos={side} style={{top}} />;
+}
+
 function FarBlock({block, inputs, outputs, cls, status}) {
   const rows = Math.max(inputs.length, outputs.length, 1);
   return (
@@ -25,12 +35,10 @@ function FarBlock({block, inputs, outputs, cls, status}) {
          data-state={status ? status.state : ''} style={{height: 30 + rows * 19}}>
       <div className="block-head"><span className="block-id">{block.id}</span></div>
       {inputs.map((p, i) => (
-        <Handle key={p.name} type="target" position={Position.Left} id={`in:${p.name}`}
-                style={{top: 39 + i * 19}} />
+        <Dot key={p.name} type="target" id={`in:${p.name}`} nodeId={block.id} top={39 + i * 19} />
       ))}
       {outputs.map((p, i) => (
-        <Handle key={p.name} type="source" position={Position.Right} id={`out:${p.name}`}
-                style={{top: 39 + i * 19}} />
+        <Dot key={p.name} type="source" id={`out:${p.name}`} nodeId={block.id} top={39 + i * 19} />
       ))}
     </div>
   );

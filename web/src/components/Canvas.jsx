@@ -4,9 +4,9 @@
 import React, {useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState} from 'react';
 import {Background, Controls, MiniMap, ReactFlow, useReactFlow} from '@xyflow/react';
 import {layout, pageToGraph} from '../model/page.js';
-import {createGraphCache, stableEdges, stableNodes} from '../model/stableGraph.js';
+import {createGraphCache, noteMeasured, stableEdges, stableNodes} from '../model/stableGraph.js';
 import {listProblems} from '../model/runState.js';
-import {frameAll, panToShow} from '../model/viewport.js';
+import {fitPadding, frameAll, panToShow} from '../model/viewport.js';
 import BlockNode from './BlockNode.jsx';
 import WireEdge from './WireEdge.jsx';
 
@@ -18,6 +18,9 @@ const edgeTypes = {wire: WireEdge};
 /* from this many blocks on, only what is in view is drawn */
 const BIG = 150;
 const MINIMAP_BLOCKS = 20;
+const MINIMAP = {width: 160, height: 110};
+/* the strip a fit leaves free on the right for the minimap: its width and margins */
+const minimapStrip = (n) => (n > MINIMAP_BLOCKS ? MINIMAP.width + 2 * 15 : 0);
 
 export default function Canvas({page, index, check, run, marks, selected, onSelect, onConnect,
                                 onRemoveBlocks, onDisconnect, onMove, onDropBlock, reveal,
@@ -28,22 +31,27 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
   const [drag, setDrag] = useState(null);
   const dragRef = useRef(null);
   const [selEdges, setSelEdges] = useState([]);
-  const [measuredAt, setMeasuredAt] = useState(0);
-  const graph = useMemo(() => pageToGraph(page, index, check,
-                                          {status: run ? run.status : null,
-                                           problems: listProblems(check, run), marks}),
-                        [page, index, check, run, marks]);
+  /* the page's graph without the run's statuses (those are an overlay: stableNodes), built
+   * again when the page, the check, the marks or the problems (compared as text: a batch of
+   * run events makes a new list of the same problems) change */
+  const problems = useMemo(() => listProblems(check, run), [check, run]);
+  const problemsText = JSON.stringify(problems);
+  const graph = useMemo(() => pageToGraph(page, index, check, {problems, marks}),
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- problems compared by their text
+                        [page, index, check, marks, problemsText]);
+  const status = run ? run.status : null;
   /* React Flow's measured size of each block, carried on the nodes we pass: a node object
    * without `measured` is taken for a new node, unmeasured until the next frame, and a fit
-   * (the controls' button) in that window after a re-check or a run framed nothing. */
+   * (the controls' button) in that window after a re-check or a run framed nothing. A
+   * measurement itself draws nothing again (noteMeasured: 500 blocks measured at the first
+   * render once drew the whole page a second time). */
   const sizes = useRef(new Map());
   /* the same objects for the blocks and wires that did not change (stableGraph.js) */
   const cache = useRef(null);
   if (!cache.current) cache.current = createGraphCache();
   const nodes = useMemo(() => stableNodes(cache.current, graph.nodes, {
-    override: drag, selected, sizes: sizes.current, initial: {width: 240, height: 70},
-  // eslint-disable-next-line react-hooks/exhaustive-deps -- sizes.current is read as it is now
-  }), [graph, drag, selected, measuredAt]);
+    override: drag, selected, sizes: sizes.current, initial: {width: 240, height: 70}, status,
+  }), [graph, drag, selected, status]);
   const edges = useMemo(() => stableEdges(cache.current, graph.edges, selEdges),
                         [graph, selEdges]);
 
@@ -65,7 +73,8 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
                     held.every((n) => want.has(n.id) && (big || (n.measured && n.measured.width > 0)));
       if (ready || ++tries > 300) { /* about 5 s of frames: fit what there is */
         fitted.current = page.name;
-        flow.fitView({padding: 0.2, maxZoom: 1.1, minZoom: 0.02});
+        flow.fitView({padding: fitPadding(0.2, minimapStrip(want.size)), maxZoom: 1.1,
+                      minZoom: 0.02});
         /* for the browser tests: the view is framed */
         if (pane.current) pane.current.dataset.fitted = 'yes';
         return;
@@ -122,7 +131,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
   }, [keepSelectedInView]);
 
   const onNodesChange = useCallback((changes) => {
-    let sel = null, moving = null, dropped = null, measuredNow = false;
+    let sel = null, moving = null, dropped = null;
     for (const c of changes) {
       if (c.type === 'position') {
         /* while dragging: positions to show; at the drop (dragging false, with the final
@@ -138,7 +147,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
       } else if (c.type === 'dimensions' && c.dimensions) {
         const before = sizes.current.get(c.id);
         sizes.current.set(c.id, c.dimensions);
-        measuredNow = true;
+        noteMeasured(cache.current, c.id, c.dimensions);
         /* after React Flow has stored the new size */
         if (before && selected.length === 1 && c.id === selected[0])
           requestAnimationFrame(keepSelectedInView);
@@ -149,7 +158,6 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
       }
       /* removals come once, blocks and wires together, through onDelete below */
     }
-    if (measuredNow) setMeasuredAt((n) => n + 1);
     if (moving) {
       dragRef.current = moving;
       setDrag(moving);
@@ -194,8 +202,9 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
     onView({
       sizes: () => new Map(flow.getNodes().filter((n) => n.measured && n.measured.width)
         .map((n) => [n.id, {width: n.measured.width, height: n.measured.height}])),
-      fit: () => requestAnimationFrame(() => flow.fitView({padding: 0.1, maxZoom: 1.1,
-                                                           minZoom: 0.02})),
+      fit: () => requestAnimationFrame(() => flow.fitView({
+        padding: fitPadding(0.1, minimapStrip(flow.getNodes().length)), maxZoom: 1.1,
+        minZoom: 0.02})),
     });
     return () => onView(null);
   }, [flow, onView]);
@@ -247,7 +256,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
   }, [page, startView]);
 
   return (
-    <div className="canvas" ref={pane}
+    <div className={page.blocks.length > BIG ? 'canvas canvas-big' : 'canvas'} ref={pane}
          onContextMenu={(e) => { if (e.target.closest && e.target.closest('.wire-label')) onPaneContextMenu(e); }}
          onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move'; }}
          onDrop={onDrop} data-testid="canvas">
@@ -264,12 +273,15 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
         onlyRenderVisibleElements={page.blocks.length > BIG}
         defaultViewport={startView}
       >
-        <Background gap={20} size={1} />
-        <Controls />
+        {/* the dotted background, redrawn at every frame of a pan or a zoom: not on a big
+          * page, where it cost a third of each frame's painting */}
+        {page.blocks.length <= BIG && <Background gap={20} size={1} />}
+        <Controls fitViewOptions={{padding: fitPadding(0.1, minimapStrip(page.blocks.length)),
+                                   maxZoom: 1.1, minZoom: 0.02}} />
         {/* the minimap, for pages too big to read at once (on a small page it would only
           * cover blocks) */}
         {page.blocks.length > MINIMAP_BLOCKS && <MiniMap pannable zoomable ariaLabel="Minimap of the page" nodeStrokeWidth={2}
-                 nodeColor={minimapColor} style={{width: 160, height: 110}} />}
+                 nodeColor={minimapColor} style={MINIMAP} />}
       </ReactFlow>}
       {page.blocks.length === 0 && (
         <div className="empty-hint">This page is empty. Drag a block from the left, e.g.

@@ -3,6 +3,7 @@
  * or else the harmless choice (Cancel), takes the focus, so a reflexive Enter never deletes a
  * page or overwrites someone else's file. */
 import React, {useEffect, useRef, useState} from 'react';
+import {pageNameProblem} from '../model/pageNames.js';
 
 const TITLES = {new: 'New page', rename: 'Rename page', duplicate: 'Duplicate page',
                 delete: 'Delete page'};
@@ -17,7 +18,8 @@ export default function Dialog({dialog, onClose, onPageAction}) {
     window.addEventListener('keydown', k);
     return () => window.removeEventListener('keydown', k);
   }, [onClose]);
-  const valid = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$/.test(name);
+  const problem = pageNameProblem(name);
+  const valid = !problem;
   let body;
   if (dialog.kind === 'conflict') {
     body = (
@@ -49,11 +51,11 @@ export default function Dialog({dialog, onClose, onPageAction}) {
     body = (
       <form onSubmit={(e) => { e.preventDefault(); go(); }}>
         <h2>{TITLES[dialog.kind]}</h2>
-        <label className="field">Page name (saved as NAME.json in the pages folder)
+        <label className="field">Page name (saved as NAME.json in the pages folder; folder/NAME in a subfolder)
           <input ref={first} value={name} onChange={(e) => setName(e.target.value)}
                  aria-label="Page name" aria-invalid={!valid} />
         </label>
-        {!valid && name && <p className="err">Letters, digits, '.', '_' and '-', not starting with '.'.</p>}
+        {!valid && name && <p className="err">{problem[0].toUpperCase() + problem.slice(1)}.</p>}
         <div className="actions">
           <button type="submit" className="primary" disabled={!valid}>OK</button>
           <button type="button" onClick={onClose}>Cancel</button>

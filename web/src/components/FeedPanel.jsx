@@ -1,14 +1,15 @@
-/* FeedPanel.jsx - feeding a Placeholder from the editor, as `blockflow run --feed` does: fill
- * a small grid of numbers, or upload a .npy file. The feed goes with the next run (the
- * server's session keeps it); the panel says what the block is fed with. */
+/* FeedPanel.jsx - feeding a Placeholder from the editor, as `blockflow run --feed` does: pick
+ * a .npy file of the pages folder, fill a small grid of numbers, or upload a .npy file. The
+ * feed goes with the next run (the server's session keeps it); the panel says what the block
+ * is fed with. */
 import React, {useState} from 'react';
-import {GRID_DTYPES, encodeNpy, readNpyHeader, shapeFits} from '../model/npy.js';
+import {GRID_DTYPES, encodeNpy, feedProblem, readNpyHeader} from '../model/npy.js';
 import {cellIndex, sliceSpec, widestAxes} from '../model/tensor.js';
 import {flatIndex} from '../model/teach.js';
 
 const MAX_GRID = 256;
 
-export default function FeedPanel({block, feed, onFeed}) {
+export default function FeedPanel({block, feed, onFeed, files = [], onFeedFile, onRefreshFiles}) {
   const a = block.attrs || {};
   const dtype = a.dtype || 'float32';
   const shape = Array.isArray(a.shape) ? a.shape : null;
@@ -31,15 +32,19 @@ export default function FeedPanel({block, feed, onFeed}) {
     try {
       const bytes = new Uint8Array(await file.arrayBuffer());
       const h = readNpyHeader(bytes);
-      if (h.dtype !== dtype) throw new Error(`${file.name} holds ${h.dtype}; ${block.id} takes ${dtype}`);
-      if (!shapeFits(shape, h.shape)) {
-        throw new Error(`${file.name} has shape [${h.shape}]; ${block.id} takes [${shape}]`);
-      }
+      const why = feedProblem(block, h, file.name);
+      if (why) throw new Error(why);
       setErr(null);
       onFeed(bytes, {dtype: h.dtype, shape: h.shape, source: 'upload', name: file.name});
     } catch (e) {
       setErr(e.message);
     }
+  };
+
+  const pick = async (path) => {
+    if (!path || !onFeedFile) return;
+    const why = await onFeedFile(path);
+    setErr(why || null);
   };
 
   const rows = [];
@@ -83,6 +88,16 @@ export default function FeedPanel({block, feed, onFeed}) {
         {feed ? <>Fed {feed.dtype}[{feed.shape.join(',')}] from {feed.name || feed.source}.</>
           : <span className="err">Not fed yet: a run that needs {block.id} fails until it is.</span>}
       </p>
+      {onFeedFile && (
+        <label className="field">A .npy file of the pages folder
+          <select aria-label={`A .npy file for ${block.id}`} data-testid="feed-file"
+                  value={feed && feed.source === 'file' ? feed.name : ''}
+                  onFocus={onRefreshFiles} onChange={(e) => pick(e.target.value)}>
+            <option value="">{files.length ? 'choose a .npy file…' : 'no .npy file in the pages folder'}</option>
+            {files.map((f) => <option key={f} value={f}>{f}</option>)}
+          </select>
+        </label>
+      )}
       {gridOk ? (
         <>
           <div className="feed-fill">
@@ -98,8 +113,8 @@ export default function FeedPanel({block, feed, onFeed}) {
           </button>
         </>
       ) : (
-        <p className="muted">{known ? `${n} values: too many to type, upload a .npy instead.`
-          : `The shape [${shape || '?'}] is not fixed: upload a .npy.`}</p>
+        <p className="muted">{known ? `${n} values: too many to type; choose or upload a .npy.`
+          : `The shape [${shape || '?'}] is not fixed: choose or upload a .npy.`}</p>
       )}
       <label className="field">Upload a .npy file
         <input type="file" accept=".npy" aria-label={`Upload a .npy for ${block.id}`}

@@ -4,7 +4,7 @@
  * whole tensor (blue negative, white zero, red positive), so tiles compare. Each tile carries
  * its values (data-values) and shows the one under the pointer. */
 import React, {memo, useEffect, useMemo, useRef, useState} from 'react';
-import {filterTiles} from '../model/training.js';
+import {filterTiles, tileNumber} from '../model/training.js';
 
 function color(v, lim) {
   if (v === null || !Number.isFinite(v)) return 'rgb(160,160,160)';
@@ -17,23 +17,32 @@ const Tile = memo(function Tile({tile, lim, cell, name, onHover}) {
   const ref = useRef(null);
   useEffect(() => {
     const ctx = ref.current.getContext('2d');
+    const drawn = []; /* [text, font px] of each number: the browser tests measure them */
     for (let r = 0; r < tile.rows; r++) {
       for (let c = 0; c < tile.cols; c++) {
         const v = tile.values[r * tile.cols + c];
         ctx.fillStyle = color(v, lim);
         ctx.fillRect(c * cell, r * cell, cell, cell);
-        if (cell >= 34 && v !== null && Number.isFinite(v)) { /* big cells: the numbers too */
-          const x = lim > 0 ? Math.abs(v / lim) : 0;
-          ctx.fillStyle = x > 0.55 ? '#fff' : '#1d2733';
-          ctx.font = `${Math.floor(cell / 3.4)}px ui-monospace, monospace`;
-          ctx.textAlign = 'center';
-          ctx.textBaseline = 'middle';
-          const text = lim < 0.05 ? v.toExponential(0)
-            : Math.abs(v) < 5e-3 ? '0' : v.toFixed(Math.abs(v) >= 10 ? 0 : 2);
-          ctx.fillText(text, (c + 0.5) * cell, (r + 0.5) * cell);
-        }
+        const text = cell >= 34 ? tileNumber(v, lim) : ''; /* big cells: the numbers too */
+        if (!text) continue;
+        /* the font that fits the cell with 3 px each side: smaller for a long number, none
+         * below 7 px (the colour still says it) */
+        let px = Math.floor(cell / 3.4);
+        ctx.font = `${px}px ui-monospace, monospace`;
+        const width = ctx.measureText(text).width;
+        if (width > cell - 6) px = Math.floor((px * (cell - 6)) / width);
+        if (px < 7) continue;
+        ctx.font = `${px}px ui-monospace, monospace`;
+        const x = lim > 0 ? Math.abs(v / lim) : 0;
+        ctx.fillStyle = x > 0.55 ? '#fff' : '#1d2733';
+        ctx.textAlign = 'center';
+        ctx.textBaseline = 'middle';
+        ctx.fillText(text, (c + 0.5) * cell, (r + 0.5) * cell);
+        drawn.push([text, px]);
       }
     }
+    ref.current.dataset.numbers = drawn.length <= 256 ? JSON.stringify(drawn) : '';
+    ref.current.dataset.cell = String(cell);
   }, [tile, lim, cell]);
   const move = (e) => {
     const b = ref.current.getBoundingClientRect();

@@ -64,6 +64,7 @@ function WireSelect({page, index, check, block, port, source, onWire}) {
 
 export default function Inspector({page, index, check, block, files, onChange, onRename,
                                    onRefreshFiles, onEditValue, onWire, onPlot, feeds, onFeed,
+                                   allFiles, onFeedFile,
                                    selection, editor, state, renaming}) {
   if (!page || !index) {
     return <aside className="inspector" aria-label="Inspector"><h2>Inspector</h2>
@@ -149,7 +150,9 @@ export default function Inspector({page, index, check, block, files, onChange, o
                                             onEditValue={onEditValue || onChange} />}
       {entry && entry.feedable && onFeed && (
         <FeedPanel key={`${block.id}:${JSON.stringify(block.attrs || {})}`} block={block}
-                   feed={feeds && feeds[block.id]} onFeed={(bytes, info) => onFeed(block.id, bytes, info)} />
+                   feed={feeds && feeds[block.id]} onFeed={(bytes, info) => onFeed(block.id, bytes, info)}
+                   files={allFiles || []} onRefreshFiles={onRefreshFiles}
+                   onFeedFile={onFeedFile && ((path) => onFeedFile(block.id, path))} />
       )}
       {info && (
         <>

@@ -1,5 +1,5 @@
-/* Toast.jsx - the last message, at the top of the canvas (clear of the panel under it and
- * its colour scale). It goes away by itself: after 4 s (an error after 10 s), later while the
+/* Toast.jsx - the last message, at the top of the canvas (inside the canvas's column: clear
+ * of the header, the training bar and its metrics, the panel under it and its colour scale). It goes away by itself: after 4 s (an error after 10 s), later while the
  * pointer rests on it, at once with its ×. */
 import React, {useEffect, useState} from 'react';
 

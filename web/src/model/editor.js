@@ -26,7 +26,7 @@ import {createStore} from './store.js';
 import {invalidateRun, reduceRunEvents, runMessage} from './runState.js';
 import {planRun} from './runPlan.js';
 import {placeGradients} from './gradients.js';
-import {toBase64} from './npy.js';
+import {feedProblem, toBase64} from './npy.js';
 import {Training} from './training.js';
 
 export const INITIAL = {
@@ -205,8 +205,7 @@ export class Editor {
       const held = sess.session_page || got.page;
       /* while the page trains, an edit is applied at the next step: training.edits waits */
       this.queue = new EditQueue((edits) => (this.state.detached
-        ? api.check(name, this.state.page)
-        : this.gate.edit(() => this.training.edits(name, edits))));
+        ? api.check(name, this.state.page) : this.training.edits(name, edits)));
       this.training.open(detached ? null : name);
       this.history.clear();
       this.feedData = new Map();
@@ -253,17 +252,20 @@ export class Editor {
       return false;
     }
     const selBefore = this.state.selected;
+    /* drawn first, then sent: an Output tab drawn for the edit reads its tensors before the
+     * edit reaches the server (which drops the last run's tensors on an edit: 410). Sending
+     * first saves about 30 ms on a 500-block page (bench/RESULTS.md) */
     this.set({page: after, dirty: true, selected: followSelection(selBefore, edits, after),
               run: invalidateRun(this.state.run, edits, after)});
+    const sent = this.queue.enqueue(edits);
     if (edits.some((e) => e.op !== 'set_ui')) this.gate.stale();
-    if (this.gate.running) this.say('info', 'The page is running: the edit goes to it when the run ends.');
     if (record) this.history.push(before, after, key, Date.now(), selBefore);
     this.syncHistory();
-    this.queue.enqueue(edits).then((ck) => { if (ck) this.set({check: ck}); }).catch((e) => {
+    sent.then((ck) => { if (ck) this.set({check: ck}); }).catch((e) => {
       if (e instanceof ApiError && e.status === 422) {
         this.say('error', `Refused: ${e.message}`);
         this.resync();
-      } else if (e instanceof ApiError && e.code === 'busy') { /* another client's run */
+      } else if (e instanceof ApiError && e.code === 'busy') {
         this.say('error',
                  'The page is running: wait for the run to end or cancel it, then edit.');
         this.resync();
@@ -574,7 +576,7 @@ export class Editor {
       const plan = upTo ? {fetch: [upTo], skipped: []}
         : planRun(page, index, check, (id) => this.feedData.has(id));
       const feeds = {};
-      for (const [id, f] of this.feedData) if (!f.sent) feeds[id] = f.b64;
+      for (const [id, f] of this.feedData) if (!f.sent) feeds[id] = f.value;
       const res = await this.gate.run(() => this.api.run(d.name, plan.fetch, feeds));
       for (const id of Object.keys(feeds)) this.feedData.get(id).sent = true;
       const skipped = plan.fetch ? plan.skipped : [];
@@ -600,7 +602,32 @@ export class Editor {
    * session keeps it); what depends on the Placeholder computes again.
    */
   setFeed(id, bytes, info) {
-    this.feedData.set(id, {b64: toBase64(bytes), sent: false});
+    this.useFeed(id, toBase64(bytes), info);
+  }
+
+  /**
+   * Feed Placeholder `id` from .npy file `path` of the pages folder (as /api/files names it):
+   * the server says what the file holds, which must fit the block; the run names the file
+   * (the server reads it, nothing is uploaded). Resolves to '' or why the file cannot feed it.
+   */
+  async feedFromFile(id, path) {
+    const block = this.state.page && this.state.page.blocks.find((b) => b.id === id);
+    if (!block) return `no block ${id}`;
+    let info;
+    try {
+      info = await this.api.fileInfo(path);
+    } catch (e) {
+      return e.message;
+    }
+    const why = feedProblem(block, info, path);
+    if (why) return why;
+    this.useFeed(id, {file: path}, {dtype: info.dtype, shape: info.shape, source: 'file', name: path});
+    return '';
+  }
+
+  /* the feed `value` (base64 .npy, or {file}) goes with the next run */
+  useFeed(id, value, info) {
+    this.feedData.set(id, {value, sent: false});
     this.feedRetry = false;
     this.set((s) => ({feeds: {...s.feeds, [id]: info},
                       run: invalidateRun(s.run, [{op: 'feed', block: id}], s.page)}));
@@ -621,7 +648,7 @@ export class Editor {
       await this.queue.idle();
       const before = this.state.page;
       this.gate.stale();
-      const res = await this.gate.edit(() => addGradientsCall(this.api, d.name, id));
+      const res = await addGradientsCall(this.api, d.name, id);
       const sess = await this.api.getPage(d.name, true);
       const held = sess.session_page || before;
       this.set({page: held, check: res.page, dirty: true});

@@ -68,6 +68,18 @@ export function toBase64(bytes) {
   return btoa(s);
 }
 
+/**
+ * Why a .npy holding `dtype`[`shape`] (called `name`) cannot feed Placeholder `block`, or ''
+ * when it can.
+ */
+export function feedProblem(block, {dtype, shape}, name) {
+  const a = block.attrs || {};
+  const want = a.dtype || 'float32';
+  if (dtype !== want) return `${name} holds ${dtype}; ${block.id} takes ${want}`;
+  if (!shapeFits(a.shape, shape)) return `${name} has shape [${shape}]; ${block.id} takes [${a.shape}]`;
+  return '';
+}
+
 /** Whether a feed of `shape` fits a Placeholder declared with `want` (-1: any size). */
 export function shapeFits(want, shape) {
   if (!Array.isArray(want)) return true;

@@ -167,6 +167,7 @@ export function pageToGraph(page, index, check, extra = {}) {
   /* the check's problems, or (extra.problems) those with the last run's added */
   const probs = problemsByBlock(extra.problems ? {problems: extra.problems} : check);
   const info = (check && check.blocks) || {};
+  const outs = new Set((page.outputs || []).map((o) => parseSource(o).block));
   const nodes = (page.blocks || []).map((b) => ({
     id: b.id,
     type: 'block',
@@ -178,7 +179,7 @@ export function pageToGraph(page, index, check, extra = {}) {
       ports: info[b.id] || null,
       status: extra.status ? extra.status[b.id] : undefined,
       mark: extra.marks ? extra.marks[b.id] : undefined, /* a checked gradient: {ok, text} */
-      isOutput: (page.outputs || []).some((o) => parseSource(o).block === b.id),
+      isOutput: outs.has(b.id),
     },
   }));
   const edges = [];

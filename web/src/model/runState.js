@@ -63,9 +63,31 @@ export function reduceRun(run, ev, docName) {
   }
 }
 
-/** reduceRun over a batch of events (those that arrived within one animation frame). */
+/**
+ * reduceRun over a batch of events (those that arrived within one animation frame), as one
+ * change: the status object is copied once for the batch, not once per event (a 500-block
+ * run sends about a thousand events; copying 500 entries for each was most of its cost).
+ * Equal to reducing the events one by one.
+ */
 export function reduceRunEvents(run, events, docName) {
-  return events.reduce((r, ev) => reduceRun(r, ev, docName), run);
+  let r = run;
+  let owned = null; /* the status object this batch made, written in place */
+  for (const ev of events) {
+    const st = blockState(ev);
+    const mine = !!docName && ev.page === docName;
+    if (st && mine && r && (ev.kind || ev.run_id === r.id)) {
+      if (!owned || r.status !== owned) {
+        owned = {...(r.status || {})};
+        r = {...r, status: owned};
+      }
+      owned[ev.block] = st;
+      continue;
+    }
+    const next = reduceRun(r, ev, docName);
+    if (next !== r && next && r && next.status !== r.status) owned = null;
+    r = next;
+  }
+  return r;
 }
 
 /** The message a run's terminal event shows ({kind, text}), or null. */

@@ -3,7 +3,9 @@
  * canvas hands it the SAME objects for what did not change: on a 500-block page an edit, a
  * check answer or a batch of run events then redraws the few blocks they concern, not all.
  * A cache (one per canvas) maps ids to the last objects given out; a new object is made only
- * when something shown differs.
+ * when something shown differs, and the very same array when nothing does (React Flow
+ * rebuilds its lookups of every block and wire for a new array). A run's statuses come as an
+ * overlay (`status`), so a batch of run events does not rebuild the graph of the page.
  */
 
 const same = (a, b) => a === b || JSON.stringify(a) === JSON.stringify(b);
@@ -14,14 +16,22 @@ function sameNodeData(a, b) {
          same(a.mark, b.mark);
 }
 
-function sameEdge(a, b) {
+/* whether cached wire `a` shows graph wire `b` selected as `sel` */
+function sameEdge(a, b, sel) {
   return a.source === b.source && a.target === b.target && a.sourceHandle === b.sourceHandle &&
-         a.targetHandle === b.targetHandle && a.selected === b.selected &&
+         a.targetHandle === b.targetHandle && a.selected === sel &&
          a.data.label === b.data.label && a.data.problem === b.data.problem;
 }
 
 export function createGraphCache() {
-  return {data: new Map(), nodes: new Map(), edges: new Map()};
+  return {data: new Map(), nodes: new Map(), edges: new Map(), nodeList: null, edgeList: null};
+}
+
+/* `list` when it holds exactly the objects of `prev` (then `prev`, the same array) */
+function sameList(prev, list) {
+  if (!prev || prev.length !== list.length) return list;
+  for (let i = 0; i < list.length; i++) if (prev[i] !== list[i]) return list;
+  return prev;
 }
 
 /**
@@ -29,14 +39,17 @@ export function createGraphCache() {
  * positions of a drag in progress), selection and measured size, reusing the cached objects
  * of nodes that did not change.
  */
-export function stableNodes(cache, graphNodes, {override = null, selected = [], sizes, initial}) {
+export function stableNodes(cache, graphNodes, {override = null, selected = [], sizes, initial,
+                                                status = null}) {
   const sel = new Set(selected);
   const seen = new Set();
   const out = graphNodes.map((n) => {
     seen.add(n.id);
     let data = cache.data.get(n.id);
-    if (!data || !sameNodeData(data, n.data)) {
-      data = n.data;
+    const st = status ? status[n.id] : n.data.status;
+    const want = st === n.data.status ? n.data : {...n.data, status: st};
+    if (!data || !sameNodeData(data, want)) {
+      data = want;
       cache.data.set(n.id, data);
     }
     const position = override && override[n.id] ? override[n.id] : n.position;
@@ -53,7 +66,18 @@ export function stableNodes(cache, graphNodes, {override = null, selected = [], 
     return node;
   });
   for (const id of cache.nodes.keys()) if (!seen.has(id)) { cache.nodes.delete(id); cache.data.delete(id); }
-  return out;
+  cache.nodeList = sameList(cache.nodeList, out);
+  return cache.nodeList;
+}
+
+/**
+ * React Flow measured block `id` as `size`: the cached node object carries it from now on
+ * (written in place: React Flow already holds the size, and the object it was given stays
+ * the same, so nothing is drawn again for a measurement).
+ */
+export function noteMeasured(cache, id, size) {
+  const n = cache.nodes.get(id);
+  if (n) n.measured = size;
 }
 
 /** The edges for React Flow, reusing the cached objects of wires that did not change. */
@@ -62,12 +86,14 @@ export function stableEdges(cache, graphEdges, selectedEdges = []) {
   const seen = new Set();
   const out = graphEdges.map((e) => {
     seen.add(e.id);
-    const next = {...e, selected: sel.has(e.id)};
     const prev = cache.edges.get(e.id);
-    if (prev && sameEdge(prev, next)) return prev;
+    const s = sel.has(e.id);
+    if (prev && sameEdge(prev, e, s)) return prev;
+    const next = {...e, selected: s};
     cache.edges.set(e.id, next);
     return next;
   });
   for (const id of cache.edges.keys()) if (!seen.has(id)) cache.edges.delete(id);
-  return out;
+  cache.edgeList = sameList(cache.edgeList, out);
+  return cache.edgeList;
 }

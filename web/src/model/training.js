@@ -60,6 +60,20 @@ export function scalarRefs(check) {
  * `maxIn`), each kh x kw; rank 2 -> one tile rows x cols; rank 1 -> one row; rank 0 -> 1x1.
  * Returns {tiles: [{label, rows, cols, values}], min, max}.
  */
+/**
+ * The number a heatmap cell of a tile shows for `v` when the tiles' colour scale reaches
+ * ±`lim`: short (a cell is 34 to 46 px wide), '' for no number. Small scales in exponent form
+ * ("-5e-3"), near-zero values as "0", large ones in exponent form from 1000 on ("1.2e4").
+ */
+export function tileNumber(v, lim) {
+  if (v === null || !Number.isFinite(v)) return '';
+  if (lim < 0.05) return v.toExponential(0).replace('e+', 'e');
+  const a = Math.abs(v);
+  if (a < 5e-3) return '0';
+  if (a >= 1000) return v.toExponential(1).replace('e+', 'e');
+  return v.toFixed(a >= 10 ? 0 : 2);
+}
+
 export function filterTiles(shape, values, {maxIn = 4, maxOut = 64, layout = 'hwio'} = {}) {
   let min = Infinity;
   let max = -Infinity;

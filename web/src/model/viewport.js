@@ -27,6 +27,16 @@ export function panToShow(box, view, w, h, margin = 16) {
 }
 
 /**
+ * React Flow fitView's padding: `pad` (a fraction of the pane, as fitView takes it) on every
+ * side, but on the right at least the strip the minimap takes (`minimap` px wide with its
+ * margins; 0 without a minimap), so that no block of the framed page lies under it.
+ */
+export function fitPadding(pad, minimap = 0) {
+  if (!minimap) return pad;
+  return {top: pad, bottom: pad, left: pad, right: `${minimap}px`};
+}
+
+/**
  * The viewport framing `positions` (the page's blocks, Map id -> {x, y}) in a `w` x `h` pane,
  * each block taken as `size` (an estimate: they are not measured yet), with `padding` (a
  * fraction of the pane) around, zoomed between minZoom and maxZoom. The canvas starts there,
