@@ -43,9 +43,20 @@ typedef struct rank_thread {
     int rc;
 } rank_thread;
 
+/* Break the group as rank cfg->group_rank, for a rank that ended early without a context
+ * (one it could not make): the others would wait for it in their next collective call. */
+static void leave_group(const bf_config *cfg) {
+    bf_config one = *cfg;
+    one.threads = 1;
+    bf_context *ctx = NULL;
+    if (bf_context_new(&one, &ctx, NULL) == BF_OK) bf_context_abort(ctx, EXIT_RUN);
+    bf_context_free(ctx);
+}
+
 static void *run_rank(void *p) {
     rank_thread *r = p;
     r->rc = r->body(&r->cfg, r->arg);
+    if (r->rc != EXIT_OK) leave_group(&r->cfg); /* nothing if its context already left */
     return NULL;
 }
 
@@ -76,12 +87,7 @@ int cli_job_threads(int ranks, const bf_config *cfg, const char *cmd,
     }
     if (started < ranks) {
         /* the ranks that started wait for one that never will: its absence breaks the group */
-        bf_config one = *cfg;
-        one.group = g;
-        one.group_rank = started;
-        bf_context *ctx = NULL;
-        if (bf_context_new(&one, &ctx, NULL) == BF_OK) bf_context_abort(ctx, EXIT_RUN);
-        bf_context_free(ctx);
+        leave_group(&t[started].cfg);
         fprintf(stderr, "blockflow %s: cannot start the thread of rank %d\n", cmd, started);
         rc = EXIT_RUN;
     }
