@@ -16,6 +16,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#define BF_CLI_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 static _Thread_local struct {
     int rank, size;
@@ -78,9 +81,13 @@ int cli_job_threads(int ranks, const bf_config *cfg, const char *cmd,
         free(t), free(th);
         return EXIT_RUN;
     }
+    /* the cores shared among the ranks, unless --threads says how many each takes */
+    bf_config each = *cfg;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (each.threads == 0) each.threads = (int)BF_CLI_MAX(1, (cores > 0 ? cores : 1) / ranks);
     int started = 0, rc = EXIT_OK;
     for (; started < ranks; started++) {
-        t[started] = (rank_thread){body, arg, *cfg, EXIT_OK};
+        t[started] = (rank_thread){body, arg, each, EXIT_OK};
         t[started].cfg.group = g;
         t[started].cfg.group_rank = started;
         if (pthread_create(&th[started], NULL, run_rank, &t[started])) break;

@@ -117,8 +117,9 @@ static const topic topics[] = {
      "  and checkpoints (Variables compared across the ranks first), a failing rank stops\n"
      "  them all, and Ctrl-C (SIGINT or SIGTERM) stops every rank at a step boundary.\n"
      "  --ranks K           the same job without MPI: K ranks that are threads of this\n"
-     "                      process (each with --threads kernel threads); sums across ranks\n"
-     "                      in rank order, the bits of mpirun -np K --deterministic-reduce\n"},
+     "                      process (each with --threads kernel threads, default the cores\n"
+     "                      / K); sums across ranks in rank order: the bits of\n"
+     "                      mpirun -np K --deterministic-reduce with the same --threads\n"},
     {"gradcheck",
      "  gradcheck PAGE BLOCK [--json] [--eps E] [--tolerance T] [--samples N] [--seed S]\n"
      "           [--gpu] [--feed ID=FILE]...\n"
