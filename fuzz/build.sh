@@ -22,9 +22,11 @@ libs="$(pkg-config --libs libuv libcjson) -lpthread -lm"
 objs=""
 for src in "$root"/runtime/*.c "$root"/runtime/devices/cuda_loader.c "$root"/blocks/*.c \
            "$root"/blocks/nn_ops/*.c "$root"/blocks/nn_ops/cpu/*.c "$root"/blocks/math_ops/*.c \
-           "$root"/blocks/array_ops/*.c "$root"/blocks/state_ops/*.c "$root"/blocks/data_ops/*.c; do
+           "$root"/blocks/array_ops/*.c "$root"/blocks/state_ops/*.c "$root"/blocks/data_ops/*.c \
+           "$root"/blocks/collective_ops/*.c; do
     [ -f "$src" ] || continue
     case "$src" in
+    */collective_mpi.c) continue ;; # the fuzzers are one process: collective_mpi_none.c
     *_avx512.c) extra="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c" ;;
     *_avx2.c) extra="-mavx2 -mfma -mf16c" ;;
     *) extra="" ;;
