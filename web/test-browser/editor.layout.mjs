@@ -77,18 +77,30 @@ await runItems(w, {
       await toast.waitFor();
       await page.locator('.trainbar').waitFor();
       await w.settle();
-      /* every box in one look (the training bar appears with the page: the layout moves) */
-      const boxes = await page.evaluate(() => Object.fromEntries(Object.entries({
-        message: '[data-testid="message"]', 'the training bar': '.trainbar',
-        'its metric': '.trainbar-metric', 'the header': 'header.topbar',
-        canvas: '[data-testid="canvas"]'}).map(([k, sel]) =>
-        [k, document.querySelector(sel).getBoundingClientRect().toJSON()])));
-      const t = boxes.message;
-      for (const what of ['the training bar', 'its metric', 'the header']) {
-        assert.ok(!meet(t, boxes[what]), `the message covers ${what} at ${width}`);
+      /* every box in one look (the training bar appears with the page: the layout moves, so
+       * the look is taken again, for up to 3 s, until the layout has settled) */
+      const look = async () => {
+        const boxes = await page.evaluate(() => Object.fromEntries(Object.entries({
+          message: '[data-testid="message"]', 'the training bar': '.trainbar',
+          'its metric': '.trainbar-metric', 'the header': 'header.topbar',
+          canvas: '[data-testid="canvas"]'}).map(([k, sel]) =>
+          [k, document.querySelector(sel).getBoundingClientRect().toJSON()])));
+        const t = boxes.message;
+        for (const what of ['the training bar', 'its metric', 'the header']) {
+          assert.ok(!meet(t, boxes[what]), `the message covers ${what} at ${width}`);
+        }
+        const canvas = boxes.canvas;
+        assert.ok(t.top >= canvas.top && t.bottom <= canvas.bottom, 'the message is over the canvas');
+      };
+      for (const t0 = Date.now(); ;) {
+        try {
+          await look();
+          break;
+        } catch (e) {
+          if (Date.now() - t0 > 3000) throw e;
+          await page.waitForTimeout(100);
+        }
       }
-      const canvas = boxes.canvas;
-      assert.ok(t.top >= canvas.top && t.bottom <= canvas.bottom, 'the message is over the canvas');
       await w.shot(`2-message-${width}`);
       await page.getByRole('button', {name: 'Dismiss'}).click();
     }
