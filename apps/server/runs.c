@@ -754,12 +754,7 @@ static void enqueue(srv_app *app, srv_page *p, srv_run *r) {
     p->last_run = NULL;
     p->gen++;
     p->last_used = uv_now(app->loop);
-    uv_mutex_lock(&app->mu);
-    if (app->jobs_tail) app->jobs_tail->next_job = r;
-    else app->jobs_head = r;
-    app->jobs_tail = r;
-    uv_cond_signal(&app->cv);
-    uv_mutex_unlock(&app->mu);
+    srv_run_requeue(r);
 }
 
 srv_run *srv_run_start(srv_app *app, srv_page *p, const char *client, char **fetches, int n,
@@ -810,7 +805,7 @@ cJSON *srv_run_event(const srv_run *r, const char *type) { return event_new(r, t
 void srv_run_post(srv_run *r, cJSON *o) { post_event(r->app, r, event_text(o), false); }
 void srv_run_finish(srv_run *r, cJSON *o) { finish(r, o, NULL); }
 
-void srv_run_requeue(srv_run *r) {
+void srv_run_requeue(srv_run *r) { /* also the first queueing (enqueue) */
     srv_app *app = r->app;
     r->next_job = NULL;
     uv_mutex_lock(&app->mu);

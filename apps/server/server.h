@@ -403,10 +403,14 @@ struct cJSON *srv_run_event(const srv_run *r, const char *type);
 void srv_run_post(srv_run *r, struct cJSON *o);
 /* Send the terminal event `o` (taken) and hand the run back to the loop (worker). */
 void srv_run_finish(srv_run *r, struct cJSON *o);
-/* Put r back at the tail of the job queue (worker). */
+/* Put r at the tail of the job queue (the loop, queueing a new run; a worker, requeueing). */
 void srv_run_requeue(srv_run *r);
 /* Whether some job waits in the queue (any thread). */
 bool srv_jobs_waiting(srv_app *app);
+
+/* teach_routes.c: gradient blocks were added to page p's session s: mark the page changed and
+ * answer {"created": created (freed here), "page": the session's check}. */
+void srv_gradients_built(srv_page *p, bf_session *s, char *created, srv_response *res);
 
 /* ---- training jobs (train_jobs.c) --------------------------------------------------------- */
 /*

@@ -184,7 +184,7 @@ static void grad(srv_app *app, srv_store *st, const char *name, const char *clie
         return;
     }
     bf_session *s = srv_page_session(p);
-    char *created = NULL, *check = NULL;
+    char *created = NULL;
     bf_error e = {0};
     bf_status gst = bf_session_add_gradients(
         s, cJSON_GetObjectItemCaseSensitive(j, "block")->valuestring,
@@ -194,6 +194,12 @@ static void grad(srv_app *app, srv_store *st, const char *name, const char *clie
         fail(res, &e);
         return;
     }
+    srv_gradients_built(p, s, created, res);
+}
+
+void srv_gradients_built(srv_page *p, bf_session *s, char *created, srv_response *res) {
+    char *check = NULL;
+    bf_error e = {0};
     srv_page_changed(p);
     if (bf_session_check_json(s, &check, &e)) {
         bf_string_free(created);

@@ -1298,7 +1298,7 @@ static void backward(srv_app *app, srv_store *st, const char *name, const char *
     }
     const char *ids[MAX_REFS];
     for (int i = 0; i < w.n; i++) ids[i] = w.v[i];
-    char *created = NULL, *checkj = NULL;
+    char *created = NULL;
     bf_error e = {0};
     bf_status bst = bf_session_build_gradients(s, loss, w.n ? ids : NULL, w.n,
                                               cJSON_IsString(opt) ? opt->valuestring : NULL,
@@ -1309,19 +1309,7 @@ static void backward(srv_app *app, srv_store *st, const char *name, const char *
         srv_error_bf(res, bst == BF_ENOTFOUND ? 404 : bst == BF_ENOMEM ? 500 : 422, &e);
         return;
     }
-    srv_page_changed(p);
-    if (bf_session_check_json(s, &checkj, &e)) {
-        bf_string_free(created);
-        srv_error_bf(res, 500, &e);
-        return;
-    }
-    size_t n = strlen(created) + strlen(checkj) + 32;
-    char *out = malloc(n);
-    if (out) snprintf(out, n, "{\"created\":%s,\"page\":%s}", created, checkj);
-    bf_string_free(created);
-    bf_string_free(checkj);
-    if (!out) srv_error(res, 500, "out_of_memory", "out of memory");
-    else srv_json(res, 200, out);
+    srv_gradients_built(p, s, created, res);
 }
 
 bool srv_train_route(srv_app *app, srv_store *st, const char *act, const char *name,

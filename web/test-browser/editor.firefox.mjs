@@ -15,13 +15,11 @@ import assert from 'node:assert/strict';
 import {BINARY, makeShot, readNpy, repo, requireBrowser, screenshotDir, startServer,
         tempPages} from './harness.mjs';
 /* Firefox, with its background network features off (firefox.mjs) */
-import {FIREFOX, PREFS} from './firefox.mjs';
+import {FIREFOX, launchFirefox} from './firefox.mjs';
 
 const SHOTS = screenshotDir('editor-firefox-screenshots');
 const WAIT = 30000; /* ms for any one expectation: the machine may be busy */
 requireBrowser(FIREFOX, 'firefox-esr');
-const {default: puppeteer} = await import('puppeteer-core');
-
 
 const {tmp, pages} = tempPages('bf-editor-ff-');
 const profile = join(tmp, 'profile');
@@ -38,23 +36,14 @@ let page;
 const consoleErrors = [];
 let failed = false;
 try {
-  browser = await puppeteer.launch({
-    browser: 'firefox',
-    executablePath: FIREFOX,
-    headless: true,
-    userDataDir: profile,
-    extraPrefsFirefox: PREFS,
-    protocolTimeout: 120000,
-    timeout: 60000,
-    env: {...process.env, MOZ_CRASHREPORTER_DISABLE: '1'},
-  });
+  browser = await launchFirefox(profile);
   page = (await browser.pages())[0] || await browser.newPage();
   await page.setViewport({width: 1440, height: 900});
   page.setDefaultTimeout(WAIT);
   page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
   page.on('pageerror', (e) => consoleErrors.push(String(e)));
 
-    const shot = makeShot(page, SHOTS);
+  const shot = makeShot(page, SHOTS);
   /* the first element matching a CSS selector whose text contains `text` (or matches it) */
   const byText = async (sel, text) => {
     const h = await page.waitForFunction((s, t, re) => {
