@@ -49,6 +49,7 @@ typedef struct track {
     uint64_t since_ms;        /* when its current request began (accept, or the last answer) */
     uint64_t body_deadline;   /* uv_now() by which the body must be complete; 0 = none */
     bool authed;              /* has shown the token */
+    bool expired;             /* past a deadline: closed at its next byte or sweep */
     struct track *prev, *next;
 } track;
 
@@ -563,19 +564,20 @@ static void track_free(srv_http *h, struct lws *wsi) {
     free(t);
 }
 
-/* Every second: close connections past their header or body deadline. */
+/* Every second: close connections past their header or body deadline. The kill is asked
+   again at every sweep: lws re-arms its own content timeout on each byte a body brings, which
+   can replace an asynchronous kill asked before that byte was handled. */
 static void sweep_cb(uv_timer_t *timer) {
     srv_http *h = timer->data;
     uint64_t now = now_ms(h), hdr_ms = (uint64_t)(h->app->lim.header_timeout_s * 1000);
     for (track *t = h->conns; t; t = t->next) {
         bool late_body = t->body_deadline && now > t->body_deadline;
         bool late_head = !t->authed && !t->body_deadline && now - t->since_ms > hdr_ms;
-        if (late_body || late_head) {
-            t->body_deadline = 0;
-            t->since_ms = now; /* once */
+        if (!t->expired && (late_body || late_head)) {
+            t->expired = true;
             h->app->conns_timed_out++;
-            lws_set_timeout(t->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
         }
+        if (t->expired) lws_set_timeout(t->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
     }
 }
 
@@ -665,11 +667,11 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         /* lws restarts its own timeout on every byte: the total deadline is checked here (and
            by the sweep, for a body that stalls) */
         track *t = lws_get_opaque_user_data(wsi);
-        if (t && t->body_deadline && now_ms(h) > t->body_deadline) {
+        if (t && !t->expired && t->body_deadline && now_ms(h) > t->body_deadline) {
+            t->expired = true;
             h->app->conns_timed_out++;
-            t->body_deadline = 0;
-            return -1;
         }
+        if (t && t->expired) return -1;
         if (c->too_big || !c->waiting_body) return 0;
         if (c->body_len + len > c->body_cap) {
             c->too_big = true;
