@@ -161,7 +161,10 @@ test('Training: step events tell the components at most every notifyEveryMs, the
 test('tileNumber: at most 6 characters, whatever the value and the scale', () => {
   const cases = [[0.4567, 1, '0.46'], [-0.893, 1, '-0.89'], [0.001, 1, '0'], [-12.4, 20, '-12'],
                  [-12345.6, 20000, '-1.2e4'], [999.4, 1000, '999'], [-0.0031, 0.004, '-3e-3'],
-                 [-4e-10, 1e-9, '-4e-10'], [NaN, 1, ''], [null, 1, '']];
+                 [-4e-10, 1e-9, '-4e-10'], [NaN, 1, ''], [null, 1, ''],
+                 /* exact zero is "0" at every scale, the zero scale of an all-zero tensor too */
+                 [0, 0, '0'], [-0, 0, '0'], [0, 1e-9, '0'], [-0, 1e-3, '0'], [0, 1, '0'],
+                 [0, 5e4, '0'], [1e-12, 1e-9, '1e-12'], [-7e-13, 0.01, '-7e-13']];
   for (const [v, lim, want] of cases) {
     assert.equal(tileNumber(v, lim), want, `${v} at ±${lim}`);
     assert.ok(tileNumber(v, lim).length <= 6);

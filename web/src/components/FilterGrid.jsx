@@ -81,7 +81,7 @@ export default memo(function FilterGrid({name, title, view, size = 72, layout = 
   return (
     <div className="filtergrid" data-testid={`grid-${name}`}>
       <div className="filtergrid-head">
-        <b>{title}</b> <span className="muted">[{view.shape.join(', ')}] · ±{lim !== 0 && (lim < 1e-3 || lim >= 1e4)
+        <b>{title}</b> <span className="muted">[{view.shape.join(', ')}] · ±{lim === 0 ? '0' : lim < 1e-3 || lim >= 1e4
           ? lim.toExponential(2) : lim.toPrecision(3)}</span>
       </div>
       <div className="tiles">

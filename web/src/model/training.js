@@ -62,11 +62,13 @@ export function scalarRefs(check) {
  */
 /**
  * The number a heatmap cell of a tile shows for `v` when the tiles' colour scale reaches
- * ±`lim`: short (a cell is 34 to 46 px wide), '' for no number. Small scales in exponent form
- * ("-5e-3"), near-zero values as "0", large ones in exponent form from 1000 on ("1.2e4").
+ * ±`lim`: short (a cell is 34 to 46 px wide), '' for no number. Zero (and -0) as "0", small
+ * scales in exponent form ("-5e-3"), near-zero values as "0", large ones in exponent form from
+ * 1000 on ("1.2e4").
  */
 export function tileNumber(v, lim) {
   if (v === null || !Number.isFinite(v)) return '';
+  if (v === 0) return '0'; /* not "0e0" (an all-zero tensor has the scale 0) */
   if (lim < 0.05) return v.toExponential(0).replace('e+', 'e');
   const a = Math.abs(v);
   if (a < 5e-3) return '0';
