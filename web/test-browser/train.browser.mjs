@@ -7,7 +7,10 @@
 // the page); a learning-rate change with the Inspector's slider while playing keeps the step
 // count and the loss curve; the Teach tab explains conv's filter gradient while paused; "Check
 // backward pass" marks the gradient block green; ⟲ goes back to step 0; and on the forward
-// page, "Build backward pass" with SGD from the Training tab adds the update and it trains. Screenshots at 1280x720 and 1920x1080 go to BF_SCREENSHOTS (default
+// page, "Build backward pass" with SGD from the Training tab adds the update and it trains:
+// the tiles of w (zeros drawn as "0") and of its gradient follow the page changed while open
+// (issue 24), undo takes them away (and the server's watch with them), redo brings them back
+// and ⟲ then ⏭ shows zeros, then the first step. Screenshots at 1280x720 and 1920x1080 go to BF_SCREENSHOTS (default
 // build/train-screenshots). Exit 77 (ctest: skipped) without Chromium.
 import {cpSync, rmSync} from 'node:fs';
 import {join} from 'node:path';
@@ -38,6 +41,21 @@ const metrics = () => page.getByTestId('metrics').evaluate((e) => ({
   points: Number(e.dataset.points), first: Number(e.dataset.first), last: Number(e.dataset.last),
   firstStep: Number(e.dataset.firstStep)}));
 const tile = (name) => page.getByTestId(`tile-${name}-0-0`).evaluate((e) => JSON.parse(e.dataset.values));
+/* the numbers drawn in a tile's cells, as a person reads them */
+const drawn = (name) => page.getByTestId(`tile-${name}-0-0`).evaluate((e) =>
+  JSON.parse(e.dataset.numbers || '[]').map((n) => n[0]));
+/* wait until tile `name` shows 9 values: all zero ('zero'), some not zero ('trained'), or all
+ * within 1e-2 of `near` */
+const tileShows = (name, want, near = null) => page.waitForFunction(([n, w, s]) => {
+  const e = document.querySelector(`[data-testid="tile-${n}-0-0"]`);
+  const v = e && e.dataset.values ? JSON.parse(e.dataset.values) : [];
+  if (v.length !== 9 || !v.every(Number.isFinite)) return false;
+  return w === 'zero' ? v.every((x) => x === 0) : w === 'trained' ? v.some((x) => x !== 0)
+    : v.every((x, i) => Math.abs(x - s[i]) < 1e-2);
+}, [name, want, near], {timeout: WAIT});
+/* the refs the server's job of page `name` copies while it trains */
+const serverWatch = (name) => page.evaluate(async (n) =>
+  (await (await fetch(`api/pages/${n}/train`)).json()).watch, name);
 const waitFor = (fn, arg) => page.waitForFunction(fn, arg, {timeout: WAIT});
 /* select a block by keyboard (focus its node, Enter), as a person without a mouse does: at
  * the fitted zoom of this wide page a block is a few pixels tall and a click may land on a
@@ -66,6 +84,7 @@ try {
   assert.equal(await stepCount(), 0);
   await page.getByTestId('tile-w-0-0').waitFor({timeout: WAIT});
   assert.deepEqual(await tile('w'), new Array(9).fill(0), 'w starts at zeros');
+  assert.deepEqual(await drawn('w'), new Array(9).fill('0'), 'a zero reads "0" (not "0e0")');
   await shot('before-training-w-is-zero');
 
   /* two single steps, by pointer: the filter takes shape */
@@ -183,6 +202,11 @@ try {
   await page.getByRole('button', {name: /Build backward pass/}).click();
   await page.getByTestId('block-w_update').waitFor({timeout: WAIT});
   await page.getByTestId('train-play').waitFor();
+  /* the update blocks came while the page was open: w and its gradient are watched now */
+  await tileShows('w', 'zero');
+  const wBefore = await tile('w');
+  assert.deepEqual(wBefore, new Array(9).fill(0), 'the forward page\'s w starts at zeros');
+  assert.deepEqual(await drawn('w'), new Array(9).fill('0'));
   await shot('forward-page-backward-built');
   await page.getByTestId('train-speed').selectOption('0');
   await page.getByTestId('train-play').click();
@@ -190,7 +214,44 @@ try {
     return e && Number(e.dataset.points) > 5 && Number(e.dataset.last) <= Number(e.dataset.first) / 100; });
   await page.keyboard.press('Alt+P');
   await page.getByTestId('train-play').waitFor({timeout: WAIT});
+  /* the tiles show the trained filter and this step's gradient (issue 24: they showed w's
+   * zeros and "after the next step" for the gradient) */
+  await tileShows('w', 'near', SOBEL);
+  const wAfter = await tile('w');
+  assert.ok(wAfter.some((v, i) => v !== wBefore[i]) && wAfter.some((v) => v !== 0),
+            `w trained: ${wAfter}`);
+  await tileShows('predictions_grad_filter', 'trained');
+  const gradGrid = page.getByTestId('grid-predictions_grad_filter');
+  assert.doesNotMatch(await gradGrid.textContent(), /after the next step/);
+  assert.ok((await drawn('predictions_grad_filter')).every((t) => /^-?[0-9.]+(e-?[0-9]+)?$/.test(t)),
+            'the gradient\'s cells show numbers');
   await shot('forward-page-trained');
+
+
+  /* undo the backward pass: its tiles go (no errors); redo: they come back and follow the
+   * steps again (the watch is sent once the server holds the blocks again) */
+  await page.locator('button[data-action="undo"]').click();
+  await page.getByText('This page has no update blocks yet').waitFor({timeout: WAIT});
+  assert.equal(await page.getByTestId('grid-w').count(), 0, 'the tiles went with the updates');
+  assert.equal(await page.getByTestId('train-play').count(), 0, 'and the training bar');
+  /* and the server no longer copies tensors of blocks that are gone */
+  await page.waitForFunction(async () => (await (await fetch('api/pages/forward/train')).json())
+    .watch.length === 0, null, {timeout: WAIT}).catch(() => {});
+  assert.deepEqual(await serverWatch('forward'), [], 'nothing watched without update blocks');
+  await shot('forward-page-backward-undone');
+  await page.locator('button[data-action="redo"]').click();
+  await page.getByTestId('train-reset').waitFor({timeout: WAIT});
+  await page.getByTestId('train-reset').click();
+  await waitFor(() => document.querySelector('[data-testid="train-step-count"]').textContent === '0');
+  await tileShows('w', 'zero');
+  assert.deepEqual(await serverWatch('forward'), ['w', 'predictions_grad_filter'], 'watched again');
+  await page.getByTestId('train-step').click();
+  await waitFor(() => document.querySelector('[data-testid="train-step-count"]').textContent === '1');
+  await tileShows('w', 'trained');
+  await tileShows('predictions_grad_filter', 'trained');
+  await waitFor(() => document.querySelector('[data-testid="metrics"]').dataset.points === '1');
+  await page.waitForTimeout(300); /* the plot redraws at most every 200 ms */
+  await shot('forward-page-redone-one-step');
 
   assert.deepEqual(consoleErrors, [], 'no errors in the browser console');
   console.log('train.browser: all checks passed');

@@ -170,3 +170,115 @@ test('tileNumber: at most 6 characters, whatever the value and the scale', () =>
     assert.ok(tileNumber(v, lim).length <= 6);
   }
 });
+
+/* an api whose edits answer when the test says so, and whose train commands answer `status` */
+function slowEditsApi(status) {
+  const api = fakeApi();
+  const base = api.req;
+  api.release = [];
+  api.edits = (name, edits) => new Promise((resolve) => {
+    api.calls.push(['edits', name, edits]);
+    api.release.push(() => resolve({ok: true, problems: [], blocks: {}}));
+  });
+  api.req = async (method, path, body) => {
+    if (method === 'POST' && path.endsWith('/train') && body.action === 'watch') {
+      api.calls.push([method, path, body]);
+      return {...status, watch: body.watch};
+    }
+    return base(method, path, body);
+  };
+  return api;
+}
+const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+const watchCalls = (api) => api.calls.filter((c) => c[2] && c[2].action === 'watch').map((c) => c[2].watch);
+
+test('Training.configure: a watch of blocks just added goes after their edits are applied', async () => {
+  const api = slowEditsApi({state: 'paused', run_id: 'r1', views: ['w', 'w_grad']});
+  const tr = new Training(api, {notifyEveryMs: 0, viewEveryMs: 0});
+  await tr.open('p');
+  tr.handle({type: 'train_started', page: 'p', run_id: 'r1', mode: 'step', step: 0});
+  /* the copy before the change held only w */
+  tr.handle({type: 'train_paused', page: 'p', run_id: 'r1', step: 0, snapshot: 0, views: ['w']});
+  /* the editor sends the redo of a backward pass, the panel watches its blocks at once */
+  const sent = tr.edits('p', [{op: 'add_block', block: {id: 'w_grad'}}]);
+  const configured = tr.configure({watch: ['w', 'w_grad']});
+  await tick(5);
+  assert.deepEqual(watchCalls(api), [], 'not before the server holds the blocks');
+  assert.deepEqual(tr.getSnapshot().watch, ['w', 'w_grad'], 'the wanted watch is kept meanwhile');
+  api.release.shift()();
+  await sent;
+  await configured;
+  assert.deepEqual(watchCalls(api), [['w', 'w_grad']]);
+  /* the answer's refs are readable now: both are read, the gradient too (not "after the
+   * next step") */
+  await tick(5);
+  const reads = api.calls.filter((c) => c[1].includes('/tensors/')).map((c) => c[1]);
+  assert.ok(reads.includes('/api/runs/r1/tensors/w_grad'), `read ${reads}`);
+  assert.deepEqual(Object.keys(tr.getSnapshot().views).sort(), ['w', 'w_grad']);
+});
+
+test('Training.configure: one after another, the last wins; views of unwatched refs go', async () => {
+  const api = slowEditsApi({state: 'paused', run_id: 'r1', views: ['w', 'w_grad']});
+  const tr = new Training(api, {notifyEveryMs: 0, viewEveryMs: 0});
+  await tr.open('p');
+  tr.handle({type: 'train_started', page: 'p', run_id: 'r1', mode: 'step', step: 0});
+  await tr.configure({watch: ['w', 'w_grad']});
+  await tick(5);
+  assert.deepEqual(Object.keys(tr.getSnapshot().views).sort(), ['w', 'w_grad']);
+  /* undo (the blocks go), then redo while the undo's edit is still out */
+  tr.edits('p', [{op: 'remove_block', id: 'w_grad'}]);
+  const a = tr.configure({watch: []});
+  assert.deepEqual(tr.getSnapshot().views, {}, 'tiles of blocks that are gone go at once');
+  tr.edits('p', [{op: 'add_block', block: {id: 'w_grad'}}]);
+  const b = tr.configure({watch: ['w', 'w_grad']});
+  await tick(5);
+  assert.deepEqual(watchCalls(api).length, 1, 'both wait for the edits');
+  api.release.shift()();
+  api.release.shift()();
+  await Promise.all([a, b]);
+  assert.deepEqual(watchCalls(api).slice(1), [[], ['w', 'w_grad']], 'in the order asked');
+});
+
+test('Training.configure: an edits answer that never comes holds the watch back only editWaitMs', {timeout: 3000}, async () => {
+  const api = slowEditsApi({state: 'paused', run_id: 'r1'});
+  const tr = new Training(api, {notifyEveryMs: 0, editWaitMs: 30});
+  await tr.open('p');
+  tr.edits('p', [{op: 'set_attr'}]);
+  await tr.configure({watch: ['w']});
+  assert.deepEqual(watchCalls(api), [['w']]);
+});
+
+test('Training views: a pause reads at once, not after the gap; a read does not bring back an unwatched ref', async () => {
+  let hold = null;
+  const api = fakeApi();
+  const base = api.req;
+  api.req = async (method, path, body) => {
+    if (path.includes('/tensors/') && hold) await hold;
+    return base(method, path, body);
+  };
+  const tr = new Training(api, {notifyEveryMs: 0, viewEveryMs: 60000});
+  await tr.open('p');
+  tr.handle({type: 'train_started', page: 'p', run_id: 'r1', mode: 'play', step: 0,
+             watch: ['w', 'g']});
+  const reads = () => api.calls.filter((c) => c[1].includes('/tensors/')).length;
+  tr.handle({type: 'step_finished', page: 'p', run_id: 'r1', step: 1, names: [], snapshot: 1,
+             views: ['w', 'g']});
+  await tick(5);
+  assert.equal(reads(), 2, 'the first copy is read');
+  tr.handle({type: 'step_finished', page: 'p', run_id: 'r1', step: 2, names: [], snapshot: 2,
+             views: ['w', 'g']});
+  await tick(5);
+  assert.equal(reads(), 2, 'the next copy waits out the gap (60 s here)');
+  tr.handle({type: 'train_paused', page: 'p', run_id: 'r1', step: 3, snapshot: 3, views: ['w', 'g']});
+  await tick(5);
+  assert.equal(reads(), 4, 'the pause reads the last step at once');
+  /* a read in flight when the watch drops "g": its answer for "g" is not kept */
+  let release;
+  hold = new Promise((r) => { release = r; });
+  tr.handle({type: 'train_paused', page: 'p', run_id: 'r1', step: 3, snapshot: 3, views: ['w', 'g']});
+  await tick(5);
+  tr.configure({watch: ['w']});
+  release();
+  await tick(5);
+  assert.deepEqual(Object.keys(tr.getSnapshot().views), ['w']);
+});

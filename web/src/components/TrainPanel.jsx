@@ -25,11 +25,16 @@ export default function TrainPanel({training, api, events, page, check, selected
   const selShape = sel && info[sel] && Object.values(info[sel].outputs || {})[0];
   const activation = selShape && Array.isArray(selShape.shape) && selShape.shape.length >= 1 &&
     selShape.shape.every((d) => d > 0) ? sel : null;
-  const watch = useMemo(() => [...trained.flatMap((x) => [x.variable, x.gradient].filter(Boolean)),
-                               ...(activation ? [activation] : [])], [trained, activation]);
+  /* what is watched follows the page as it is now: update blocks added while it is open
+   * (a backward pass built, redone) are watched from then on, and when the last one goes (an
+   * undo) nothing is; a page without update blocks never trains, so its activation neither */
+  const watch = useMemo(() => (trained.length
+    ? [...trained.flatMap((x) => [x.variable, x.gradient].filter(Boolean)),
+       ...(activation ? [activation] : [])]
+    : []), [trained, activation]);
   const watchKey = watch.join(',');
   useEffect(() => {
-    if (!t.page || !trained.length) return;
+    if (!t.page || (!watch.length && !training.getSnapshot().watch.length)) return;
     if (activation && selShape.shape.length === 4) training.slices[activation] = '0:1';
     training.configure({watch});
     // eslint-disable-next-line react-hooks/exhaustive-deps
@@ -85,7 +90,7 @@ export default function TrainPanel({training, api, events, page, check, selected
                                        view={t.views[x.gradient]} size={48} />}
           </div>
         ))}
-        {activation && (
+        {trained.length > 0 && activation && (
           <FilterGrid name={activation} title={`${activation} (activation, first image)`}
                       view={t.views[activation]}
                       layout={t.views[activation] && t.views[activation].shape.length === 4

@@ -168,8 +168,9 @@ const MINE = new Set(['train_started', 'step_finished', 'train_paused', 'train_f
                       'train_reset', 'edits_applied', 'edits_failed']);
 
 export class Training {
-  constructor(api, {viewEveryMs = 300, notifyEveryMs = 100} = {}) {
+  constructor(api, {viewEveryMs = 300, notifyEveryMs = 100, editWaitMs = 10000} = {}) {
     this.api = api;
+    this.editWaitMs = editWaitMs;
     this.viewEveryMs = viewEveryMs;
     this.notifyEveryMs = notifyEveryMs;
     this.lastNotify = 0;
@@ -180,9 +181,12 @@ export class Training {
     this.views = {};               /* ref -> {shape, values} */
     this.slices = {};              /* ref -> the slice read of it (an activation's image 0) */
     this.readable = null;          /* the refs the server's newest copy holds (null: unknown) */
+    this.editsOut = new Set();     /* edits sent and not yet applied (or refused) */
+    this.configuring = Promise.resolve(); /* the watch/metrics commands, one after another */
     this.viewTimer = null;
     this.viewBusy = false;
     this.viewWanted = false;
+    this.viewNow = false;
     this.lastView = 0;
     this.snap = this.fresh(null);
   }
@@ -221,6 +225,7 @@ export class Training {
   async open(name) {
     this.views = {};
     this.readable = null;
+    this.editsOut.clear();
     this.set({...this.fresh(name)});
     if (!name) return;
     try {
@@ -348,18 +353,52 @@ export class Training {
     return c;
   }
 
-  /** Choose the plotted metrics and the watched tensors (now, or at the next step). */
-  async configure({metrics, watch}) {
+  /**
+   * Choose the plotted metrics and the watched tensors (now, or at the next step). The page
+   * may have changed a moment ago (a Variable and its update added, a backward pass undone or
+   * redone): the server checks the refs against the page it holds, so the command goes after
+   * the edits sent before it are applied there, and after the configure calls before it.
+   * Views of refs no longer watched are dropped (their blocks may be gone).
+   */
+  configure({metrics, watch}) {
     const body = this.config({metrics, watch});
     if (metrics) this.set({metrics});
-    if (watch) this.set({watch});
-    if (!this.snap.page || (!metrics && !watch)) return;
-    await this.command('watch', body).catch(() => {});
-    /* nothing trained yet: a "view" segment copies the watched tensors under a run id */
-    if (!this.snap.runId && this.snap.state === 'idle' && watch && watch.length) {
-      await this.command('view').catch(() => {});
+    if (watch) {
+      const keep = new Set(watch);
+      this.views = Object.fromEntries(Object.entries(this.views).filter(([r]) => keep.has(r)));
+      this.set({watch, views: this.views});
     }
-    this.wantViews(true);
+    const page = this.snap.page;
+    if (!page || (!metrics && !watch)) return Promise.resolve();
+    const run = async () => {
+      await this.editsSettled();
+      if (this.snap.page !== page) return;
+      const r = await this.command('watch', body).catch(() => null);
+      if (this.snap.page !== page) return;
+      /* paused: the answer is the status, with the refs of the copy just taken */
+      if (r && Array.isArray(r.views)) this.readable = new Set(r.views);
+      /* an event of a segment started meanwhile told the watch the server had before */
+      if (r && watch) this.set({watch});
+      /* nothing trained yet: a "view" segment copies the watched tensors under a run id */
+      if (!this.snap.runId && this.snap.state === 'idle' && watch && watch.length) {
+        await this.command('view').catch(() => {});
+      }
+      this.wantViews(true);
+    };
+    this.configuring = this.configuring.then(run, run);
+    return this.configuring;
+  }
+
+  /** Resolves once every edit sent so far is applied or refused (or after editWaitMs: an
+   * answer that never comes must not hold the watch back for good). */
+  async editsSettled() {
+    const until = Date.now() + this.editWaitMs;
+    while (this.editsOut.size && Date.now() < until) {
+      let timer;
+      const late = new Promise((r) => { timer = setTimeout(r, until - Date.now()); });
+      await Promise.race([Promise.allSettled([...this.editsOut]), late]);
+      clearTimeout(timer);
+    }
   }
 
   /**
@@ -367,7 +406,15 @@ export class Training {
    * the event edits_applied (its check) or edits_failed; resolves with the check either way
    * the server answered, or throws an ApiError 422.
    */
-  async edits(name, edits) {
+  edits(name, edits) {
+    const p = this.sendEdits(name, edits);
+    this.editsOut.add(p);
+    const done = () => this.editsOut.delete(p);
+    p.then(done, done);
+    return p;
+  }
+
+  async sendEdits(name, edits) {
     const data = await this.api.edits(name, edits);
     if (!data || data.queued !== true) return data; /* applied at once: the check */
     const ev = this.earlyEdits.get(data.edit) || await new Promise((resolve) => {
@@ -382,10 +429,19 @@ export class Training {
   }
 
   /* ---- views -------------------------------------------------------------------------- */
-  /** Read the watched tensors soon (now when `now`), at most every viewEveryMs. */
+  /** Read the watched tensors soon, at most every viewEveryMs; when `now` (a pause, the end,
+   * a new watch), without waiting out that gap: the last step's values are what stays. */
   wantViews(now = false) {
     this.viewWanted = true;
-    if (this.viewBusy || this.viewTimer) return;
+    if (this.viewBusy) {
+      this.viewNow = this.viewNow || now;
+      return;
+    }
+    if (this.viewTimer && now) {
+      clearTimeout(this.viewTimer);
+      this.viewTimer = null;
+    }
+    if (this.viewTimer) return;
     const wait = now ? 0 : Math.max(0, this.viewEveryMs - (Date.now() - this.lastView));
     this.viewTimer = setTimeout(() => { this.viewTimer = null; this.readViews(); }, wait);
   }
@@ -409,12 +465,17 @@ export class Training {
         }
       }
       if (this.snap.page === page) {
-        this.views = {...this.views, ...got};
+        /* only what is still watched: the watch may have changed while these were read */
+        const keep = new Set(this.snap.watch);
+        const views = {...this.views, ...got};
+        this.views = Object.fromEntries(Object.entries(views).filter(([r]) => keep.has(r)));
         this.set({views: this.views});
       }
     } finally {
       this.viewBusy = false;
-      if (this.viewWanted) this.wantViews();
+      const now = this.viewNow;
+      this.viewNow = false;
+      if (this.viewWanted) this.wantViews(now);
     }
   }
 
