@@ -11,6 +11,8 @@
 //   6  a Shift-drawn box over far blocks selects them
 //   7  the minimap draws every block; a press in it brings that part of the page to the
 //      middle of the canvas, zoomed in too
+//   8  Delete on a far block selected removes it and cuts the wires it fed (React Flow holds
+//      no wire of the far blocks), as one edit; Ctrl+Z brings both back
 // Screenshots in BF_SCREENSHOTS (default build/editor-bigpage-screenshots). ITEMS=1,2 runs some.
 import assert from 'node:assert/strict';
 import {bigPage} from '../bench/gen_page.mjs';
@@ -217,5 +219,28 @@ await runItems(w, {
               `the view is centred on tanh27 (${JSON.stringify(mid)} vs ${JSON.stringify(t)})`);
     await w.block('tanh27').waitFor();
     await w.shot('7-minimap-pressed');
+  },
+  8: async () => {
+    await page.getByRole('button', {name: /fit view/i}).click();
+    await until('far', async () => (await far().count()) === 1);
+    const p = await onBlock('neg9');
+    await page.mouse.click(p.x, p.y);
+    await until('neg9 selected', async () => (await w.inspected()) === 'neg9');
+    await page.keyboard.press('Delete');
+    await until('neg9 removed', async () => {
+      const held = await w.sessionPage('big');
+      return !held.blocks.some((b) => b.id === 'neg9');
+    });
+    const held = await w.sessionPage('big');
+    const mul9 = held.blocks.find((b) => b.id === 'mul9');
+    assert.equal(mul9.inputs.x, undefined, 'the wire neg9 fed is cut');
+    assert.equal(mul9.inputs.y, 'add9', 'the other wire stays');
+    await page.keyboard.press(`${mod}+z`);
+    await until('neg9 back with its wire', async () => {
+      const h = await w.sessionPage('big');
+      return h.blocks.some((b) => b.id === 'neg9') &&
+             h.blocks.find((b) => b.id === 'mul9').inputs.x === 'neg9';
+    });
+    await w.clickPane();
   },
 });

@@ -71,6 +71,10 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
   }), [graph, drag, selected, status, far]);
   const edges = useMemo(() => stableEdges(cache.current, graph.edges, selEdges),
                         [graph, selEdges]);
+  /* far, React Flow draws the wires between the blocks it draws (selected), FarLayer all */
+  const flowEdges = useMemo(() => (far ? edges.filter((e) => selected.includes(e.source) &&
+                                                        selected.includes(e.target)) : edges),
+                            [far, edges, selected]);
   /* far: what FarLayer draws, and what the pointer finds on it */
   const big = page.blocks.length > BIG;
   const boxes = useMemo(() => (far || big ? farBoxes(nodes) : null), [far, big, nodes]);
@@ -380,7 +384,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
          onDoubleClickCapture={onDoubleClickCapture}>
       <FarView.Provider value={far}>
       {startView && <ReactFlow
-        nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes}
+        nodes={nodes} edges={flowEdges} nodeTypes={nodeTypes} edgeTypes={edgeTypes}
         onNodesChange={onNodesChange} onEdgesChange={onEdgesChange} onConnect={onConnect}
         onDelete={onDelete} nodeDragThreshold={0}
         deleteKeyCode={['Delete', 'Backspace']} multiSelectionKeyCode={['Shift', 'Meta', 'Control']}
