@@ -46,9 +46,13 @@ const SETTLE = `(() => new Promise((done) => {
      * forces no layout (offsetWidth here did, 500 times a frame, and cost the page 150 ms) */
     let shown = 0;
     for (const n of nodes) if (n.style.visibility !== 'hidden') shown++;
-    const sig = nodes.length + '|' + (v ? v.style.transform : '') + '|' + shown;
+    /* zoomed far out, the blocks are drawn on one canvas (FarLayer): its drawings count */
+    const far = document.querySelector('[data-testid="far-layer"]');
+    const farShown = far ? Number(far.dataset.shown || 0) : 0;
+    const sig = nodes.length + '|' + (v ? v.style.transform : '') + '|' + shown + '|' + farShown +
+                '|' + (far ? far.dataset.draws : '');
     const now = performance.now();
-    if (nodes.length > 0 && sig === last) { same++; if (same >= 10) return done(since - t0); }
+    if ((nodes.length > 0 || farShown > 0) && sig === last) { same++; if (same >= 10) return done(since - t0); }
     else { same = 0; since = now; last = sig; }
     requestAnimationFrame(tick);
   };
@@ -65,6 +69,7 @@ async function profiled(page, phase, fn) {
   await cdp.send('Profiler.start');
   const out = await fn();
   const {profile} = await cdp.send('Profiler.stop');
+  if (process.env.PROFILE_FILE) writeFileSync(`${process.env.PROFILE_FILE}.${phase.replace(/\W+/g, '_')}.cpuprofile`, JSON.stringify(profile));
   const dt = profile.timeDeltas;
   const self = new Map();
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -84,10 +89,11 @@ async function profiled(page, phase, fn) {
 /** TRACE=1: a Chromium trace around `fn`; the renderer main thread's time by event name. */
 async function traced(page, phase, fn) {
   const browser = page.context().browser();
-  await browser.startTracing(page, {categories: ['devtools.timeline', 'blink', 'v8']});
+  await browser.startTracing(page, {categories: ['devtools.timeline', 'blink', 'v8', 'toplevel']});
   const out = await fn();
   const buf = await browser.stopTracing();
   const evs = JSON.parse(buf.toString()).traceEvents;
+  if (process.env.TRACE_FILE) writeFileSync(`${process.env.TRACE_FILE}.${phase.replace(/\W+/g, '_')}.json`, buf);
   const main = evs.find((e) => e.name === 'thread_name' && e.args && e.args.name === 'CrRendererMain');
   const sum = new Map();
   let frames = 0;
@@ -100,6 +106,23 @@ async function traced(page, phase, fn) {
     if (e.name === 'AnimationFrame' || e.name === 'FireAnimationFrame') frames++;
   }
   console.log(`## ${phase} (trace, main thread; nested events overlap), animation frames ${frames}`);
+  if (process.env.TRACE === 'timeline') { /* the main thread's tasks over 4 ms, in order */
+    const onMain = evs.filter((e) => main && e.tid === main.tid && e.pid === main.pid && e.ph === 'X' && e.dur);
+    const tasks = onMain.filter((e) => e.name === 'ThreadControllerImpl::RunTask' || e.name === 'RunTask');
+    const t0 = tasks.length ? tasks[0].ts : 0;
+    for (const t of tasks.filter((e) => e.dur > Number(process.env.TASK_US || 4000))) {
+      const inner = new Map();
+      for (const e of onMain) {
+        if (e === t || e.ts < t.ts || e.ts + e.dur > t.ts + t.dur || e.dur < 2000) continue;
+        const d = e.args && e.args.data;
+        const k = e.name === 'EventDispatch' && d ? `Event ${d.type}` : e.name;
+        if (/^(v8|Blink\.|Document::|LocalFrameView::(Run|Update)|UpdateLayoutTree|WebFrameWidgetImpl|PageAnimator|FrameRequest|AsyncTask|V8\.GC_MC|ThreadController)/.test(k)) continue;
+        inner.set(k, (inner.get(k) || 0) + e.dur / 1000);
+      }
+      const top = [...inner].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([k, ms]) => `${k} ${ms.toFixed(0)}`).join(', ');
+      console.log(`   +${((t.ts - t0) / 1000).toFixed(0).padStart(5)} ms  ${(t.dur / 1000).toFixed(1).padStart(6)} ms  ${top}`);
+    }
+  }
   for (const [k, ms] of [...sum].sort((x, y) => y[1] - x[1]).slice(0, 16)) {
     console.log(`   ${ms.toFixed(1).padStart(7)} ms  ${k}`);
   }
@@ -146,14 +169,28 @@ async function once(browser, origin, token, label) {
     await page.getByLabel('Open a page').selectOption('big');
     return settled;
   });
+  if (process.env.BENCH_VERBOSE) {
+    console.log(await page.evaluate(() => performance.getEntriesByType('resource')
+      .filter((r) => /\/api\//.test(r.name)).slice(-8)
+      .map((r) => `${r.name.replace(/^.*\/api/, '')} ${r.startTime.toFixed(0)}+${r.duration.toFixed(0)}`).join('\n')));
+  }
   /* edit -> labels: zoom in on the first group with the wheel (as a person does, to read
    * it), select w0, set its shape to [5,5,1,1]; the wire conv0.filter shows it (a SAME
    * convolution: nothing after it changes shape, and the page still runs) */
   const zoom = () => page.evaluate(() => Number((/scale\(([\d.e-]+)\)/.exec(
     document.querySelector('.react-flow__viewport').style.transform) || [0, 1])[1]));
+  /* img0's middle on screen, from its saved position and the view (far out, it is drawn on
+   * the far canvas and has no element) */
+  const img0 = pageJson.blocks.find((b) => b.id === 'img0').ui;
+  const onImg0 = () => page.evaluate(({x, y}) => {
+    const m = /translate\(([-\d.e]+)px, ([-\d.e]+)px\) scale\(([-\d.e]+)\)/.exec(
+      document.querySelector('.react-flow__viewport').style.transform);
+    const r = document.querySelector('.react-flow__pane').getBoundingClientRect();
+    return {x: r.left + Number(m[1]) + (x + 120) * Number(m[3]), y: r.top + Number(m[2]) + (y + 24) * Number(m[3])};
+  }, img0);
   for (let k = 0; k < 60 && await zoom() < 0.7; k++) {
-    const b = await page.locator('.react-flow__node[data-id="img0"]').boundingBox();
-    await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
+    const b = await onImg0();
+    await page.mouse.move(b.x, b.y);
     await page.mouse.wheel(0, -200);
     await page.waitForTimeout(40);
   }

@@ -2,24 +2,19 @@
  * output ports on the right with their names and inferred dtype/shape, what the last run
  * did (cached, running, finished with device, kernel and milliseconds, failed), and every
  * problem the check or the run found, on the port it concerns. */
-import React, {memo} from 'react';
-import {Handle, Position, useStore} from '@xyflow/react';
+import React, {memo, useContext} from 'react';
+import {Handle, Position} from '@xyflow/react';
+import {blockPorts, dotTop, farGeometry} from '../model/farBlock.js';
+import {FarView} from './farView.js';
 
 const STATE_TEXT = {cached: 'reused', running: 'running…', finished: 'done', failed: 'failed',
                     cancelled: 'cancelled'};
 
 const problemText = (p) => `${p.port ? `${p.port}: ` : p.attr ? `${p.attr}: ` : ''}${p.message}`;
 
-/* Below this zoom a block's text cannot be read: it is drawn as a plain box of the same
- * size with its ports' dots (wires still meet them), which is what lets a 500-block page
- * draw, pan and zoom quickly. */
-export const FAR_ZOOM = 0.4;
-/* only on big pages (more than FAR_BLOCKS blocks): a small page keeps every detail */
-export const FAR_BLOCKS = 150;
-export const farSelector = (s) => s.transform[2] < FAR_ZOOM && s.nodeLookup.size > FAR_BLOCKS;
-
-/* A far block's port dot: what React Flow measures to attach wires (the classes and data-
- * attributes of its Handle), without a Handle component. No wire is dragged from a dot of a
+/* A far block's port dot: what React Flow would measure to attach wires (the classes and
+ * data-attributes of its Handle), without a Handle component. It is not measured: the canvas
+ * gives React Flow the same geometry (model/farBlock.js). No wire is dragged from a dot of a
  * block too small to read, and 1500 Handles, each watching React Flow's store, made every
  * frame of a zoom or a pan over a 500-block page slow. */
 function Dot({type, id, nodeId, top}) {
@@ -28,17 +23,18 @@ function Dot({type, id, nodeId, top}) {
               data-handleid={id} data-nodeid={nodeId} data-handlepos={side} style={{top}} />;
 }
 
+/* zoomed far out on a big page: a plain box of farGeometry's size with its ports' dots */
 function FarBlock({block, inputs, outputs, cls, status}) {
-  const rows = Math.max(inputs.length, outputs.length, 1);
+  const {width, height} = farGeometry(block.id, inputs, outputs);
   return (
     <div className={`${cls} block-far`} data-testid={`block-${block.id}`}
-         data-state={status ? status.state : ''} style={{height: 30 + rows * 19}}>
+         data-state={status ? status.state : ''} style={{width, height}}>
       <div className="block-head"><span className="block-id">{block.id}</span></div>
       {inputs.map((p, i) => (
-        <Dot key={p.name} type="target" id={`in:${p.name}`} nodeId={block.id} top={39 + i * 19} />
+        <Dot key={p.name} type="target" id={`in:${p.name}`} nodeId={block.id} top={dotTop(i)} />
       ))}
       {outputs.map((p, i) => (
-        <Dot key={p.name} type="source" id={`out:${p.name}`} nodeId={block.id} top={39 + i * 19} />
+        <Dot key={p.name} type="source" id={`out:${p.name}`} nodeId={block.id} top={dotTop(i)} />
       ))}
     </div>
   );
@@ -46,9 +42,8 @@ function FarBlock({block, inputs, outputs, cls, status}) {
 
 function BlockNode({data, selected}) {
   const {block, entry, problems, ports, status, isOutput, mark} = data;
-  const far = useStore(farSelector);
-  const inputs = entry ? entry.inputs : [];
-  const outputs = entry ? entry.outputs : [{name: 'output'}];
+  const far = useContext(FarView);
+  const {inputs, outputs} = blockPorts(entry);
   const portProblem = (port) => problems.find((p) => p.port === port);
   const cls = ['block', selected ? 'selected' : '', problems.length ? 'has-problem' : '',
                status ? `st-${status.state}` : '',

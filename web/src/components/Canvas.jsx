@@ -2,13 +2,18 @@
  * dtype and shape they carry (WireEdge), drop target of the palette. Selection, moves,
  * deletions and new wires are turned into edits by App. */
 import React, {useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState} from 'react';
-import {Background, Controls, MiniMap, ReactFlow, useReactFlow} from '@xyflow/react';
+import {Background, Controls, MiniMap, ReactFlow, useReactFlow, useStore} from '@xyflow/react';
 import {layout, pageToGraph} from '../model/page.js';
 import {createGraphCache, noteMeasured, stableEdges, stableNodes} from '../model/stableGraph.js';
+import {isFar} from '../model/farBlock.js';
+import {blockAt, blocksInside, farBoxes, wireCurves} from '../model/farDraw.js';
 import {listProblems} from '../model/runState.js';
 import {fitPadding, frameAll, panToShow} from '../model/viewport.js';
 import BlockNode from './BlockNode.jsx';
 import WireEdge from './WireEdge.jsx';
+import {FarView} from './farView.js';
+import FarLayer from './FarLayer.jsx';
+import PageMinimap from './PageMinimap.jsx';
 
 const nodeTypes = {block: BlockNode};
 /* the minimap's blocks: red with a problem, green done, grey otherwise */
@@ -49,11 +54,32 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
   /* the same objects for the blocks and wires that did not change (stableGraph.js) */
   const cache = useRef(null);
   if (!cache.current) cache.current = createGraphCache();
+  /* far (farBlock.js): from the view React Flow shows, or before it has one, the view it
+   * starts with. Back from far, the sizes are forgotten: a size kept from before would
+   * stop React Flow measuring the full block again, and its wires would meet the far dots. */
+  const zoomNow = useStore((s) => (s.panZoom ? s.transform[2] : null));
+  const [startView, setStartView] = useState(null);
+  const far = isFar(zoomNow ?? (startView ? startView.zoom : 1), page.blocks.length);
+  const wasFar = useRef(far);
+  if (wasFar.current !== far) {
+    if (!far) sizes.current = new Map();
+    wasFar.current = far;
+  }
   const nodes = useMemo(() => stableNodes(cache.current, graph.nodes, {
     override: drag, selected, sizes: sizes.current, initial: {width: 240, height: 70}, status,
-  }), [graph, drag, selected, status]);
+    far,
+  }), [graph, drag, selected, status, far]);
   const edges = useMemo(() => stableEdges(cache.current, graph.edges, selEdges),
                         [graph, selEdges]);
+  /* far, React Flow draws the wires between the blocks it draws (selected), FarLayer all */
+  const flowEdges = useMemo(() => (far ? edges.filter((e) => selected.includes(e.source) &&
+                                                        selected.includes(e.target)) : edges),
+                            [far, edges, selected]);
+  /* far: what FarLayer draws, and what the pointer finds on it */
+  const big = page.blocks.length > BIG;
+  const boxes = useMemo(() => (far || big ? farBoxes(nodes) : null), [far, big, nodes]);
+  const wires = useMemo(() => (far ? wireCurves(edges, boxes) : null), [far, edges, boxes]);
+  const drawnByFlow = useMemo(() => new Set(selected), [selected]);
 
   /* Fit the view once per opened page, once React Flow holds exactly this page's blocks and
    * has measured them all. Fitting earlier (on a timer, or on "nodes initialized" right after
@@ -74,7 +100,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
       if (ready || ++tries > 300) { /* about 5 s of frames: fit what there is */
         fitted.current = page.name;
         flow.fitView({padding: fitPadding(0.2, minimapStrip(want.size)), maxZoom: 1.1,
-                      minZoom: 0.02});
+                      minZoom: 0.02, includeHiddenNodes: true});
         /* for the browser tests: the view is framed */
         if (pane.current) pane.current.dataset.fitted = 'yes';
         return;
@@ -98,7 +124,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
       });
       if (ready || ++tries > 120) {
         flow.fitView({nodes: reveal.ids.map((id) => ({id})), padding: 0.15,
-                      maxZoom: flow.getViewport().zoom});
+                      maxZoom: flow.getViewport().zoom, includeHiddenNodes: true});
         return;
       }
       frame = requestAnimationFrame(attempt);
@@ -204,10 +230,97 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
         .map((n) => [n.id, {width: n.measured.width, height: n.measured.height}])),
       fit: () => requestAnimationFrame(() => flow.fitView({
         padding: fitPadding(0.1, minimapStrip(flow.getNodes().length)), maxZoom: 1.1,
-        minZoom: 0.02})),
+        minZoom: 0.02, includeHiddenNodes: true})),
     });
     return () => onView(null);
   }, [flow, onView]);
+
+  /* Far, the blocks are drawn on FarLayer's canvas: the pointer finds them there. A press on
+   * a block (not on an element React Flow draws, and without Shift, which draws a selection
+   * box) selects it, or drags it with the blocks selected with it: React Flow then never
+   * sees the press, so it neither pans nor clears the selection. */
+  const farPress = useRef(null);
+  const farHit = useCallback((e) => {
+    if (!far || !boxes) return null;
+    const t = e.target;
+    if (!t.closest || !t.closest('.react-flow__pane') ||
+        t.closest('.react-flow__node, .react-flow__edge, .react-flow__panel')) return null;
+    const p = flow.screenToFlowPosition({x: e.clientX, y: e.clientY});
+    return blockAt(boxes, p.x, p.y);
+  }, [far, boxes, flow]);
+  const onPointerDownCapture = useCallback((e) => {
+    if (e.button !== 0 || e.shiftKey) return;
+    const id = farHit(e);
+    if (!id) return;
+    e.stopPropagation();
+    e.preventDefault();
+    const many = selected.includes(id) ? selected : [id];
+    const from = Object.fromEntries(many.map((k) => [k, page.blocks.find((b) => b.id === k)])
+      .filter(([, b]) => b).map(([k]) => [k, nodes.find((n) => n.id === k).position]));
+    const press = {id, x0: e.clientX, y0: e.clientY, from, at: null, multi: e.ctrlKey || e.metaKey};
+    farPress.current = press;
+    const zoom = () => flow.getViewport().zoom;
+    const move = (ev) => {
+      const dx = (ev.clientX - press.x0) / zoom(), dy = (ev.clientY - press.y0) / zoom();
+      if (!press.at && Math.hypot(ev.clientX - press.x0, ev.clientY - press.y0) < 3) return;
+      if (!press.at && !selected.includes(id)) onSelect([id]); /* a block dragged is selected */
+      press.at = Object.fromEntries(Object.entries(press.from)
+        .map(([k, p]) => [k, {x: p.x + dx, y: p.y + dy}]));
+      dragRef.current = press.at;
+      setDrag(press.at);
+    };
+    const up = () => {
+      window.removeEventListener('pointermove', move);
+      window.removeEventListener('pointerup', up);
+      if (press.at) {
+        dragRef.current = null;
+        setDrag(null);
+        onMove(press.at);
+      } else if (press.multi) {
+        onSelect(selected.includes(id) ? selected.filter((k) => k !== id) : [...selected, id]);
+      } else {
+        onSelect([id]);
+      }
+      /* after this press's click (same input event), a later press starts afresh */
+      setTimeout(() => { if (farPress.current === press) farPress.current = null; }, 0);
+    };
+    window.addEventListener('pointermove', move);
+    window.addEventListener('pointerup', up);
+  }, [farHit, selected, page, nodes, flow, onMove, onSelect]);
+  /* the mouse events of that press (d3's pan listens to them) and its click (React Flow's
+   * pane click clears the selection) go no further */
+  const stopFarPress = useCallback((e) => {
+    /* Shift+drag on the canvas draws a selection box: it selects no text of the page */
+    if (e.type === 'mousedown' && e.shiftKey && e.target.closest &&
+        e.target.closest('.react-flow__pane')) e.preventDefault();
+    if (farPress.current) {
+      e.stopPropagation();
+      if (e.type === 'click') farPress.current = null;
+    }
+  }, []);
+  const onDoubleClickCapture = useCallback((e) => {
+    const id = farHit(e);
+    if (id) {
+      e.stopPropagation();
+      onRename(id);
+    }
+  }, [farHit, onRename]);
+
+  /* Far, a Shift-drawn box selects the blocks inside it (React Flow's own selection sees only
+   * the blocks it draws) */
+  const selRect = useStore((s) => (s.userSelectionActive ? s.userSelectionRect : null));
+  const lastRect = useRef(null);
+  useEffect(() => {
+    if (selRect) { lastRect.current = selRect; return; }
+    const r = lastRect.current;
+    lastRect.current = null;
+    if (!far || !boxes || !r || r.width < 2 || r.height < 2) return;
+    const {x: tx, y: ty, zoom: k} = flow.getViewport();
+    const ids = blocksInside(boxes, {x: (r.x - tx) / k, y: (r.y - ty) / k, width: r.width / k,
+                                     height: r.height / k});
+    if (ids.length) onSelect([...new Set([...selected, ...ids])]);
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- at the end of a box only
+  }, [selRect]);
 
   /* right-click menus: a block (selected first; one of several selected: the selection's
    * menu), a wire, the empty canvas (with the flow position, to paste there) */
@@ -225,6 +338,13 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
   }, [onMenu]);
   const onPaneContextMenu = useCallback((e) => {
     e.preventDefault();
+    const farId = farHit(e);
+    if (farId) {
+      const many = selected.length > 1 && selected.includes(farId);
+      if (!many) onSelect([farId]);
+      onMenu({kind: many ? 'blocks' : 'block', id: farId, x: e.clientX, y: e.clientY});
+      return;
+    }
     /* a wire's label (drawn over the canvas, not in the wire's element) is the wire's too */
     const label = e.target && e.target.closest && e.target.closest('.wire-label');
     if (label) {
@@ -236,7 +356,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
     }
     onMenu({kind: 'pane', x: e.clientX, y: e.clientY,
             at: flow.screenToFlowPosition({x: e.clientX, y: e.clientY})});
-  }, [flow, onMenu]);
+  }, [flow, onMenu, farHit, selected, onSelect]);
   const onNodeDoubleClick = useCallback((e, node) => onRename(node.id), [onRename]);
 
   const onDrop = useCallback((e) => {
@@ -249,7 +369,6 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
 
   /* the first view frames the whole page from its saved positions, before any block is
    * measured (the fit above then corrects it): a big page is never drawn at full size */
-  const [startView, setStartView] = useState(null);
   useLayoutEffect(() => {
     const el = pane.current;
     if (el && !startView) setStartView(frameAll(layout(page), el.clientWidth, el.clientHeight));
@@ -259,9 +378,13 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
     <div className={page.blocks.length > BIG ? 'canvas canvas-big' : 'canvas'} ref={pane}
          onContextMenu={(e) => { if (e.target.closest && e.target.closest('.wire-label')) onPaneContextMenu(e); }}
          onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move'; }}
-         onDrop={onDrop} data-testid="canvas">
+         onDrop={onDrop} data-testid="canvas"
+         onPointerDownCapture={onPointerDownCapture} onMouseDownCapture={stopFarPress}
+         onMouseUpCapture={stopFarPress} onClickCapture={stopFarPress}
+         onDoubleClickCapture={onDoubleClickCapture}>
+      <FarView.Provider value={far}>
       {startView && <ReactFlow
-        nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes}
+        nodes={nodes} edges={flowEdges} nodeTypes={nodeTypes} edgeTypes={edgeTypes}
         onNodesChange={onNodesChange} onEdgesChange={onEdgesChange} onConnect={onConnect}
         onDelete={onDelete} nodeDragThreshold={0}
         deleteKeyCode={['Delete', 'Backspace']} multiSelectionKeyCode={['Shift', 'Meta', 'Control']}
@@ -277,12 +400,15 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
           * page, where it cost a third of each frame's painting */}
         {page.blocks.length <= BIG && <Background gap={20} size={1} />}
         <Controls fitViewOptions={{padding: fitPadding(0.1, minimapStrip(page.blocks.length)),
-                                   maxZoom: 1.1, minZoom: 0.02}} />
+                                   maxZoom: 1.1, minZoom: 0.02, includeHiddenNodes: true}} />
+        {far && <FarLayer boxes={boxes} wires={wires} skip={drawnByFlow} />}
         {/* the minimap, for pages too big to read at once (on a small page it would only
           * cover blocks) */}
-        {page.blocks.length > MINIMAP_BLOCKS && <MiniMap pannable zoomable ariaLabel="Minimap of the page" nodeStrokeWidth={2}
+        {big && <PageMinimap boxes={boxes} width={MINIMAP.width} height={MINIMAP.height} />}
+        {!big && page.blocks.length > MINIMAP_BLOCKS && <MiniMap pannable zoomable ariaLabel="Minimap of the page" nodeStrokeWidth={2}
                  nodeColor={minimapColor} style={MINIMAP} />}
       </ReactFlow>}
+      </FarView.Provider>
       {page.blocks.length === 0 && (
         <div className="empty-hint">This page is empty. Drag a block from the left, e.g.
           <b> Const</b> or <b>RandomNormal</b>, then a <b>Conv2DBackpropFilter</b>, and wire them.</div>

@@ -7,9 +7,9 @@
  * shape. There the wire shows a small "⋯" above the blocks instead; pointing at it (or
  * selecting the wire) shows the whole label, and the source block's output row carries the
  * same dtype[shape]. A wire with a problem always shows its label, above the blocks. */
-import React from 'react';
-import {BaseEdge, EdgeLabelRenderer, getBezierPath, useInternalNode, useStore} from '@xyflow/react';
-import {farSelector} from './BlockNode.jsx';
+import React, {useContext} from 'react';
+import {BaseEdge, EdgeLabelRenderer, getBezierPath, useInternalNode} from '@xyflow/react';
+import {FarView} from './farView.js';
 import {LABEL_H, labelWidth, overlapsNode} from '../model/wires.js';
 
 export default function WireEdge({id, source, target, sourceX, sourceY, targetX, targetY,
@@ -18,7 +18,7 @@ export default function WireEdge({id, source, target, sourceX, sourceY, targetX,
                                         targetPosition});
   const from = useInternalNode(source);
   const to = useInternalNode(target);
-  const far = useStore(farSelector);
+  const far = useContext(FarView);
   const bad = data && data.problem;
   const text = (data && data.label) || '?';
   const w = labelWidth(text) + 4;

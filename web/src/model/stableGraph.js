@@ -7,6 +7,7 @@
  * rebuilds its lookups of every block and wire for a new array). A run's statuses come as an
  * overlay (`status`), so a batch of run events does not rebuild the graph of the page.
  */
+import {blockPorts, farGeometry} from './farBlock.js';
 
 const same = (a, b) => a === b || JSON.stringify(a) === JSON.stringify(b);
 
@@ -37,10 +38,11 @@ function sameList(prev, list) {
 /**
  * The nodes for React Flow: the graph's nodes with their shown position (`override`: the
  * positions of a drag in progress), selection and measured size, reusing the cached objects
- * of nodes that did not change.
+ * of nodes that did not change. `far`: the blocks are drawn far (farBlock.js), and each node
+ * carries its far box's size and dots, which React Flow then does not measure.
  */
 export function stableNodes(cache, graphNodes, {override = null, selected = [], sizes, initial,
-                                                status = null}) {
+                                                status = null, far = false}) {
   const sel = new Set(selected);
   const seen = new Set();
   const out = graphNodes.map((n) => {
@@ -53,15 +55,25 @@ export function stableNodes(cache, graphNodes, {override = null, selected = [], 
       cache.data.set(n.id, data);
     }
     const position = override && override[n.id] ? override[n.id] : n.position;
-    const measured = sizes.get(n.id);
     const prev = cache.nodes.get(n.id);
+    const measured = far ? null : sizes.get(n.id);
     if (prev && prev.data === data && prev.position.x === position.x &&
         prev.position.y === position.y && prev.selected === sel.has(n.id) &&
-        prev.measured === measured) {
+        (far ? !!prev.handles : !prev.handles && prev.measured === measured)) {
       return prev;
     }
-    const node = {...n, data, position, selected: sel.has(n.id), measured,
-                  initialWidth: initial.width, initialHeight: initial.height};
+    let node;
+    if (far) {
+      const {inputs, outputs} = blockPorts(data.entry);
+      const {width, height, handles} = farGeometry(n.id, inputs, outputs);
+      /* drawn by FarLayer, not by React Flow, unless selected (then React Flow draws it over
+       * the canvas, to be dragged with the others selected) */
+      node = {...n, data, position, selected: sel.has(n.id), measured: {width, height}, handles,
+              hidden: !sel.has(n.id)};
+    } else {
+      node = {...n, data, position, selected: sel.has(n.id), measured,
+              initialWidth: initial.width, initialHeight: initial.height};
+    }
     cache.nodes.set(n.id, node);
     return node;
   });
