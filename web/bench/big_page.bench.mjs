@@ -150,6 +150,9 @@ async function once(browser, origin, token, label) {
       constructor(...a) {
         super(...a);
         this.addEventListener('message', (m) => {
+          window.__wsBytes = (window.__wsBytes || 0) + m.data.length;
+          window.__wsFrames = (window.__wsFrames || 0) + 1;
+          if (window.__verbose && /block_finished/.test(m.data) && !window.__shown) { window.__shown = 1; console.log('a frame: ' + m.data.slice(0, 700)); }
           const n = (m.data.match(/"type":"(block_\w+|run_\w+)"/g) || []).length;
           for (let k = 0; k < n; k++) window.__wsAt.push(performance.now());
           if (/"type":"run_finished"/.test(m.data)) {
@@ -232,6 +235,12 @@ async function once(browser, origin, token, label) {
       if (tc !== null && blocks.length && blocks.every((b) => /finished|cached/.test(b.getAttribute('data-state') || ''))) {
         const at = window.__wsAt.filter((t) => t >= tc);
         if (window.__verbose) { const h = {}; for (const t of window.__wsAt.filter((t) => t >= tc)) { const b = Math.floor((t - tc) / 25) * 25; h[b] = (h[b] || 0) + 1; } console.log('arrivals per 25 ms: ' + JSON.stringify(h)); }
+        if (window.__verbose) console.log(`frames ${window.__wsFrames}, ${window.__wsBytes} bytes in all`);
+        if (window.__verbose) {
+          for (const r of performance.getEntriesByType('resource').filter((r) => r.startTime >= tc)) {
+            console.log(`request ${r.name.replace(/^.*\/api/, '')}: sent ${(r.requestStart - tc).toFixed(0)} ms after the click (queued ${(r.startTime - tc).toFixed(0)}), answered at ${(r.responseEnd - tc).toFixed(0)}`);
+          }
+        }
         if (window.__verbose) console.log(`events: ${at.length}, first ${(at[0] - tc).toFixed(0)} ms, last ${(at[at.length - 1] - tc).toFixed(0)} ms after the click`);
         return done(performance.now() - tc);
       }

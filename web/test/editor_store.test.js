@@ -72,7 +72,7 @@ test('a move is a set_ui edit: sent, marked unsaved, undoable, redoable', async 
   assert.deepEqual(ed.state.page.blocks[0].ui, {x: 150, y: 20});
 });
 
-test('run events wait for the next frame and are applied together', async () => {
+test('run events wait for the next frame and are applied together; the run\'s end at once', async () => {
   const {ed, frames} = await opened();
   let renders = 0;
   ed.store.subscribe(() => renders++);
@@ -80,14 +80,21 @@ test('run events wait for the next frame and are applied together', async () => 
     ed.onEvent({type: 'block_finished', page: 'p', run_id: 'r9', block: i % 2 ? 'a' : 'b',
                 device: 'cpu', ms: i});
   }
-  ed.onEvent({type: 'run_finished', page: 'p', run_id: 'r9', ms: 7});
   assert.equal(frames.length, 1, 'one frame scheduled for the whole burst');
   assert.equal(renders, 0);
   frames[0]();
   assert.equal(renders, 1, 'one state change for the burst');
-  assert.equal(ed.state.run.state, 'finished');
   assert.equal(ed.state.run.status.a.ms, 49);
+  for (let i = 0; i < 10; i++) {
+    ed.onEvent({type: 'block_finished', page: 'p', run_id: 'r9', block: 'b', device: 'cpu', ms: 100 + i});
+  }
+  ed.onEvent({type: 'run_finished', page: 'p', run_id: 'r9', ms: 7});
+  assert.equal(renders, 2, 'the end and the events before it: one state change, not waiting for a frame');
+  assert.equal(ed.state.run.state, 'finished');
+  assert.equal(ed.state.run.status.b.ms, 109);
   assert.match(ed.state.message.text, /finished in 7\.00 ms/);
+  frames[frames.length - 1]();
+  assert.equal(renders, 2, 'the frame asked for before finds nothing left to apply');
 });
 
 test('the selection follows a rename, leaves removed blocks, and comes back on undo', async () => {

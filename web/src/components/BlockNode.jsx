@@ -5,7 +5,7 @@
 import React, {memo, useContext} from 'react';
 import {Handle, Position} from '@xyflow/react';
 import {blockPorts, dotTop, farGeometry} from '../model/farBlock.js';
-import {FarView} from './farView.js';
+import {FarView, RunStatus} from './farView.js';
 
 const STATE_TEXT = {cached: 'reused', running: 'running…', finished: 'done', failed: 'failed',
                     cancelled: 'cancelled'};
@@ -41,8 +41,10 @@ function FarBlock({block, inputs, outputs, cls, status}) {
 }
 
 function BlockNode({data, selected}) {
-  const {block, entry, problems, ports, status, isOutput, mark} = data;
+  const {block, entry, problems, ports, isOutput, mark} = data;
   const far = useContext(FarView);
+  const statuses = useContext(RunStatus);
+  const status = statuses ? statuses[block.id] : data.status;
   const {inputs, outputs} = blockPorts(entry);
   const portProblem = (port) => problems.find((p) => p.port === port);
   const cls = ['block', selected ? 'selected' : '', problems.length ? 'has-problem' : '',

@@ -11,7 +11,7 @@ import {listProblems} from '../model/runState.js';
 import {fitPadding, frameAll, panToShow} from '../model/viewport.js';
 import BlockNode from './BlockNode.jsx';
 import WireEdge from './WireEdge.jsx';
-import {FarView} from './farView.js';
+import {FarView, RunStatus} from './farView.js';
 import FarLayer from './FarLayer.jsx';
 import PageMinimap from './PageMinimap.jsx';
 
@@ -23,6 +23,7 @@ const edgeTypes = {wire: WireEdge};
 /* from this many blocks on, only what is in view is drawn */
 const BIG = 150;
 const MINIMAP_BLOCKS = 20;
+const NO_STATUS = {};
 const MINIMAP = {width: 160, height: 110};
 /* the strip a fit leaves free on the right for the minimap: its width and margins */
 const minimapStrip = (n) => (n > MINIMAP_BLOCKS ? MINIMAP.width + 2 * 15 : 0);
@@ -65,10 +66,13 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
     if (!far) sizes.current = new Map();
     wasFar.current = far;
   }
+  const big = page.blocks.length > BIG;
+  /* a big page's statuses go to the blocks through RunStatus, not on the nodes */
+  const nodeStatus = big ? null : status;
   const nodes = useMemo(() => stableNodes(cache.current, graph.nodes, {
-    override: drag, selected, sizes: sizes.current, initial: {width: 240, height: 70}, status,
-    far,
-  }), [graph, drag, selected, status, far]);
+    override: drag, selected, sizes: sizes.current, initial: {width: 240, height: 70},
+    status: nodeStatus, far,
+  }), [graph, drag, selected, nodeStatus, far]);
   const edges = useMemo(() => stableEdges(cache.current, graph.edges, selEdges),
                         [graph, selEdges]);
   /* far, React Flow draws the wires between the blocks it draws (selected), FarLayer all */
@@ -76,8 +80,8 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
                                                         selected.includes(e.target)) : edges),
                             [far, edges, selected]);
   /* far: what FarLayer draws, and what the pointer finds on it */
-  const big = page.blocks.length > BIG;
-  const boxes = useMemo(() => (far || big ? farBoxes(nodes) : null), [far, big, nodes]);
+  const boxes = useMemo(() => (far || big ? farBoxes(nodes, big ? status || {} : null) : null),
+                        [far, big, nodes, status]);
   const wires = useMemo(() => (far ? wireCurves(edges, boxes) : null), [far, edges, boxes]);
   const drawnByFlow = useMemo(() => new Set(selected), [selected]);
 
@@ -383,6 +387,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
          onMouseUpCapture={stopFarPress} onClickCapture={stopFarPress}
          onDoubleClickCapture={onDoubleClickCapture}>
       <FarView.Provider value={far}>
+      <RunStatus.Provider value={big ? status || NO_STATUS : null}>
       {startView && <ReactFlow
         nodes={nodes} edges={flowEdges} nodeTypes={nodeTypes} edgeTypes={edgeTypes}
         onNodesChange={onNodesChange} onEdgesChange={onEdgesChange} onConnect={onConnect}
@@ -408,6 +413,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
         {!big && page.blocks.length > MINIMAP_BLOCKS && <MiniMap pannable zoomable ariaLabel="Minimap of the page" nodeStrokeWidth={2}
                  nodeColor={minimapColor} style={MINIMAP} />}
       </ReactFlow>}
+      </RunStatus.Provider>
       </FarView.Provider>
       {page.blocks.length === 0 && (
         <div className="empty-hint">This page is empty. Drag a block from the left, e.g.

@@ -159,7 +159,10 @@ export class Editor {
       return;
     }
     this.pendingEvents.push(ev);
-    if (this.pendingEvents.length === 1) this.schedule(() => this.flushEvents());
+    /* the run's end is shown at once, with the events before it: waiting for the next frame
+     * only delays the last state a person waits for */
+    if (/^run_(finished|failed|cancelled)$/.test(ev.type)) this.flushEvents();
+    else if (this.pendingEvents.length === 1) this.schedule(() => this.flushEvents());
   }
 
   flushEvents() {

@@ -16,13 +16,15 @@ export const COLORS = {fill: '#ffffff', head: '#eef2f6', border: '#90a4ae', prob
 
 /**
  * The far boxes of `nodes` (React Flow nodes as Canvas builds them: id, position, data with
- * entry, status, problems) in page pixels, each with its dots.
+ * entry, status, problems) in page pixels, each with its dots; `status` ({id: status}), when
+ * given, holds the run's statuses instead of the nodes.
  */
-export function farBoxes(nodes) {
+export function farBoxes(nodes, status = null) {
   return nodes.map((n) => {
     const {inputs, outputs} = blockPorts(n.data.entry);
     const g = farGeometry(n.id, inputs, outputs);
-    const st = n.data.status ? n.data.status.state : '';
+    const s = status ? status[n.id] : n.data.status;
+    const st = s ? s.state : '';
     return {id: n.id, x: n.position.x, y: n.position.y, width: g.width, height: g.height,
             handles: g.handles, state: st, problem: n.data.problems.length > 0,
             selected: !!n.selected};

@@ -20,11 +20,12 @@ export function parseSource(src) {
   return i < 0 ? {block: s, port: null} : {block: s.slice(0, i), port: s.slice(i + 1)};
 }
 
-/** The output port a source names: its explicit port, else the type's first output. */
-export function sourcePort(src, page, index) {
+/** The output port a source names: its explicit port, else the type's first output
+ * (`byId`: the page's blocks by id, when the caller has them: a page's every wire). */
+export function sourcePort(src, page, index, byId = null) {
   const {block, port} = parseSource(src);
   if (port) return {block, port};
-  const b = (page.blocks || []).find((x) => x.id === block);
+  const b = byId ? byId.get(block) : (page.blocks || []).find((x) => x.id === block);
   const entry = b && index && index.byType.get(b.type);
   const first = entry && entry.outputs && entry.outputs[0];
   return {block, port: first ? first.name : 'output'};
@@ -44,6 +45,9 @@ const ROW = 150;
  */
 export function layout(page) {
   const blocks = page.blocks || [];
+  const placed = (b) => b.ui && Number.isFinite(b.ui.x) && Number.isFinite(b.ui.y);
+  /* a saved page has every position: no columns to find (500 blocks on every edit) */
+  if (blocks.every(placed)) return new Map(blocks.map((b) => [b.id, {x: b.ui.x, y: b.ui.y}]));
   const byId = new Map(blocks.map((b) => [b.id, b]));
   const depth = new Map();
   const visiting = new Set();
@@ -183,9 +187,10 @@ export function pageToGraph(page, index, check, extra = {}) {
     },
   }));
   const edges = [];
+  const byId = new Map((page.blocks || []).map((b) => [b.id, b]));
   for (const b of page.blocks || []) {
     for (const [port, src] of Object.entries(b.inputs || {})) {
-      const s = sourcePort(src, page, index);
+      const s = sourcePort(src, page, index, byId);
       const pi = info[b.id] && info[b.id].inputs && info[b.id].inputs[port];
       const portProblems = (probs.get(b.id) || []).filter((p) => p.port === port);
       edges.push({
