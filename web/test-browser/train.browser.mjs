@@ -207,6 +207,25 @@ try {
   const wBefore = await tile('w');
   assert.deepEqual(wBefore, new Array(9).fill(0), 'the forward page\'s w starts at zeros');
   assert.deepEqual(await drawn('w'), new Array(9).fill('0'));
+  /* the page has doubled: it is framed whole, and no block is under the minimap */
+  let framing = null;
+  for (let k = 0; k < 60; k++) {
+    framing = await page.evaluate(() => {
+      const pane = document.querySelector('.react-flow__pane').getBoundingClientRect();
+      const mm = document.querySelector('.react-flow__minimap');
+      const m = mm ? mm.getBoundingClientRect() : null;
+      const bad = [];
+      for (const n of document.querySelectorAll('.react-flow__node')) {
+        const b = n.getBoundingClientRect();
+        if (b.left < pane.left - 1 || b.right > pane.right + 1 || b.top < pane.top - 1 || b.bottom > pane.bottom + 1) bad.push(`${n.dataset.id} out of view`);
+        else if (m && b.left < m.right && m.left < b.right && b.top < m.bottom && m.top < b.bottom) bad.push(`${n.dataset.id} under the minimap`);
+      }
+      return bad;
+    });
+    if (!framing.length) break;
+    await page.waitForTimeout(50);
+  }
+  assert.deepEqual(framing, [], 'after the backward pass is built, the whole page is in view');
   await shot('forward-page-backward-built');
   await page.getByTestId('train-speed').selectOption('0');
   await page.getByTestId('train-play').click();

@@ -127,7 +127,9 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
         return n && n.measured && n.measured.width > 0;
       });
       if (ready || ++tries > 120) {
-        flow.fitView({nodes: reveal.ids.map((id) => ({id})), padding: 0.15,
+        /* the minimap's strip kept free, as when the page was opened */
+        flow.fitView({nodes: reveal.ids.map((id) => ({id})),
+                      padding: fitPadding(0.15, minimapStrip(flow.getNodes().length)),
                       maxZoom: flow.getViewport().zoom, includeHiddenNodes: true});
         return;
       }

@@ -679,6 +679,8 @@ export class Editor {
     this.history.push(before, after, null);
     this.syncHistory();
     this.say('ok', `Backward pass built: ${res.created.blocks.length} blocks added on the right.`);
+    /* the page has doubled: framed whole, the new blocks with the ones they train */
+    this.reveal(after.blocks.map((b) => b.id));
   }
 
   setMarks(marks) { this.set({marks}); }
