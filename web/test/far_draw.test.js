@@ -115,3 +115,18 @@ test('stableNodes, far: each node carries its far size and dots, hidden unless s
   assert.equal(near[0].hidden, undefined);
   assert.deepEqual(near[0].measured, {width: 222, height: 77});
 });
+
+test('farBoxes with a cache: a node seen before with the same status gets the same box', () => {
+  const cache = new WeakMap();
+  const a = node('a', 0, 0), b = node('b', 300, 0);
+  const first = farBoxes([a, b], {}, cache);
+  const again = farBoxes([a, b], {}, cache);
+  assert.equal(again[0], first[0]);
+  assert.equal(again[1], first[1]);
+  const moved = {...b, position: {x: 310, y: 0}};
+  const run = {a: {state: 'finished'}};
+  const third = farBoxes([a, moved], run, cache);
+  assert.notEqual(third[0], first[0], 'a new status: a new box');
+  assert.equal(third[0].state, 'finished');
+  assert.equal(third[1].x, 310, 'a new node object: a new box');
+});

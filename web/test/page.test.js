@@ -155,3 +155,24 @@ test('applyEdits never changes the page it is given, and shares the blocks it do
   assert.equal(r.blocks[1], page.blocks[1], 'an untouched block is the same object');
   assert.notEqual(r.blocks[0], page.blocks[0]);
 });
+
+test('pageToGraph with a cache: the blocks an edit does not touch keep their node objects', () => {
+  const cache = {};
+  const check = {ok: true, problems: [], blocks: {}};
+  const first = pageToGraph(same, index, check, {cache});
+  const again = pageToGraph(same, index, check, {cache});
+  again.nodes.forEach((n, i) => assert.equal(n, first.nodes[i], n.id));
+  const edited = applyEdits(same, [{op: 'set_attr', block: 'dw', attr: 'padding', value: 'VALID'}]);
+  const after = pageToGraph(edited, index, check, {cache});
+  assert.equal(after.nodes[0], first.nodes[0], 'x untouched: the same node');
+  assert.notEqual(after.nodes[3], first.nodes[3], 'dw edited: a new node');
+  assert.equal(after.nodes[3].data.block.attrs.padding, 'VALID');
+  const bad = {...check, problems: [{block: 'x', message: 'no'}]};
+  const third = pageToGraph(edited, index, bad, {cache});
+  assert.notEqual(third.nodes[0], after.nodes[0], 'a new problem: a new node');
+  assert.equal(third.nodes[1], after.nodes[1]);
+  const moved = applyEdits(edited, [{op: 'set_ui', block: 'fs', ui: {x: 999, y: 5}}]);
+  const fourth = pageToGraph(moved, index, bad, {cache});
+  assert.notEqual(fourth.nodes[1], third.nodes[1], 'moved: a new node');
+  assert.deepEqual(fourth.nodes[1].position, {x: 999, y: 5});
+});

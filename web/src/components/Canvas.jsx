@@ -42,7 +42,9 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
    * run events makes a new list of the same problems) change */
   const problems = useMemo(() => listProblems(check, run), [check, run]);
   const problemsText = JSON.stringify(problems);
-  const graph = useMemo(() => pageToGraph(page, index, check, {problems, marks}),
+  const graphCache = useRef({});
+  const graph = useMemo(() => pageToGraph(page, index, check, {problems, marks,
+                                                                cache: graphCache.current}),
   // eslint-disable-next-line react-hooks/exhaustive-deps -- problems compared by their text
                         [page, index, check, marks, problemsText]);
   const status = run ? run.status : null;
@@ -80,8 +82,10 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
                                                         selected.includes(e.target)) : edges),
                             [far, edges, selected]);
   /* far: what FarLayer draws, and what the pointer finds on it */
-  const boxes = useMemo(() => (far || big ? farBoxes(nodes, big ? status || {} : null) : null),
-                        [far, big, nodes, status]);
+  const boxCache = useRef(new WeakMap());
+  const boxes = useMemo(() => (far || big
+    ? farBoxes(nodes, big ? status || {} : null, boxCache.current) : null),
+  [far, big, nodes, status]);
   const wires = useMemo(() => (far ? wireCurves(edges, boxes) : null), [far, edges, boxes]);
   const drawnByFlow = useMemo(() => new Set(selected), [selected]);
 

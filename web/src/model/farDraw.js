@@ -17,17 +17,23 @@ export const COLORS = {fill: '#ffffff', head: '#eef2f6', border: '#90a4ae', prob
 /**
  * The far boxes of `nodes` (React Flow nodes as Canvas builds them: id, position, data with
  * entry, status, problems) in page pixels, each with its dots; `status` ({id: status}), when
- * given, holds the run's statuses instead of the nodes.
+ * given, holds the run's statuses instead of the nodes. `cache` (a WeakMap the caller keeps):
+ * a node object seen before with the same status gets the same box (an edit changes one node
+ * of 500).
  */
-export function farBoxes(nodes, status = null) {
+export function farBoxes(nodes, status = null, cache = null) {
   return nodes.map((n) => {
+    const s = status ? status[n.id] : n.data.status;
+    const known = cache && cache.get(n);
+    if (known && known.s === s) return known.box;
     const {inputs, outputs} = blockPorts(n.data.entry);
     const g = farGeometry(n.id, inputs, outputs);
-    const s = status ? status[n.id] : n.data.status;
     const st = s ? s.state : '';
-    return {id: n.id, x: n.position.x, y: n.position.y, width: g.width, height: g.height,
-            handles: g.handles, state: st, problem: n.data.problems.length > 0,
-            selected: !!n.selected};
+    const box = {id: n.id, x: n.position.x, y: n.position.y, width: g.width, height: g.height,
+                 handles: g.handles, state: st, problem: n.data.problems.length > 0,
+                 selected: !!n.selected};
+    if (cache) cache.set(n, {s, box});
+    return box;
   });
 }
 

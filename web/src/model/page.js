@@ -161,10 +161,17 @@ export function edgeId(target, port) {
   return `${target}.${port}`;
 }
 
+const NO_PROBLEMS = Object.freeze([]);
+const sameProblems = (a, b) => a === b || (a.length === b.length &&
+                                           JSON.stringify(a) === JSON.stringify(b));
+
 /**
  * React Flow nodes and edges for `page`. Each node's data has the block, its catalogue
  * entry, its problems and the check's port info; each edge's data has the label of the
  * value it carries ("float32[1,5,5,1]") and whether a problem concerns its input port.
+ * `extra.cache` (an object the caller keeps, {} at first): the node of a block whose block
+ * object (edits share the blocks they do not touch), port info, problems, status, mark and
+ * position are those of the last call is that call's node, the same object.
  */
 export function pageToGraph(page, index, check, extra = {}) {
   const pos = layout(page);
@@ -172,20 +179,26 @@ export function pageToGraph(page, index, check, extra = {}) {
   const probs = problemsByBlock(extra.problems ? {problems: extra.problems} : check);
   const info = (check && check.blocks) || {};
   const outs = new Set((page.outputs || []).map((o) => parseSource(o).block));
-  const nodes = (page.blocks || []).map((b) => ({
-    id: b.id,
-    type: 'block',
-    position: pos.get(b.id),
-    data: {
-      block: b,
-      entry: index ? index.byType.get(b.type) : undefined,
-      problems: probs.get(b.id) || [],
-      ports: info[b.id] || null,
-      status: extra.status ? extra.status[b.id] : undefined,
-      mark: extra.marks ? extra.marks[b.id] : undefined, /* a checked gradient: {ok, text} */
-      isOutput: outs.has(b.id),
-    },
-  }));
+  const before = (extra.cache && extra.cache.nodes) || null;
+  const nodes = (page.blocks || []).map((b) => {
+    const entry = index ? index.byType.get(b.type) : undefined;
+    const problems = probs.get(b.id) || NO_PROBLEMS;
+    const ports = info[b.id] || null;
+    const status = extra.status ? extra.status[b.id] : undefined;
+    const mark = extra.marks ? extra.marks[b.id] : undefined; /* a checked gradient: {ok, text} */
+    const isOutput = outs.has(b.id);
+    const position = pos.get(b.id);
+    const prev = before && before.get(b.id);
+    if (prev) {
+      const d = prev.data;
+      if (d.block === b && d.entry === entry && d.ports === ports && d.status === status &&
+          d.mark === mark && d.isOutput === isOutput && sameProblems(d.problems, problems) &&
+          prev.position.x === position.x && prev.position.y === position.y) return prev;
+    }
+    return {id: b.id, type: 'block', position,
+            data: {block: b, entry, problems, ports, status, mark, isOutput}};
+  });
+  if (extra.cache) extra.cache.nodes = new Map(nodes.map((n) => [n.id, n]));
   const edges = [];
   const byId = new Map((page.blocks || []).map((b) => [b.id, b]));
   for (const b of page.blocks || []) {
