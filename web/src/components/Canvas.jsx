@@ -6,7 +6,7 @@ import {Background, Controls, MiniMap, ReactFlow, useReactFlow, useStore} from '
 import {layout, pageToGraph} from '../model/page.js';
 import {createGraphCache, noteMeasured, stableEdges, stableNodes} from '../model/stableGraph.js';
 import {isFar} from '../model/farBlock.js';
-import {blockAt, blocksInside, farBoxes, wireCurves} from '../model/farDraw.js';
+import {farBoxes, wireCurves} from '../model/farDraw.js';
 import {listProblems} from '../model/runState.js';
 import {fitPadding, frameAll, panToShow} from '../model/viewport.js';
 import BlockNode from './BlockNode.jsx';
@@ -14,6 +14,7 @@ import WireEdge from './WireEdge.jsx';
 import {FarView, RunStatus} from './farView.js';
 import FarLayer from './FarLayer.jsx';
 import PageMinimap from './PageMinimap.jsx';
+import {useFarPointer} from './useFarPointer.js';
 
 const nodeTypes = {block: BlockNode};
 /* the minimap's blocks: red with a problem, green done, grey otherwise */
@@ -245,92 +246,9 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
     return () => onView(null);
   }, [flow, onView]);
 
-  /* Far, the blocks are drawn on FarLayer's canvas: the pointer finds them there. A press on
-   * a block (not on an element React Flow draws, and without Shift, which draws a selection
-   * box) selects it, or drags it with the blocks selected with it: React Flow then never
-   * sees the press, so it neither pans nor clears the selection. */
-  const farPress = useRef(null);
-  const farHit = useCallback((e) => {
-    if (!far || !boxes) return null;
-    const t = e.target;
-    if (!t.closest || !t.closest('.react-flow__pane') ||
-        t.closest('.react-flow__node, .react-flow__edge, .react-flow__panel')) return null;
-    const p = flow.screenToFlowPosition({x: e.clientX, y: e.clientY});
-    return blockAt(boxes, p.x, p.y);
-  }, [far, boxes, flow]);
-  const onPointerDownCapture = useCallback((e) => {
-    if (e.button !== 0 || e.shiftKey) return;
-    const id = farHit(e);
-    if (!id) return;
-    e.stopPropagation();
-    e.preventDefault();
-    const many = selected.includes(id) ? selected : [id];
-    const from = Object.fromEntries(many.map((k) => [k, page.blocks.find((b) => b.id === k)])
-      .filter(([, b]) => b).map(([k]) => [k, nodes.find((n) => n.id === k).position]));
-    const press = {id, x0: e.clientX, y0: e.clientY, from, at: null, multi: e.ctrlKey || e.metaKey};
-    farPress.current = press;
-    const zoom = () => flow.getViewport().zoom;
-    const move = (ev) => {
-      const dx = (ev.clientX - press.x0) / zoom(), dy = (ev.clientY - press.y0) / zoom();
-      if (!press.at && Math.hypot(ev.clientX - press.x0, ev.clientY - press.y0) < 3) return;
-      if (!press.at && !selected.includes(id)) onSelect([id]); /* a block dragged is selected */
-      press.at = Object.fromEntries(Object.entries(press.from)
-        .map(([k, p]) => [k, {x: p.x + dx, y: p.y + dy}]));
-      dragRef.current = press.at;
-      setDrag(press.at);
-    };
-    const up = () => {
-      window.removeEventListener('pointermove', move);
-      window.removeEventListener('pointerup', up);
-      if (press.at) {
-        dragRef.current = null;
-        setDrag(null);
-        onMove(press.at);
-      } else if (press.multi) {
-        onSelect(selected.includes(id) ? selected.filter((k) => k !== id) : [...selected, id]);
-      } else {
-        onSelect([id]);
-      }
-      /* after this press's click (same input event), a later press starts afresh */
-      setTimeout(() => { if (farPress.current === press) farPress.current = null; }, 0);
-    };
-    window.addEventListener('pointermove', move);
-    window.addEventListener('pointerup', up);
-  }, [farHit, selected, page, nodes, flow, onMove, onSelect]);
-  /* the mouse events of that press (d3's pan listens to them) and its click (React Flow's
-   * pane click clears the selection) go no further */
-  const stopFarPress = useCallback((e) => {
-    /* Shift+drag on the canvas draws a selection box: it selects no text of the page */
-    if (e.type === 'mousedown' && e.shiftKey && e.target.closest &&
-        e.target.closest('.react-flow__pane')) e.preventDefault();
-    if (farPress.current) {
-      e.stopPropagation();
-      if (e.type === 'click') farPress.current = null;
-    }
-  }, []);
-  const onDoubleClickCapture = useCallback((e) => {
-    const id = farHit(e);
-    if (id) {
-      e.stopPropagation();
-      onRename(id);
-    }
-  }, [farHit, onRename]);
-
-  /* Far, a Shift-drawn box selects the blocks inside it (React Flow's own selection sees only
-   * the blocks it draws) */
-  const selRect = useStore((s) => (s.userSelectionActive ? s.userSelectionRect : null));
-  const lastRect = useRef(null);
-  useEffect(() => {
-    if (selRect) { lastRect.current = selRect; return; }
-    const r = lastRect.current;
-    lastRect.current = null;
-    if (!far || !boxes || !r || r.width < 2 || r.height < 2) return;
-    const {x: tx, y: ty, zoom: k} = flow.getViewport();
-    const ids = blocksInside(boxes, {x: (r.x - tx) / k, y: (r.y - ty) / k, width: r.width / k,
-                                     height: r.height / k});
-    if (ids.length) onSelect([...new Set([...selected, ...ids])]);
-  // eslint-disable-next-line react-hooks/exhaustive-deps -- at the end of a box only
-  }, [selRect]);
+  /* far, the pointer finds the blocks on FarLayer's canvas (useFarPointer.js) */
+  const {farHit, farHandlers} = useFarPointer({far, boxes, page, nodes, selected, onSelect, onMove,
+                                               onRename, setDrag, dragRef});
 
   /* right-click menus: a block (selected first; one of several selected: the selection's
    * menu), a wire, the empty canvas (with the flow position, to paste there) */
@@ -388,10 +306,7 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
     <div className={page.blocks.length > BIG ? 'canvas canvas-big' : 'canvas'} ref={pane}
          onContextMenu={(e) => { if (e.target.closest && e.target.closest('.wire-label')) onPaneContextMenu(e); }}
          onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = 'move'; }}
-         onDrop={onDrop} data-testid="canvas"
-         onPointerDownCapture={onPointerDownCapture} onMouseDownCapture={stopFarPress}
-         onMouseUpCapture={stopFarPress} onClickCapture={stopFarPress}
-         onDoubleClickCapture={onDoubleClickCapture}>
+         onDrop={onDrop} data-testid="canvas" {...farHandlers}>
       <FarView.Provider value={far}>
       <RunStatus.Provider value={big ? status || NO_STATUS : null}>
       {startView && <ReactFlow
