@@ -80,10 +80,16 @@ test('drawFar draws the boxes in view (not those React Flow draws), wires, and i
                               skip: new Set(['b'])});
   assert.equal(shown, 2, 'a and bad: b is drawn by React Flow, far is out of view');
   const rects = calls.filter((c) => c[0] === 'strokeRect').map((c) => c[1]);
-  assert.deepEqual(rects, [0, 600]);
+  assert.deepEqual(rects, [0, 600], 'no selected block: no halo');
   assert.ok(calls.some((c) => c[0] === '=strokeStyle' && c[1] === '#c62828'), 'a problem is red');
   assert.equal(calls.filter((c) => c[0] === 'bezierCurveTo').length, 1);
   assert.equal(calls.filter((c) => c[0] === 'fillText').length, 0, 'no ids at zoom 0.1');
+  const sel = boxes.map((b) => ({...b, selected: b.id === 'b'}));
+  const withSel = recorder();
+  drawFar(withSel.ctx, {boxes: sel, wires, transform: [0, 0, 0.1], width: 1000, height: 600,
+                        skip: new Set(['b'])});
+  assert.deepEqual(withSel.calls.filter((c) => c[0] === 'strokeRect').map((c) => c[1]),
+                   [0, 600, 300 - 50], 'the selected block, drawn by React Flow, gets a halo 5 px out');
   const again = recorder();
   drawFar(again.ctx, {boxes, wires, transform: [0, 0, 0.3], width: 1000, height: 600});
   assert.deepEqual(again.calls.filter((c) => c[0] === 'fillText').map((c) => c[1]), ['a', 'b', 'bad']);

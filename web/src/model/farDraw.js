@@ -127,6 +127,15 @@ export function drawFar(ctx, {boxes, wires, transform, width, height, dpr = 1, s
     for (const h of b.handles) ctx.rect(b.x + h.x, b.y + h.y, h.width, h.height);
   }
   ctx.fill();
+  /* the selected blocks (React Flow draws them, over this canvas) get a halo that can be
+   * seen at any zoom: at the zoom framing 300 blocks a block is 17 x 3 pixels */
+  ctx.strokeStyle = COLORS.selected;
+  ctx.lineWidth = Math.max(4, 3 / k);
+  for (const b of boxes) {
+    if (!b.selected || !inView(b.x, b.y, b.x + b.width, b.y + b.height)) continue;
+    const m = Math.max(6, 5 / k);
+    ctx.strokeRect(b.x - m, b.y - m, b.width + 2 * m, b.height + 2 * m);
+  }
   if (k >= textZoom) {
     ctx.fillStyle = COLORS.text;
     ctx.font = 'bold 14px ui-monospace, monospace';
