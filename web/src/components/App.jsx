@@ -104,6 +104,7 @@ export default function App() {
   const onRename = useCallback((id) => ed.startRename(id), [ed]);
   const onView = useCallback((v) => { ed.view = v; }, [ed]);
   const setTab = useCallback((t) => ed.setTab(t), [ed]);
+  const addBlock = useCallback((type) => ed.addBlock(type, null), [ed]);
   const selectedBlock = page && selected.length === 1
     ? page.blocks.find((b) => b.id === selected[0]) : null;
   /* a `file` attribute names files from its page's folder, as the CLI resolves them */
@@ -117,7 +118,7 @@ export default function App() {
       <ClassBar classroom={classroom} state={state} />
       {page && trainables(page).length > 0 && <TrainBar training={ed.training} />}
       <div className="main">
-        <Palette index={index} disabled={!page} onAdd={(type) => ed.addBlock(type, null)} />
+        <Palette index={index} disabled={!page} onAdd={addBlock} />
         <div className="centre">
           {/* the message over the canvas's top: clear of the header and the training bar */}
           <Toast message={message} onDismiss={dismiss} />

@@ -1,7 +1,7 @@
 /* Palette.jsx - every block type of the catalogue, grouped and searchable. Drag one onto the
  * canvas, or focus it and press Enter to add it. The ⓘ button shows the block's formula and
  * documentation. */
-import React, {useState} from 'react';
+import React, {memo, useState} from 'react';
 import {searchBlocks} from '../model/catalog.js';
 
 /* a long type name wraps at its words (Depthwise|Conv2d|Native|Backprop|Filter), whole:
@@ -11,7 +11,9 @@ function breakable(type) {
   return parts.map((p, i) => <React.Fragment key={i}>{i > 0 && <wbr />}{p}</React.Fragment>);
 }
 
-export default function Palette({index, disabled, onAdd}) {
+/* memo: drawn again only when the catalogue or its state changes, not at every edit or run
+ * event of the page (the palette holds a hundred buttons) */
+function Palette({index, disabled, onAdd}) {
   const [q, setQ] = useState('');
   const [info, setInfo] = useState(null);
   const groups = index ? searchBlocks(index, q) : [];
@@ -57,3 +59,5 @@ export default function Palette({index, disabled, onAdd}) {
     </aside>
   );
 }
+
+export default memo(Palette);
