@@ -255,12 +255,14 @@ export class Editor {
       return false;
     }
     const selBefore = this.state.selected;
-    /* drawn first, then sent: an Output tab drawn for the edit reads its tensors before the
-     * edit reaches the server (which drops the last run's tensors on an edit: 410). Sending
-     * first saves about 30 ms on a 500-block page (bench/RESULTS.md) */
+    /* sent first, then drawn: the request leaves before React draws the edit (about 45 ms of
+     * a 500-block page), so the labels come back that much sooner. The run's tensors the edit
+     * drops on the server are those invalidateRun marks stale here: an Output or Teach tab
+     * drawn for the edit does not read them, and a read already on its way gets 410, which
+     * both show as "the page changed since the last run". */
+    const sent = this.queue.enqueue(edits);
     this.set({page: after, dirty: true, selected: followSelection(selBefore, edits, after),
               run: invalidateRun(this.state.run, edits, after)});
-    const sent = this.queue.enqueue(edits);
     if (edits.some((e) => e.op !== 'set_ui')) this.gate.stale();
     if (record) this.history.push(before, after, key, Date.now(), selBefore);
     this.syncHistory();
