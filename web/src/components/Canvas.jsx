@@ -103,7 +103,6 @@ export default function Canvas({page, index, check, run, marks, selected, onSele
       const held = flow.getNodes();
       /* a big page draws only the blocks in view: those outside are never measured, and
        * their estimated size (initialWidth/Height) frames them well enough */
-      const big = want.size > BIG;
       const ready = held.length === want.size &&
                     held.every((n) => want.has(n.id) && (big || (n.measured && n.measured.width > 0)));
       if (ready || ++tries > 300) { /* about 5 s of frames: fit what there is */

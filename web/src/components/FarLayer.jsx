@@ -2,20 +2,18 @@
  * React Flow's viewport (model/farDraw.js), drawn again when the view, the page or the run's
  * statuses change. The blocks React Flow still draws (selected, being dragged) are skipped. */
 import React, {useLayoutEffect, useRef} from 'react';
-import {useStore} from '@xyflow/react';
 import {drawFar} from '../model/farDraw.js';
-
-const viewSelector = (s) => `${s.transform[0]},${s.transform[1]},${s.transform[2]},${s.width},${s.height}`;
+import {useView} from './farView.js';
 
 export default function FarLayer({boxes, wires, skip}) {
   const ref = useRef(null);
-  const view = useStore(viewSelector);
+  const view = useView();
   const draws = useRef(0);
   /* drawn before the browser paints, in step with React Flow's DOM (the selected blocks) */
   useLayoutEffect(() => {
     const el = ref.current;
     if (!el) return;
-    const [tx, ty, k, width, height] = view.split(',').map(Number);
+    const [tx, ty, k, width, height] = view;
     const dpr = window.devicePixelRatio || 1;
     if (el.width !== Math.round(width * dpr) || el.height !== Math.round(height * dpr)) {
       el.width = Math.round(width * dpr);

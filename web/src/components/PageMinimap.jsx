@@ -3,18 +3,17 @@
  * dragging in it moves the view there, the wheel zooms. Drawn on one canvas (farDraw.js's
  * boxes) rather than by React Flow's minimap, which draws only the blocks React Flow draws
  * (not those of the far canvas) and redrew 500 rectangles at every batch of run events. */
-import React, {useCallback, useLayoutEffect, useMemo, useRef} from 'react';
-import {Panel, useReactFlow, useStore} from '@xyflow/react';
+import React, {useCallback, useLayoutEffect, useRef} from 'react';
+import {Panel, useReactFlow} from '@xyflow/react';
 import {minimapFrame} from '../model/farDraw.js';
+import {useView} from './farView.js';
 
 const COLOR = {problem: '#e57373', finished: '#81c784', other: '#b0bec5'};
-const viewSelector = (s) => `${s.transform[0]},${s.transform[1]},${s.transform[2]},${s.width},${s.height}`;
 
 export default function PageMinimap({boxes, width, height}) {
   const ref = useRef(null);
   const flow = useReactFlow();
-  const view = useStore(viewSelector);
-  const [tx, ty, k, vw, vh] = useMemo(() => view.split(',').map(Number), [view]);
+  const [tx, ty, k, vw, vh] = useView();
   /* the page rectangle in view, and the minimap's scale and offset framing it with the page */
   const seen = {x: -tx / k, y: -ty / k, width: vw / k, height: vh / k};
   const frame = minimapFrame(boxes, seen, width, height);
