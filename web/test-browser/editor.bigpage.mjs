@@ -4,7 +4,8 @@
 //      element; the minimap shows the page
 //   2  a click on a far block selects it (the Inspector shows it) and React Flow draws it where
 //      the canvas drew it; a click on the empty canvas clears the selection
-//   3  a far block dragged by the mouse moves (an edit: ●, saved by Ctrl+S, undone by Ctrl+Z)
+//   3  a far block dragged by the mouse moves (an edit: ●, saved by Ctrl+S, undone by Ctrl+Z);
+//      redone, saved and the tab reloaded, a click where it was dropped finds it
 //   4  zoomed in with the wheel, the blocks are elements again and every wire in view ends on
 //      its ports' dots; zoomed out, the far canvas again
 //   5  right-click on a far block opens its menu; a double-click asks for its new id
@@ -113,6 +114,21 @@ await runItems(w, {
     });
     await w.save('big');
     assert.deepEqual(w.readPage('big').blocks.find((b) => b.id === 'relu12').ui, before);
+    /* redone, saved, and the tab reloaded: the far block is where it was dropped */
+    await page.keyboard.press(`${mod}+Shift+z`);
+    await w.save('big', (pg) => {
+      const at = pg.blocks.find((b) => b.id === 'relu12').ui;
+      return Math.abs(at.x - want.x) < 1.5 && Math.abs(at.y - want.y) < 1.5;
+    });
+    const saved = w.readPage('big').blocks.find((b) => b.id === 'relu12').ui;
+    await page.reload();
+    await page.locator('.canvas[data-fitted]').waitFor();
+    await until('the far canvas drawn again', async () => Number(await far().getAttribute('data-shown')) > 0);
+    await page.waitForTimeout(200);
+    const q = await onBlock('relu12', saved);
+    await page.mouse.click(q.x, q.y);
+    await until('relu12 found where it was dropped', async () => (await w.inspected()) === 'relu12');
+    await w.clickPane();
   },
   4: async () => {
     const p = await onBlock('conv0');
